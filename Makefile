@@ -1,0 +1,28 @@
+# make run / make test from a fresh clone: create or reuse .venv, install, then act.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/segapp
+
+test: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(VENV)/bin/lint-imports
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/table1.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

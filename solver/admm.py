@@ -1,0 +1,299 @@
+"""ℓp-box ADMM (Wu & Ghanem) for binary quadratic programs.
+
+    minimise  x'Ax + b'x   over x in {0,1}^n,  C1 x = d1,  C2 x <= d2
+
+with ``{0,1}^n = [0,1]^n ∩ {||x - 1/2||_2^2 = n/4}``, the split ``x = z1 (box) = z2 (sphere)`` and
+the slack ``C2 x + z3 = d2, z3 >= 0``. Each iteration solves one positive-definite linear system
+for ``x`` by warm-started PCG, projects ``z1, z2, z3``, takes dual steps of size ``gamma`` and grows
+the penalties geometrically up to a cap.
+
+:class:`LpBoxADMM` separates set-up (operators, preconditioner, transfers to the backend) from
+iterating, so a re-solve after a change of ``b`` or of the start point is cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from .backend import Backend, get_backend
+from .projections import check_p, project_box, project_lp_sphere, project_nonneg
+from .qp import LinearOperatorPair
+from .result import ADMMResult, IterationRecord, IterationState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ADMMParams:
+    """Parameters of ℓp-box ADMM. Penalties are relative to the problem's scale.
+
+    Attributes
+    ----------
+    rho0 : float
+        Starting penalty ``rho1 = rho2``, as a multiple of the problem scale (mean absolute row
+        sum of ``2A``; ``mean |b|`` when ``A = 0``). Small values let the first iterates follow the
+        continuous relaxation; the growth then pulls them onto binary points.
+    rho_growth : float
+        Factor by which all penalties grow every ``rho_every`` iterations (>= 1).
+    rho_every : int
+        Iterations between penalty increases.
+    rho_max : float
+        Cap on the penalty, as a multiple of the problem scale (the convergence analysis needs a
+        bounded sequence).
+    rho_constraints : float
+        Penalty of the equality/inequality constraints relative to ``rho1``.
+    gamma : float
+        Dual step length, in (0, 2).
+    max_iter : int
+        Iteration limit.
+    tol : float
+        Stop when ``max(||x - z1||, ||x - z2||) / max(||x||, 1)`` and the relative constraint
+        residuals are below ``tol`` and the rounded objective has stagnated.
+    stagnation_window : int
+        Number of recent iterations over which the rounded objective must not change by more
+        than ``stagnation_tol`` (relative).
+    stagnation_tol : float
+        See ``stagnation_window``.
+    pcg_tol : float
+        Relative residual tolerance of the inner conjugate-gradient solves.
+    pcg_maxiter : int
+        Iteration limit of each inner solve.
+    p : float
+        Exponent of the ℓp sphere (2 is supported).
+    """
+
+    rho0: float = 0.05
+    rho_growth: float = 1.05
+    rho_every: int = 1
+    rho_max: float = 1e5
+    rho_constraints: float = 1.0
+    gamma: float = 1.0
+    max_iter: int = 1000
+    tol: float = 1e-4
+    stagnation_window: int = 5
+    stagnation_tol: float = 1e-9
+    pcg_tol: float = 1e-4
+    pcg_maxiter: int = 100
+    p: float = 2.0
+
+    def validated(self) -> ADMMParams:
+        """Return self after checking every field; raises ValueError naming the bad one."""
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"ADMM parameter {f.name} must be a finite number, got {v!r}")
+        positive = ("rho0", "rho_max", "rho_constraints", "tol", "pcg_tol")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"ADMM parameter {name} must be > 0, got {getattr(self, name)}")
+        if self.rho_growth < 1:
+            raise ValueError(f"ADMM parameter rho_growth must be >= 1, got {self.rho_growth}")
+        if not 0 < self.gamma < 2:
+            raise ValueError(f"ADMM parameter gamma must be in (0, 2), got {self.gamma}")
+        for name in ("max_iter", "rho_every", "stagnation_window", "pcg_maxiter"):
+            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 1:
+                raise ValueError(f"ADMM parameter {name} must be an integer >= 1, "
+                                 f"got {getattr(self, name)}")
+        if self.stagnation_tol < 0:
+            raise ValueError("ADMM parameter stagnation_tol must be >= 0")
+        check_p(self.p)
+        return self
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> ADMMParams:
+        """Build from keyword arguments, rejecting unknown names."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise ValueError(f"unknown ADMM parameter(s): {', '.join(unknown)}; "
+                             f"expected some of {', '.join(sorted(known))}")
+        return replace(cls(), **kwargs).validated()
+
+    def as_dict(self) -> dict[str, Any]:
+        """Parameters as a plain dict (for reports)."""
+        return asdict(self)
+
+
+class LpBoxADMM:
+    """ℓp-box ADMM on a prepared problem (see :func:`solver.solve_bqp` for the usual entry).
+
+    Parameters
+    ----------
+    system : GenericSystem or OneHotKronSystem
+        Provides ``apply_A`` and the x-update ``solve``; already on ``backend``.
+    b : array, shape (n,)
+        Linear term over the free variables.
+    eq, ineq : LinearOperatorPair, optional
+        ``C1 x = d1`` and ``C2 x <= d2`` over the free variables.
+    scale : float
+        Problem scale; penalties are ``params.rho0 * scale`` etc.
+    constant : float
+        Added to every objective value (contribution of eliminated variables).
+    expand : callable, optional
+        Maps a numpy vector over the free variables to one over all variables.
+    params : ADMMParams
+    backend : Backend or str
+    """
+
+    def __init__(self, system: Any, b: Any, *, eq: LinearOperatorPair | None = None,
+                 ineq: LinearOperatorPair | None = None, scale: float = 1.0,
+                 constant: float = 0.0, expand: Callable[[np.ndarray], np.ndarray] | None = None,
+                 params: ADMMParams | None = None, backend: Backend | str = "cpu") -> None:
+        self.backend = get_backend(backend)
+        self.system = system
+        self.b = self.backend.asarray(b, dtype=np.float64)
+        self.eq, self.ineq = eq, ineq
+        self.scale = float(scale)
+        self.constant = float(constant)
+        self.expand = expand
+        self.params = (params or ADMMParams()).validated()
+        self.n = int(self.b.shape[0])
+
+    # ------------------------------------------------------------------ helpers
+    def objective(self, x: Any) -> float:
+        """``x'Ax + b'x + constant`` for a vector over the free variables."""
+        return float(x @ self.system.apply_A(x) + self.b @ x) + self.constant
+
+    def round(self, x: Any) -> Any:
+        """Round to a binary point; one-hot groups (if any) take their largest entry."""
+        xp = self.backend.xp
+        xr = (x > 0.5).astype(x.dtype)
+        groups = self.eq.groups if self.eq is not None else None
+        if groups is not None:
+            padded = xp.concatenate([x, xp.full(1, -xp.inf)])
+            cols = xp.argmax(padded[groups], axis=1)
+            chosen = groups[xp.arange(groups.shape[0]), cols]
+            xr[groups[groups < self.n]] = 0.0
+            xr[chosen] = 1.0
+        return xr
+
+    def violation(self, x: Any) -> float:
+        """Largest constraint violation of ``x`` (0 when feasible)."""
+        xp, v = self.backend.xp, 0.0
+        if self.eq is not None and self.eq.m:
+            v = max(v, float(xp.max(xp.abs(self.eq.matvec(x) - self.eq.d))))
+        if self.ineq is not None and self.ineq.m:
+            v = max(v, float(xp.max(self.ineq.matvec(x) - self.ineq.d)))
+        return max(v, 0.0)
+
+    def _initial_x(self, x0: Any, seed: int | None) -> Any:
+        xp = self.backend.xp
+        if x0 is not None:
+            x = self.backend.asarray(x0, dtype=np.float64).copy()
+            if x.shape != (self.n,):
+                raise ValueError(f"x0 must have shape ({self.n},), got {tuple(x.shape)}")
+            if not bool(xp.all(xp.isfinite(x))):
+                raise ValueError("x0 has non-finite entries")
+            return x
+        if seed is None:
+            return xp.full(self.n, 0.5)
+        rng = np.random.default_rng(seed)
+        return self.backend.asarray(rng.random(self.n))
+
+    # ------------------------------------------------------------------ main loop
+    def run(self, x0: Any = None, seed: int | None = None,
+            callback: Callable[[IterationState], bool | None] | None = None,
+            setup_time_s: float = 0.0) -> ADMMResult:
+        """Iterate until convergence, the iteration limit, or a stop request.
+
+        Parameters
+        ----------
+        x0 : array, optional
+            Start point over the free variables (warm start). Default: ``1/2`` everywhere, or
+            uniform random in ``[0, 1]`` when ``seed`` is given.
+        seed : int, optional
+            Seed of the random start point.
+        callback : callable, optional
+            ``callback(state)`` after every iteration with an :class:`IterationState`; return
+            True (or call ``state.request_stop()``) to stop.
+        setup_time_s : float
+            Set-up time to report in the result.
+
+        Returns
+        -------
+        ADMMResult
+        """
+        xp, P = self.backend.xp, self.params
+        t0 = time.perf_counter()
+        eq, ineq = self.eq, self.ineq
+        x = self._initial_x(x0, seed)
+        z1, z2 = project_box(x), project_lp_sphere(x, P.p)
+        y1, y2 = xp.zeros(self.n), xp.zeros(self.n)
+        y3 = xp.zeros(eq.m) if eq is not None else None
+        y4 = xp.zeros(ineq.m) if ineq is not None else None
+        z3 = project_nonneg(ineq.d - ineq.matvec(x)) if ineq is not None else None
+        rho = P.rho0 * self.scale
+        rho_cap = P.rho_max * self.scale
+        history: list[IterationRecord] = []
+        best = (math.inf, math.inf, None, 0)  # (violation, objective, x, iteration)
+        recent: list[float] = []
+        status = "max_iter"
+        for it in range(1, P.max_iter + 1):
+            rc = rho * P.rho_constraints
+            rhs = rho * (z1 + z2) - self.b - y1 - y2
+            if eq is not None:
+                rhs += eq.rmatvec(rc * eq.d - y3)
+            if ineq is not None:
+                rhs += ineq.rmatvec(rc * (ineq.d - z3) - y4)
+            sol = self.system.solve(rhs, x, 2.0 * rho, eq, rc, ineq, rc, P.pcg_tol, P.pcg_maxiter)
+            x = sol.x
+            z1 = project_box(x + y1 / rho)
+            z2 = project_lp_sphere(x + y2 / rho, P.p)
+            y1 += P.gamma * rho * (x - z1)
+            y2 += P.gamma * rho * (x - z2)
+            cres = 0.0
+            if eq is not None:
+                r3 = eq.matvec(x) - eq.d
+                y3 += P.gamma * rc * r3
+                cres = max(cres, float(xp.linalg.norm(r3)) / max(float(xp.linalg.norm(eq.d)), 1.0))
+            if ineq is not None:
+                c2x = ineq.matvec(x)
+                z3 = project_nonneg(ineq.d - c2x - y4 / rc)
+                r4 = c2x + z3 - ineq.d
+                y4 += P.gamma * rc * r4
+                cres = max(cres, float(xp.linalg.norm(r4)) / max(float(xp.linalg.norm(ineq.d)), 1.0))
+            xnorm = max(float(xp.linalg.norm(x)), 1.0)
+            r1 = float(xp.linalg.norm(x - z1)) / xnorm
+            r2 = float(xp.linalg.norm(x - z2)) / xnorm
+            xr = self.round(x)
+            obj_r = self.objective(xr)
+            viol = self.violation(xr)
+            if (viol, obj_r) < best[:2]:
+                best = (viol, obj_r, xr, it)
+            rec = IterationRecord(it, self.objective(x), obj_r, viol <= 1e-9, r1, r2, rho,
+                                  sol.iterations)
+            history.append(rec)
+            recent = (recent + [obj_r])[-P.stagnation_window:]
+            if callback is not None:
+                state = IterationState(rec, x, z1, z2, P.max_iter, self.backend.to_numpy,
+                                       self.expand)
+                if callback(state) or state.stop_requested:
+                    status = "stopped"
+                    break
+            if (max(r1, r2, cres) < P.tol and len(recent) == P.stagnation_window
+                    and max(recent) - min(recent) <= P.stagnation_tol * max(1.0, abs(obj_r))):
+                status = "converged"
+                break
+            if it % P.rho_every == 0:
+                rho = min(rho * P.rho_growth, rho_cap)
+        elapsed = time.perf_counter() - t0
+        viol, obj, xbest, best_it = best
+        x_host = self.backend.to_numpy(xbest if xbest is not None else self.round(x))
+        x_cont = self.backend.to_numpy(x)
+        if self.expand is not None:
+            x_host, x_cont = self.expand(x_host), self.expand(x_cont)
+        log.info("ADMM %s after %d iterations in %.3f s: objective %.6g (best at %d)",
+                 status, len(history), elapsed, obj, best_it)
+        return ADMMResult(
+            x=np.rint(x_host).astype(np.int8), objective=obj, feasible=viol <= 1e-9,
+            iterations=len(history), converged=status == "converged", status=status,
+            time_s=elapsed, setup_time_s=setup_time_s, history=history,
+            x_continuous=x_cont, best_iteration=best_it, backend=self.backend.name,
+        )

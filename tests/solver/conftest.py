@@ -1,0 +1,37 @@
+"""Fixtures for the solver tests: every backend test runs on the CPU, and on the GPU when present."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from solver import gpu_available
+
+BACKENDS = [
+    "cpu",
+    pytest.param("gpu", marks=pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """Name of an available backend."""
+    return request.param
+
+
+def brute_force(A, b, feasible=None):
+    """Exact minimum of x'Ax + b'x over {0,1}^n (n <= 16), optionally over a feasible subset."""
+    n = len(b)
+    X = np.array(list(itertools.product([0.0, 1.0], repeat=n)))
+    if feasible is not None:
+        X = X[feasible(X)]
+    values = np.einsum("ij,jk,ik->i", X, A, X) + X @ b
+    return float(values.min())
+
+
+def random_psd_bqp(seed, n_range=(8, 15)):
+    """A seeded random BQP with a PSD quadratic term."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(*n_range))
+    M = rng.normal(size=(n, n))
+    return M.T @ M / n, 2.0 * rng.normal(size=n)
