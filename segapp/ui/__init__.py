@@ -1,0 +1,1 @@
+"""Qt widgets of segapp: canvas and tools, panels, energy plot, main window."""

@@ -1,0 +1,298 @@
+"""The image canvas: photo, result overlay, strokes, rectangle; zoom, pan and drawing tools."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from PyQt6.QtCore import QPointF, QRectF, Qt, pyqtSignal
+from PyQt6.QtGui import QBrush, QColor, QPainter, QPen, QPixmap
+from PyQt6.QtWidgets import (QGraphicsEllipseItem, QGraphicsPixmapItem, QGraphicsRectItem,
+                             QGraphicsScene, QGraphicsView)
+
+from segapp.model import Document
+from segapp.ui.render import display_rgb, layers_rgba, palette, to_qimage
+
+log = logging.getLogger(__name__)
+
+TOOLS = ("brush", "eraser", "rect", "hard")
+CANVAS_BG = QColor(38, 39, 43)
+
+
+class Canvas(QGraphicsView):
+    """Shows the document and turns mouse input into document edits.
+
+    Signals
+    -------
+    cursor_moved(int, int)
+        Image pixel under the cursor, ``(-1, -1)`` outside the image.
+    zoom_changed(float)
+        New zoom factor (1.0 = one image pixel per screen pixel).
+    edited()
+        A stroke or rectangle was committed.
+    """
+
+    cursor_moved = pyqtSignal(int, int)
+    zoom_changed = pyqtSignal(float)
+    edited = pyqtSignal()
+
+    def __init__(self, doc: Document, parent=None) -> None:
+        super().__init__(parent)
+        self.doc = doc
+        self.tool = "brush"
+        self.label = 1
+        self.brush_radius = 6.0
+        self._scene = QGraphicsScene(self)
+        self.setScene(self._scene)
+        self.setBackgroundBrush(QBrush(CANVAS_BG))
+        self.setFrameShape(QGraphicsView.Shape.NoFrame)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setMouseTracking(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setAcceptDrops(False)  # the main window takes drops
+        self.photo = QGraphicsPixmapItem()
+        self.result = QGraphicsPixmapItem()
+        self.compare = QGraphicsPixmapItem()
+        self.layers = QGraphicsPixmapItem()
+        for z, it in enumerate((self.photo, self.result, self.compare, self.layers)):
+            it.setZValue(z)
+            it.setTransformationMode(Qt.TransformationMode.FastTransformation)
+            self._scene.addItem(it)
+        self.result.setOpacity(0.55)
+        self.rect_item = QGraphicsRectItem()
+        pen = QPen(QColor(255, 214, 10), 0, Qt.PenStyle.DashLine)
+        pen.setCosmetic(True)
+        pen.setWidthF(2.0)
+        self.rect_item.setPen(pen)
+        self.rect_item.setZValue(10)
+        self.rect_item.hide()
+        self._scene.addItem(self.rect_item)
+        self.cursor_item = QGraphicsEllipseItem()
+        cpen = QPen(QColor(255, 255, 255, 220), 0)
+        cpen.setCosmetic(True)
+        self.cursor_item.setPen(cpen)
+        self.cursor_item.setZValue(11)
+        self.cursor_item.hide()
+        self._scene.addItem(self.cursor_item)
+        self._layer_img = None
+        self._drag: str | None = None  # "paint" | "rect" | "pan"
+        self._last: tuple[float, float] | None = None
+        self._rect_start: QPointF | None = None
+        self._pan_from = None
+        self._space = False
+        doc.subscribe(self._on_doc)
+
+    # ------------------------------------------------------------ document
+    def _on_doc(self, kind: str, box) -> None:
+        if kind == "image":
+            self._load_image()
+        elif kind in ("strokes", "hard"):
+            self._refresh_layers(box)
+        elif kind == "k":
+            self._refresh_layers(None)
+        elif kind == "rect":
+            self._refresh_rect()
+
+    def _load_image(self) -> None:
+        img = self.doc.image
+        if img is None:
+            return
+        self.photo.setPixmap(QPixmap.fromImage(to_qimage(display_rgb(img))))
+        h, w = img.shape[:2]
+        # generous margins so the image can be panned towards any edge
+        self._scene.setSceneRect(QRectF(-w, -h, 3 * w, 3 * h))
+        self.set_result(None)
+        self.set_compare(None)
+        self._refresh_layers(None)
+        self._refresh_rect()
+        self.fit_to_window()
+
+    def _refresh_layers(self, box) -> None:
+        h, w = self.doc.shape
+        if h == 0:
+            return
+        pal = palette(self.doc.k)
+        if box is None or self._layer_img is None or self._layer_img.size().height() != h:
+            self._layer_img = to_qimage(layers_rgba(self.doc.strokes, self.doc.hard, pal))
+        else:
+            # re-render the box plus a 1-pixel rim (outlines depend on neighbours)
+            y0, y1 = max(box[0] - 1, 0), min(box[1] + 1, h)
+            x0, x1 = max(box[2] - 1, 0), min(box[3] + 1, w)
+            crop = layers_rgba(self.doc.strokes[y0:y1, x0:x1], self.doc.hard[y0:y1, x0:x1],
+                               pal, origin=(y0, x0))
+            p = QPainter(self._layer_img)
+            p.setCompositionMode(QPainter.CompositionMode.CompositionMode_Source)
+            p.drawImage(x0, y0, to_qimage(crop))
+            p.end()
+        self.layers.setPixmap(QPixmap.fromImage(self._layer_img))
+
+    def _refresh_rect(self) -> None:
+        r = self.doc.rect
+        if r is None:
+            self.rect_item.hide()
+        else:
+            self.rect_item.setRect(QRectF(*r))
+            self.rect_item.show()
+
+    # ------------------------------------------------------------ overlays
+    def set_result(self, rgb: np.ndarray | None) -> None:
+        """Show an (H,W,3) result image over the photo (None hides it)."""
+        if rgb is None:
+            self.result.setPixmap(QPixmap())
+            return
+        pm = QPixmap.fromImage(to_qimage(rgb))
+        h, w = self.doc.shape
+        self.result.setScale(w / rgb.shape[1] if rgb.shape[1] else 1.0)
+        self.result.setPixmap(pm)
+
+    def set_result_opacity(self, alpha: float) -> None:
+        """Opacity of the result overlay in [0, 1]."""
+        self.result.setOpacity(float(alpha))
+
+    def set_compare(self, rgba: np.ndarray | None) -> None:
+        """Show an (H,W,4) disagreement layer (None hides it)."""
+        self.compare.setPixmap(QPixmap() if rgba is None else QPixmap.fromImage(to_qimage(rgba)))
+
+    def set_layers_visible(self, on: bool) -> None:
+        """Show or hide strokes and hard constraints."""
+        self.layers.setVisible(on)
+
+    # ------------------------------------------------------------ zoom
+    def zoom(self) -> float:
+        """Current zoom factor."""
+        return float(self.transform().m11())
+
+    def set_zoom(self, z: float) -> None:
+        """Set the zoom factor (clamped to 1/32 .. 64)."""
+        z = float(np.clip(z, 1 / 32, 64))
+        f = z / self.zoom()
+        self.scale(f, f)
+        self.zoom_changed.emit(self.zoom())
+
+    def fit_to_window(self) -> None:
+        """Zoom so the whole image fits the view."""
+        h, w = self.doc.shape
+        if h == 0:
+            return
+        self.fitInView(QRectF(0, 0, w, h), Qt.AspectRatioMode.KeepAspectRatio)
+        self.zoom_changed.emit(self.zoom())
+
+    def actual_size(self) -> None:
+        """One image pixel per screen pixel."""
+        self.set_zoom(1.0)
+
+    def drawForeground(self, painter, rect) -> None:  # noqa: N802 - Qt API
+        if self.doc.has_image:
+            return
+        painter.save()
+        painter.resetTransform()
+        painter.setPen(QColor(150, 152, 160))
+        f = painter.font()
+        f.setPointSizeF(f.pointSizeF() * 1.3)
+        painter.setFont(f)
+        painter.drawText(self.viewport().rect(), Qt.AlignmentFlag.AlignCenter,
+                         "Open a photo (Ctrl+O), drop one here,\nor pick one from the Samples menu")
+        painter.restore()
+
+    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt API
+        steps = event.angleDelta().y() / 120.0
+        if steps:
+            self.set_zoom(self.zoom() * (1.25 ** steps))
+        event.accept()
+
+    # ------------------------------------------------------------ tools
+    def set_tool(self, tool: str) -> None:
+        """Select ``"brush"``, ``"eraser"``, ``"rect"`` or ``"hard"``."""
+        if tool not in TOOLS:
+            raise ValueError(f"unknown tool {tool!r}")
+        self.tool = tool
+        self.viewport().setCursor(Qt.CursorShape.CrossCursor)
+        self.cursor_item.setVisible(False)
+
+    def set_brush_radius(self, r: float) -> None:
+        """Brush radius in image pixels."""
+        self.brush_radius = max(0.5, float(r))
+
+    def image_pos(self, view_pos) -> QPointF:
+        """Scene (image pixel) coordinates of a viewport position; pixel centres at integers."""
+        return self.mapToScene(view_pos) - QPointF(0.5, 0.5)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space = True
+            self.viewport().setCursor(Qt.CursorShape.OpenHandCursor)
+            return
+        super().keyPressEvent(event)
+
+    def keyReleaseEvent(self, event) -> None:  # noqa: N802
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space = False
+            self.viewport().setCursor(Qt.CursorShape.CrossCursor)
+            return
+        super().keyReleaseEvent(event)
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        btn = event.button()
+        if btn == Qt.MouseButton.MiddleButton or (btn == Qt.MouseButton.LeftButton and self._space):
+            self._drag, self._pan_from = "pan", event.position()
+            self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
+            return
+        if btn != Qt.MouseButton.LeftButton or not self.doc.has_image:
+            return
+        p = self.image_pos(event.position().toPoint())
+        if self.tool == "rect":
+            self._drag, self._rect_start = "rect", p
+            self.rect_item.setRect(QRectF(p, p))
+            self.rect_item.show()
+            return
+        mode = {"brush": "strokes", "hard": "hard", "eraser": "erase"}[self.tool]
+        self._drag = "paint"
+        self.doc.begin_stroke(mode)
+        self._last = (p.x(), p.y())
+        self.doc.stroke_to(self._last, self._last, self.brush_radius, self.label)
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802
+        pos = event.position()
+        p = self.image_pos(pos.toPoint())
+        h, w = self.doc.shape
+        ix, iy = int(round(p.x())), int(round(p.y()))
+        inside = 0 <= ix < w and 0 <= iy < h
+        self.cursor_moved.emit(ix if inside else -1, iy if inside else -1)
+        r = self.brush_radius
+        show_cursor = self.tool != "rect" and self.doc.has_image and self._drag != "pan"
+        self.cursor_item.setRect(QRectF(p.x() + 0.5 - r, p.y() + 0.5 - r, 2 * r, 2 * r))
+        self.cursor_item.setVisible(show_cursor)
+        if self._drag == "pan" and self._pan_from is not None:
+            d = pos - self._pan_from
+            self._pan_from = pos
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - int(d.x()))
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value() - int(d.y()))
+        elif self._drag == "paint" and self._last is not None:
+            cur = (p.x(), p.y())
+            self.doc.stroke_to(self._last, cur, self.brush_radius, self.label)
+            self._last = cur
+        elif self._drag == "rect" and self._rect_start is not None:
+            self.rect_item.setRect(QRectF(self._rect_start, p).normalized())
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802
+        drag, self._drag = self._drag, None
+        if drag == "pan":
+            self.viewport().setCursor(Qt.CursorShape.OpenHandCursor if self._space
+                                      else Qt.CursorShape.CrossCursor)
+        elif drag == "paint":
+            self._last = None
+            if self.doc.end_stroke() is not None:
+                self.edited.emit()
+        elif drag == "rect" and self._rect_start is not None:
+            p = self.image_pos(event.position().toPoint())
+            r = QRectF(self._rect_start, p).normalized()
+            self._rect_start = None
+            self.doc.set_rect((r.x() + 0.5, r.y() + 0.5, r.width(), r.height()))
+            self._refresh_rect()
+            self.edited.emit()
+
+    def leaveEvent(self, event) -> None:  # noqa: N802
+        self.cursor_item.hide()
+        self.cursor_moved.emit(-1, -1)
+        super().leaveEvent(event)

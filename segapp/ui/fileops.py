@@ -1,0 +1,265 @@
+"""File handling for the main window: open, samples, recent files, sessions, exports."""
+from __future__ import annotations
+
+import csv
+import logging
+from pathlib import Path
+
+from PyQt6.QtCore import QSettings
+from PyQt6.QtGui import QAction
+from PyQt6.QtWidgets import QFileDialog, QMenu, QMessageBox
+
+from segapp.model import apply_session, load_session, save_session
+
+log = logging.getLogger(__name__)
+
+IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp);;All files (*)"
+SESSION_FILTER = "segapp sessions (*.json)"
+MAX_RECENT = 8
+
+
+def list_samples() -> list[tuple[str, Path, Path | None, int]]:
+    """Bundled samples as ``(title, image, strokes or None, K)``, one per strokes file."""
+    try:
+        from segapp.io import ASSETS_DIR
+    except Exception:  # noqa: BLE001 - io not importable: no samples
+        return []
+    out = []
+    images = [p for p in sorted(Path(ASSETS_DIR).glob("*"))
+              if p.suffix.lower() in (".png", ".jpg", ".jpeg") and "_strokes" not in p.stem]
+    for img in images:
+        strokes = sorted(Path(ASSETS_DIR).glob(f"{img.stem}_strokes_k*.png"))
+        if not strokes:
+            out.append((img.stem, img, None, 2))
+        for s in strokes:
+            k = int(s.stem.rsplit("_k", 1)[1])
+            out.append((f"{img.stem} — {k} labels", img, s, k))
+    return out
+
+
+class FileOpsMixin:
+    """Mixed into :class:`~segapp.ui.main_window.MainWindow` (needs doc, canvas, ...)."""
+
+    session_path: str | None = None
+
+    # ---------------------------------------------------------------- errors
+    def error(self, title: str, message: str) -> None:
+        """Show an error dialog and a status message; nothing the user drew is touched."""
+        log.warning("%s: %s", title, message)
+        self.statusBar().showMessage(f"{title}: {message}", 8000)
+        QMessageBox.critical(self, title, message)
+
+    # ---------------------------------------------------------------- open
+    def open_dialog(self) -> None:
+        """Ask for an image or session file and open it."""
+        path, _ = QFileDialog.getOpenFileName(self, "Open image or session", self._last_dir(),
+                                              f"{IMAGE_FILTER};;{SESSION_FILTER}")
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str) -> bool:
+        """Open an image (or a ``.json`` session); False and an error dialog on failure."""
+        if str(path).lower().endswith(".json"):
+            return self.open_session(path)
+        from segapp.io import load_image
+        try:
+            image = load_image(path)
+        except (ValueError, OSError) as exc:
+            self.error("Cannot open image", str(exc).splitlines()[0] if str(exc) else str(path))
+            return False
+        if not self.maybe_save():
+            return False
+        self.forget_run()
+        self.doc.set_image(image, str(path))
+        self.session_path = None
+        self._add_recent(str(path))
+        h, w = image.shape[:2]
+        self.statusBar().showMessage(f"Opened {Path(path).name} ({w}×{h})", 5000)
+        return True
+
+    def open_sample(self, image: Path, strokes: Path | None, k: int) -> bool:
+        """Open a bundled sample and its example strokes."""
+        if not self.open_path(str(image)):
+            return False
+        if strokes is not None:
+            from segapp.io import load_label_image
+            try:
+                lab = load_label_image(str(strokes), shape=self.doc.shape, k=k)
+            except (ValueError, OSError) as exc:
+                self.error("Cannot load sample strokes", str(exc))
+                return False
+            self.doc._k = k  # noqa: SLF001 - fresh document, not an undoable edit
+            self.doc.notify("k")
+            self.doc.set_layers(strokes=lab, undoable=False)
+            self.doc.dirty = False
+        self.update_title()
+        return True
+
+    def build_samples_menu(self, menu: QMenu) -> None:
+        """Fill the Samples menu."""
+        menu.clear()
+        samples = list_samples()
+        for title, img, strokes, k in samples:
+            a = QAction(title, self)
+            a.triggered.connect(lambda _=False, i=img, s=strokes, kk=k: self.open_sample(i, s, kk))
+            menu.addAction(a)
+        if not samples:
+            menu.addAction("(no samples found)").setEnabled(False)
+
+    # ---------------------------------------------------------------- recent
+    def _settings(self) -> QSettings:
+        return QSettings("segapp", "segapp")
+
+    def _last_dir(self) -> str:
+        recent = self.recent_files()
+        return str(Path(recent[0]).parent) if recent else str(Path.home())
+
+    def recent_files(self) -> list[str]:
+        """Recently opened files, newest first."""
+        v = self._settings().value("recent", [])
+        return [v] if isinstance(v, str) else list(v or [])
+
+    def _add_recent(self, path: str) -> None:
+        path = str(Path(path).resolve())
+        rec = [p for p in self.recent_files() if p != path]
+        self._settings().setValue("recent", [path] + rec[:MAX_RECENT - 1])
+        self.rebuild_recent_menu()
+
+    def rebuild_recent_menu(self) -> None:
+        """Refresh the File → Recent menu."""
+        m = self.recent_menu
+        m.clear()
+        for p in self.recent_files():
+            a = m.addAction(Path(p).name)
+            a.setToolTip(p)
+            a.triggered.connect(lambda _=False, pp=p: self.open_path(pp))
+        m.setEnabled(bool(self.recent_files()))
+
+    # ---------------------------------------------------------------- sessions
+    def open_session(self, path: str) -> bool:
+        """Open a session JSON (image, K, rectangle, settings, strokes)."""
+        from segapp.io import load_image
+        try:
+            data = load_session(path)
+            if not data.image_path:
+                raise ValueError("session has no image")
+            image = load_image(data.image_path)
+        except (ValueError, OSError) as exc:
+            self.error("Cannot open session", str(exc).splitlines()[0])
+            return False
+        if not self.maybe_save():
+            return False
+        self.forget_run()
+        try:
+            apply_session(self.doc, data, image)
+        except ValueError as exc:
+            self.error("Cannot open session", str(exc))
+            return False
+        self.params_panel.set_settings(self.doc.settings)
+        self.results_panel.opacity.setValue(int(data.extra.get("opacity", 0.55) * 100))
+        self.session_path = str(path)
+        self._add_recent(str(path))
+        self.update_title()
+        return True
+
+    def save_session(self, path: str | None = None) -> bool:
+        """Save the session (asks for a path the first time)."""
+        if not self.doc.has_image:
+            return False
+        path = path or self.session_path
+        if not path:
+            return self.save_session_as()
+        try:
+            save_session(path, self.doc,
+                         extra={"opacity": self.results_panel.opacity.value() / 100})
+        except (OSError, ValueError) as exc:
+            self.error("Cannot save session", str(exc))
+            return False
+        self.session_path = str(path)
+        self.doc.dirty = False
+        self.update_title()
+        self.statusBar().showMessage(f"Saved session {Path(path).name}", 5000)
+        return True
+
+    def save_session_as(self) -> bool:
+        """Ask for a path and save the session."""
+        default = str(Path(self.doc.image_path or "session").with_suffix(".json"))
+        path, _ = QFileDialog.getSaveFileName(self, "Save session", default, SESSION_FILTER)
+        return self.save_session(path) if path else False
+
+    def maybe_save(self) -> bool:
+        """Offer to save unsaved work; False if the user cancels."""
+        if not self.doc.dirty or not self.confirm_discard:
+            return True
+        ans = QMessageBox.question(
+            self, "Unsaved changes", "Save the current session before continuing?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+            | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Save)
+        if ans == QMessageBox.StandardButton.Save:
+            return self.save_session()
+        return ans == QMessageBox.StandardButton.Discard
+
+    # ---------------------------------------------------------------- exports
+    def _export_path(self, title: str, suffix: str, filt: str) -> str | None:
+        base = Path(self.doc.image_path or "segmentation")
+        path, _ = QFileDialog.getSaveFileName(self, title, str(base.with_name(base.stem + suffix)),
+                                              filt)
+        return path or None
+
+    def save_labels(self, path: str | None = None) -> bool:
+        """Save the last labels as a PNG of values 1..K."""
+        if self.outcome is None:
+            self.error("Nothing to save", "run a segmentation first")
+            return False
+        path = path or self._export_path("Save labels", "_labels.png", "PNG (*.png)")
+        if not path:
+            return False
+        from segapp.io import save_labels
+        try:
+            save_labels(path, self.outcome.labels)
+        except (OSError, ValueError) as exc:
+            self.error("Cannot save labels", str(exc))
+            return False
+        self.statusBar().showMessage(f"Saved labels to {Path(path).name}", 5000)
+        return True
+
+    def save_overlay(self, path: str | None = None) -> bool:
+        """Save the photo with the labels blended over it."""
+        if self.outcome is None:
+            self.error("Nothing to save", "run a segmentation first")
+            return False
+        path = path or self._export_path("Save overlay", "_overlay.png", "PNG (*.png)")
+        if not path:
+            return False
+        from segapp.io import save_overlay
+        try:
+            save_overlay(path, self.doc.image, self.outcome.labels,
+                         alpha=self.results_panel.opacity.value() / 100)
+        except (OSError, ValueError) as exc:
+            self.error("Cannot save overlay", str(exc))
+            return False
+        self.statusBar().showMessage(f"Saved overlay to {Path(path).name}", 5000)
+        return True
+
+    def save_history(self, path: str | None = None) -> bool:
+        """Save the energy history of the last run as CSV."""
+        if self.outcome is None:
+            self.error("Nothing to save", "run a segmentation first")
+            return False
+        path = path or self._export_path("Save energy history", "_history.csv", "CSV (*.csv)")
+        if not path:
+            return False
+        cols = ["iteration", "energy_continuous", "energy_rounded", "residual_box",
+                "residual_sphere", "rho"]
+        try:
+            with open(path, "w", newline="") as fh:
+                w = csv.writer(fh)
+                w.writerow(cols + ["reference_energy"])
+                ref = self.outcome.reference_energy
+                for r in self.outcome.history:
+                    w.writerow([getattr(r, c) for c in cols] + ["" if ref is None else ref])
+        except OSError as exc:
+            self.error("Cannot save history", str(exc))
+            return False
+        self.statusBar().showMessage(f"Saved energy history to {Path(path).name}", 5000)
+        return True

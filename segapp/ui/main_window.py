@@ -1,0 +1,264 @@
+"""The main window: canvas in the middle, tools on the left, panels and plot on the right."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PyQt6.QtCore import Qt
+from PyQt6.QtGui import QAction, QKeySequence
+from PyQt6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QProgressBar, QPushButton,
+                             QTabWidget, QToolBar)
+
+from segapp.model import Document
+from segapp.ui.canvas import Canvas
+from segapp.ui.fileops import FileOpsMixin
+from segapp.ui.panels import ParamsPanel, ResultsPanel
+from segapp.ui.plot import EnergyPlot
+from segapp.ui.runctl import RunMixin
+from segapp.ui.tools import ToolBar
+
+log = logging.getLogger(__name__)
+
+
+class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
+    """segapp's main window.
+
+    Parameters
+    ----------
+    confirm_discard : bool
+        Ask before discarding unsaved work (tests turn it off).
+    """
+
+    def __init__(self, confirm_discard: bool = True) -> None:
+        super().__init__()
+        self.confirm_discard = confirm_discard
+        self.doc = Document()
+        self.setWindowTitle("segapp")
+        self.resize(1440, 900)
+        self.setAcceptDrops(True)
+        self.canvas = Canvas(self.doc, self)
+        self.setCentralWidget(self.canvas)
+        self.tools = ToolBar(self)
+        self.addToolBar(Qt.ToolBarArea.LeftToolBarArea, self.tools)
+        self.params_panel = ParamsPanel()
+        self.results_panel = ResultsPanel()
+        self.plot = EnergyPlot()
+        self._build_docks()
+        self._build_status()
+        self.init_run()
+        self._build_actions()
+        self._connect()
+        self.params_panel.set_settings(self.doc.settings)
+        self.update_actions()
+        self.update_title()
+
+    # ---------------------------------------------------------------- layout
+    def _build_docks(self) -> None:
+        tabs = QTabWidget()
+        tabs.addTab(self.params_panel, "Parameters")
+        tabs.addTab(self.results_panel, "Results")
+        self.side_tabs = tabs
+        d1 = QDockWidget("Settings", self)
+        d1.setObjectName("settings")
+        d1.setWidget(tabs)
+        d2 = QDockWidget("Convergence", self)
+        d2.setObjectName("plot")
+        d2.setWidget(self.plot)
+        for d in (d1, d2):
+            d.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                          | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d)
+        self.resizeDocks([d1], [420], Qt.Orientation.Horizontal)
+        self.resizeDocks([d1, d2], [380, 420], Qt.Orientation.Vertical)
+
+    def _build_status(self) -> None:
+        sb = self.statusBar()
+        self.size_label = QLabel("no image")
+        self.pos_label = QLabel("")
+        self.pos_label.setMinimumWidth(260)
+        self.zoom_label = QLabel("")
+        self.iter_label = QLabel("")
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setTextVisible(False)
+        self.progress.hide()
+        for w in (self.iter_label, self.progress, self.pos_label, self.size_label,
+                  self.zoom_label):
+            sb.addPermanentWidget(w)
+
+    def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        a = QAction(text, self)
+        if shortcut is not None:
+            a.setShortcut(QKeySequence(shortcut))
+        a.setToolTip(tip or text)
+        a.setStatusTip(tip)
+        a.triggered.connect(lambda _=False: slot())
+        self.addAction(a)
+        return a
+
+    def _build_actions(self) -> None:
+        SK = QKeySequence.StandardKey
+        A = self._action
+        self.act_open = A("&Open…", self.open_dialog, SK.Open, "Open an image or a session")
+        self.act_save = A("&Save session", self.save_session, SK.Save, "Save strokes, rectangle, "
+                          "K and parameters as a session file")
+        self.act_save_as = A("Save session &as…", self.save_session_as, SK.SaveAs)
+        self.act_labels = A("Export &labels PNG…", self.save_labels, None, "Labels 1..K as PNG")
+        self.act_overlay = A("Export &overlay PNG…", self.save_overlay, None, "Photo with labels")
+        self.act_csv = A("Export energy &history CSV…", self.save_history, None)
+        self.act_quit = A("&Quit", self.close, SK.Quit)
+        self.act_undo = A("&Undo", self.undo, "Ctrl+Z", "Undo the last stroke or edit")
+        self.act_redo = A("&Redo", self.redo, "Ctrl+Shift+Z", "Redo")
+        self.act_clear = A("&Clear annotations", self.doc.clear, None,
+                           "Remove all strokes, hard constraints and the rectangle (undoable)")
+        self.act_fit = A("&Fit to window", self.canvas.fit_to_window, "Ctrl+0")
+        self.act_1to1 = A("&Actual size (1:1)", self.canvas.actual_size, "Ctrl+1")
+        self.act_zin = A("Zoom &in", lambda: self.canvas.set_zoom(self.canvas.zoom() * 1.25),
+                         SK.ZoomIn)
+        self.act_zout = A("Zoom o&ut", lambda: self.canvas.set_zoom(self.canvas.zoom() / 1.25),
+                          SK.ZoomOut)
+        self.act_run = A("▶  &Run", self.start_run, "Ctrl+R", "Run ℓ₂-box ADMM (Ctrl+R)")
+        self.act_cancel = A("■  Cancel", self.cancel_run, "Esc", "Stop the solve (Esc)")
+        self.act_warm = A("&Warm start from last run", lambda: None, None,
+                          "Start ADMM from the previous continuous solution")
+        self.act_warm.setCheckable(True)
+        self.act_warm.setChecked(True)
+        self.act_bigger = A("Bigger brush", lambda: self.tools.step_radius(1.25), "]")
+        self.act_smaller = A("Smaller brush", lambda: self.tools.step_radius(0.8), "[")
+        mb = self.menuBar()
+        m = mb.addMenu("&File")
+        m.addAction(self.act_open)
+        self.recent_menu = m.addMenu("Open &recent")
+        m.addSeparator()
+        for a in (self.act_save, self.act_save_as):
+            m.addAction(a)
+        m.addSeparator()
+        for a in (self.act_labels, self.act_overlay, self.act_csv):
+            m.addAction(a)
+        m.addSeparator()
+        m.addAction(self.act_quit)
+        samples = mb.addMenu("&Samples")
+        self.samples_menu = samples
+        self.build_samples_menu(samples)
+        m = mb.addMenu("&Edit")
+        for a in (self.act_undo, self.act_redo, self.act_clear, self.act_bigger, self.act_smaller):
+            m.addAction(a)
+        m = mb.addMenu("&View")
+        for a in (self.act_fit, self.act_1to1, self.act_zin, self.act_zout):
+            m.addAction(a)
+        m = mb.addMenu("&Segment")
+        for a in (self.act_run, self.act_cancel, self.act_warm):
+            m.addAction(a)
+        self.rebuild_recent_menu()
+        tb = QToolBar("Main", self)
+        tb.setObjectName("main")
+        tb.setMovable(False)
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        for a in (self.act_open, self.act_save, None, self.act_undo, self.act_redo, None,
+                  self.act_fit, self.act_1to1, None):
+            tb.addSeparator() if a is None else tb.addAction(a)
+        self.run_button = QPushButton("▶  Run")
+        self.run_button.setObjectName("run")
+        self.run_button.setToolTip("Run ℓ₂-box ADMM (Ctrl+R)")
+        self.run_button.clicked.connect(self.start_run)
+        self.cancel_button = QPushButton("■  Cancel")
+        self.cancel_button.setToolTip("Stop the solve and keep the best labels so far (Esc)")
+        self.cancel_button.clicked.connect(self.cancel_run)
+        tb.addWidget(self.run_button)
+        tb.addWidget(self.cancel_button)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
+
+    def _connect(self) -> None:
+        t, c, r = self.tools, self.canvas, self.results_panel
+        t.tool_changed.connect(c.set_tool)
+        t.label_changed.connect(lambda k: setattr(c, "label", k))
+        t.radius_changed.connect(c.set_brush_radius)
+        t.k_changed.connect(self._on_k_spin)
+        c.cursor_moved.connect(self._on_cursor)
+        c.zoom_changed.connect(lambda z: self.zoom_label.setText(f"{z * 100:.0f} %"))
+        r.opacity_changed.connect(c.set_result_opacity)
+        r.strokes_toggled.connect(c.set_layers_visible)
+        r.view_changed.connect(self.show_view)
+        r.replay_changed.connect(self.on_replay)
+        self.params_panel.changed.connect(self._on_settings)
+        self.doc.subscribe(self._on_doc)
+
+    # ---------------------------------------------------------------- reactions
+    def _on_doc(self, kind: str, _box) -> None:
+        if kind == "k":
+            self.tools.set_k(self.doc.k)
+        if kind == "image":
+            h, w = self.doc.shape
+            ch = "colour" if self.doc.image.ndim == 3 else "grey"
+            self.size_label.setText(f"{w} × {h} px, {ch}")
+        self.update_title()
+        self.update_actions()
+
+    def _on_k_spin(self, k: int) -> None:
+        if k != self.doc.k:
+            self.doc.set_k(k)
+
+    def _on_settings(self, settings) -> None:
+        self.doc.set_settings(settings)
+
+    def _on_cursor(self, x: int, y: int) -> None:
+        if x < 0:
+            self.pos_label.setText("")
+            return
+        parts = [f"x {x}, y {y}"]
+        s, h = int(self.doc.strokes[y, x]), int(self.doc.hard[y, x])
+        if h:
+            parts.append(f"hard {h}")
+        elif s:
+            parts.append(f"stroke {s}")
+        if self.outcome is not None and self.outcome.labels.shape == self.doc.shape:
+            parts.append(f"label {int(self.outcome.labels[y, x])}")
+        self.pos_label.setText("   ".join(parts))
+
+    def undo(self) -> None:
+        """Undo the last edit."""
+        if not self.doc.undo():
+            self.statusBar().showMessage("Nothing to undo", 2000)
+
+    def redo(self) -> None:
+        """Redo the last undone edit."""
+        if not self.doc.redo():
+            self.statusBar().showMessage("Nothing to redo", 2000)
+
+    def update_title(self) -> None:
+        """Window title with file name and an unsaved-changes marker."""
+        name = Path(self.session_path or self.doc.image_path or "").name
+        star = " *" if self.doc.dirty else ""
+        self.setWindowTitle(f"{name}{star} — segapp" if name else "segapp")
+
+    def update_actions(self) -> None:
+        """Enable actions according to state."""
+        has, run = self.doc.has_image, self.running
+        self.act_run.setEnabled(has and not run)
+        self.run_button.setEnabled(has and not run)
+        self.act_cancel.setEnabled(run)
+        self.cancel_button.setEnabled(run)
+        for a in (self.act_labels, self.act_overlay, self.act_csv):
+            a.setEnabled(self.outcome is not None)
+        self.act_save.setEnabled(has)
+        self.act_save_as.setEnabled(has)
+        self.act_undo.setEnabled(self.doc.undo_stack.can_undo())
+        self.act_redo.setEnabled(self.doc.undo_stack.can_redo())
+
+    # ---------------------------------------------------------------- window events
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        urls = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if urls:
+            self.open_path(urls[0])
+            event.acceptProposedAction()
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        if not self.maybe_save():
+            event.ignore()
+            return
+        self.solver.shutdown()
+        event.accept()

@@ -1,0 +1,119 @@
+"""Live energy and residual plots (pyqtgraph)."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PyQt6.QtCore import Qt
+from PyQt6.QtWidgets import QVBoxLayout, QWidget
+
+BG = (30, 31, 35)
+C_CONT = (90, 170, 255)
+C_ROUND = (255, 170, 60)
+C_REF = (120, 220, 120)
+C_BOX = (200, 120, 255)
+C_SPH = (255, 110, 140)
+
+
+class EnergyPlot(QWidget):
+    """Energy of the continuous and rounded iterates, the reference line, and residuals."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        pg.setConfigOptions(antialias=True)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        self.energy = pg.PlotWidget(background=BG)
+        self.energy.setTitle("Energy", color="#c8c8d0", size="9pt")
+        self.energy.setLabel("bottom", "iteration")
+        self.energy.showGrid(x=True, y=True, alpha=0.15)
+        leg = self.energy.addLegend(offset=(-8, 8), labelTextSize="8pt")
+        leg.setBrush(pg.mkBrush(30, 31, 35, 200))
+        self.c_cont = self.energy.plot([], [], pen=pg.mkPen(C_CONT, width=2), name="continuous x")
+        self.c_round = self.energy.plot([], [], pen=pg.mkPen(C_ROUND, width=2), name="rounded")
+        self.ref_line = pg.InfiniteLine(angle=0, movable=False,
+                                        pen=pg.mkPen(C_REF, width=1.5, style=Qt.PenStyle.DashLine),
+                                        label="reference",
+                                        labelOpts={"color": C_REF, "position": 0.15})
+        self.ref_line.hide()
+        self.energy.addItem(self.ref_line, ignoreBounds=False)
+        self.marker = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(200, 200, 200, 120))
+        self.marker.hide()
+        self.energy.addItem(self.marker, ignoreBounds=True)
+        self.resid = pg.PlotWidget(background=BG)
+        self.resid.setTitle("Primal residuals", color="#c8c8d0", size="9pt")
+        self.resid.setLogMode(y=True)
+        self.resid.getAxis("left").setStyle(maxTextLevel=0, textFillLimits=[(0, 0.8)])
+        self.resid.showGrid(x=True, y=True, alpha=0.15)
+        self.resid.setXLink(self.energy)
+        rleg = self.resid.addLegend(offset=(-8, 8), labelTextSize="8pt")
+        rleg.setBrush(pg.mkBrush(30, 31, 35, 200))
+        self.c_box = self.resid.plot([], [], pen=pg.mkPen(C_BOX, width=1.5), name="‖x − z₁‖ box")
+        self.c_sph = self.resid.plot([], [], pen=pg.mkPen(C_SPH, width=1.5),
+                                     name="‖x − z₂‖ sphere")
+        lay.addWidget(self.energy, 3)
+        lay.addWidget(self.resid, 2)
+        self.reset()
+
+    def reset(self, reference: float | None = None) -> None:
+        """Clear all curves; optionally set the reference energy line."""
+        self._it: list[int] = []
+        self._ec: list[float] = []
+        self._er: list[float] = []
+        self._rb: list[float] = []
+        self._rs: list[float] = []
+        for c in (self.c_cont, self.c_round, self.c_box, self.c_sph):
+            c.setData([], [])
+        self.marker.hide()
+        self.set_reference(reference)
+
+    def set_reference(self, energy: float | None) -> None:
+        """Show the reference (min-cut / α-expansion) energy as a horizontal line."""
+        if energy is None or not np.isfinite(energy):
+            self.ref_line.hide()
+        else:
+            self.ref_line.setValue(float(energy))
+            self.ref_line.label.setFormat(f"reference {float(energy):.6g}")
+            self.ref_line.show()
+
+    def add_records(self, records) -> None:
+        """Append per-iteration records (objects with iteration, energies, residuals)."""
+        for r in records:
+            self._it.append(int(r.iteration))
+            self._ec.append(float(r.energy_continuous))
+            self._er.append(float(r.energy_rounded))
+            self._rb.append(max(float(r.residual_box), 1e-12))
+            self._rs.append(max(float(r.residual_sphere), 1e-12))
+        it = np.asarray(self._it)
+        self.c_cont.setData(it, np.asarray(self._ec))
+        self.c_round.setData(it, np.asarray(self._er))
+        self.c_box.setData(it, np.asarray(self._rb))
+        self.c_sph.setData(it, np.asarray(self._rs))
+
+    def set_history(self, history, reference: float | None = None) -> None:
+        """Replace the curves with a whole history (e.g. an outcome's)."""
+        self.reset(reference)
+        self.add_records(history)
+
+    def set_marker(self, iteration: int | None) -> None:
+        """Vertical marker at ``iteration`` (replay position); None hides it."""
+        if iteration is None:
+            self.marker.hide()
+        else:
+            self.marker.setValue(iteration)
+            self.marker.show()
+
+    def n_points(self) -> int:
+        """Number of iterations plotted."""
+        return len(self._it)
+
+    def iterations(self) -> list[int]:
+        """Plotted iteration numbers."""
+        return list(self._it)
+
+    def to_csv(self) -> str:
+        """The plotted history as CSV text."""
+        lines = ["iteration,energy_continuous,energy_rounded,residual_box,residual_sphere"]
+        for row in zip(self._it, self._ec, self._er, self._rb, self._rs):
+            lines.append(",".join(f"{v:.10g}" for v in row))
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,248 @@
+"""Qt tests of the main window (offscreen): drawing, undo, runs, cancel, sessions, errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+from PyQt6.QtCore import QPoint, QPointF, QStandardPaths, Qt  # noqa: E402
+from PyQt6.QtTest import QTest  # noqa: E402
+from PyQt6.QtWidgets import QMessageBox  # noqa: E402
+
+from segapp.ui.main_window import MainWindow  # noqa: E402
+
+QStandardPaths.setTestModeEnabled(True)
+
+
+def synthetic(h=40, w=40, seed=0):
+    """A bright disc on a dark background with noise, plus strokes for both labels."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w]
+    disc = (yy - h / 2) ** 2 + (xx - w / 2) ** 2 < (min(h, w) / 4) ** 2
+    img = np.where(disc, 190, 50) + rng.normal(0, 12, (h, w))
+    img = np.clip(img, 0, 255).astype(np.uint8)
+    rgb = np.dstack([img, img, (img * 0.8).astype(np.uint8)])
+    strokes = np.zeros((h, w), np.uint8)
+    strokes[2:5, 2:w - 2] = 1
+    strokes[h // 2 - 1:h // 2 + 2, w // 2 - 4:w // 2 + 4] = 2
+    return rgb, strokes
+
+
+@pytest.fixture
+def win(qtbot):
+    w = MainWindow(confirm_discard=False)
+    qtbot.addWidget(w)
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.solver.shutdown()
+    w.doc.dirty = False
+
+
+def load(win, qtbot, strokes=True, **kw):
+    img, s = synthetic(**kw)
+    win.doc.set_image(img, "synthetic.png")
+    if strokes:
+        win.doc.set_layers(strokes=s)
+    win.canvas.fit_to_window()
+    qtbot.wait(10)
+    return img, s
+
+
+def vpos(win, x, y) -> QPoint:
+    return win.canvas.mapFromScene(QPointF(x + 0.5, y + 0.5))
+
+
+def drag(win, points, button=Qt.MouseButton.LeftButton):
+    vp = win.canvas.viewport()
+    QTest.mousePress(vp, button, Qt.KeyboardModifier.NoModifier, vpos(win, *points[0]))
+    for p in points[1:]:
+        QTest.mouseMove(vp, vpos(win, *p))
+    QTest.mouseRelease(vp, button, Qt.KeyboardModifier.NoModifier, vpos(win, *points[-1]))
+
+
+def test_mouse_strokes_undo_redo(win, qtbot):
+    load(win, qtbot, strokes=False)
+    win.tools.set_label(2)
+    win.tools.label_changed.emit(2)
+    win.tools.size_slider.setValue(2)
+    drag(win, [(5, 10), (15, 10), (30, 10)])
+    s1 = win.doc.strokes.copy()
+    assert (s1[10, 5:31] == 2).all() and s1[20, 20] == 0
+    win.canvas.set_tool("hard")
+    win.canvas.label = 1
+    drag(win, [(10, 30), (20, 30)])
+    h1 = win.doc.hard.copy()
+    assert (h1[30, 10:21] == 1).all()
+    win.act_undo.trigger()
+    assert not win.doc.hard.any() and np.array_equal(win.doc.strokes, s1)
+    win.act_undo.trigger()
+    assert not win.doc.strokes.any()
+    win.act_redo.trigger()
+    win.act_redo.trigger()
+    assert np.array_equal(win.doc.strokes, s1) and np.array_equal(win.doc.hard, h1)
+    win.canvas.set_tool("eraser")
+    drag(win, [(0, 10), (39, 10)])
+    assert not win.doc.strokes[10].any()
+    win.act_undo.trigger()
+    assert np.array_equal(win.doc.strokes, s1)
+
+
+def test_rectangle_and_shortcuts(win, qtbot):
+    load(win, qtbot)
+    win.activateWindow()
+    win.tools.tool_actions["rect"].trigger()
+    assert win.canvas.tool == "rect"
+    drag(win, [(5, 6), (20, 20), (30, 25)])
+    x, y, w, h = win.doc.rect
+    assert abs(x - 5) <= 1 and abs(y - 6) <= 1 and abs(w - 25) <= 1 and abs(h - 19) <= 1
+    win.act_undo.trigger()
+    assert win.doc.rect is None
+    r0 = win.canvas.brush_radius
+    win.act_bigger.trigger()
+    assert win.canvas.brush_radius > r0
+    win.tools.k_spin.setValue(4)
+    assert win.doc.k == 4 and win.tools.label_actions[3].isVisible()
+    win.act_undo.trigger()
+    assert win.doc.k == 2 and win.tools.k_spin.value() == 2
+
+
+def _params(win):
+    from segapp.ui.runctl import build_params
+    return build_params(win.doc.k, win.params_panel.settings())
+
+
+def test_run_matches_pipeline(win, qtbot):
+    from segapp.pipeline import run_segmentation
+    img, s = load(win, qtbot)
+    win.act_warm.setChecked(False)
+    with qtbot.waitSignal(win.solver.finished, timeout=60000):
+        assert win.start_run()
+    o = win.outcome
+    assert o is not None and not win.running
+    assert win.frames_received >= 1
+    assert win.plot.n_points() == win.records_received >= 1
+    assert win.plot.iterations() == sorted(set(win.plot.iterations()))
+    assert win.plot.iterations()[-1] == o.iterations
+    ref = run_segmentation(img, s.astype(np.int32), _params(win), reference=True)
+    assert np.array_equal(o.labels, ref.labels)
+    assert o.energy == pytest.approx(ref.energy)
+    assert win.results_panel.fields["energy"].text() != "—"
+    assert win.results_panel.replay.isEnabled() == (len(win.frames) > 1)
+    # replay and compare views do not crash and show something
+    win.results_panel.set_view_mode("compare")
+    win.results_panel.replay.setValue(0)
+    win.results_panel.set_view_mode("solution")
+    assert not win.canvas.result.pixmap().isNull()
+    # adding a stroke and re-running warm-starts
+    win.act_warm.setChecked(True)
+    win.doc.begin_stroke("strokes")
+    win.doc.stroke_to((35, 35), (38, 38), 1, 1)
+    win.doc.end_stroke()
+    with qtbot.waitSignal(win.solver.finished, timeout=60000):
+        win.start_run()
+    assert win._warm and win.outcome is not o
+
+
+def test_exports(win, qtbot, tmp_path):
+    load(win, qtbot)
+    with qtbot.waitSignal(win.solver.finished, timeout=60000):
+        win.start_run()
+    assert win.save_labels(str(tmp_path / "l.png"))
+    assert win.save_overlay(str(tmp_path / "o.png"))
+    assert win.save_history(str(tmp_path / "h.csv"))
+    from segapp.io import load_label_image
+    assert np.array_equal(load_label_image(str(tmp_path / "l.png")), win.outcome.labels)
+    rows = (tmp_path / "h.csv").read_text().strip().splitlines()
+    assert rows[0].startswith("iteration,") and len(rows) == len(win.outcome.history) + 1
+
+
+def test_cancel_keeps_everything(win, qtbot):
+    _, s = load(win, qtbot, h=60, w=60)
+    win.params_panel.admm["max_iter"].setValue(100000)
+    win.params_panel.admm["tol"].setValue(1e-6)
+    win.params_panel.admm["rho_growth"].setValue(1.0001)
+    win.params_panel.reference.setChecked(False)
+    with qtbot.waitSignal(win.solver.records, timeout=60000):
+        win.start_run()
+    with qtbot.waitSignal(win.solver.finished, timeout=10000):
+        win.act_cancel.trigger()
+    assert not win.running and win.outcome is not None
+    assert not win.outcome.converged
+    assert "cancelled" in win.results_panel.fields["status"].text()
+    assert np.array_equal(win.doc.strokes, s)
+    assert win.act_run.isEnabled()
+    win.params_panel.admm["max_iter"].setValue(5)
+    with qtbot.waitSignal(win.solver.finished, timeout=60000):
+        win.start_run()
+
+
+def test_missing_label_error(win, qtbot, monkeypatch):
+    calls = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda *a, **k: calls.append(a))
+    _, s = load(win, qtbot)
+    win.doc.set_k(3)
+    with qtbot.waitSignal(win.solver.failed, timeout=60000):
+        win.start_run()
+    assert calls and "3" in calls[0][2]
+    assert np.array_equal(win.doc.strokes, s) and win.act_run.isEnabled()
+
+
+def test_bad_image_keeps_strokes(win, qtbot, monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda *a, **k: calls.append(a))
+    _, s = load(win, qtbot)
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not an image")
+    assert not win.open_path(str(bad))
+    assert len(calls) == 1 and calls[0][1] == "Cannot open image"
+    assert np.array_equal(win.doc.strokes, s) and win.doc.image_path == "synthetic.png"
+
+
+def test_session_round_trip(win, qtbot, tmp_path):
+    from segapp.io import load_image
+    img, _ = synthetic()
+    import cv2
+    path = tmp_path / "img.png"
+    cv2.imwrite(str(path), img[:, :, ::-1])
+    assert win.open_path(str(path))
+    s = np.zeros(win.doc.shape, np.uint8)
+    s[3:6, 3:30] = 1
+    s[20, 15:25] = 3
+    win.doc.set_k(3)
+    win.doc.set_layers(strokes=s)
+    win.doc.begin_stroke("hard")
+    win.doc.stroke_to((30, 30), (33, 33), 2, 2)
+    win.doc.end_stroke()
+    win.doc.set_rect((4, 5, 25, 30))
+    win.params_panel.lam.setValue(3.5)
+    win.params_panel.colour.setCurrentIndex(1)
+    win.params_panel.admm["max_iter"].setValue(77)
+    assert win.doc.dirty
+    sess = tmp_path / "s.json"
+    assert win.save_session(str(sess)) and not win.doc.dirty
+    w2 = MainWindow(confirm_discard=False)
+    qtbot.addWidget(w2)
+    assert w2.open_session(str(sess))
+    d1, d2 = win.doc, w2.doc
+    assert d2.k == 3 and d2.rect == d1.rect
+    assert np.array_equal(d2.strokes, d1.strokes) and np.array_equal(d2.hard, d1.hard)
+    assert np.array_equal(d2.image, load_image(str(path)))
+    assert w2.params_panel.settings() == win.params_panel.settings()
+    assert w2.tools.k_spin.value() == 3 and not d2.dirty
+
+
+def test_close_prompts_when_dirty(qtbot, monkeypatch):
+    w = MainWindow(confirm_discard=True)
+    qtbot.addWidget(w)
+    img, s = synthetic()
+    w.doc.set_image(img)
+    w.doc.set_layers(strokes=s)
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question",
+                        lambda *a, **k: asked.append(a) or QMessageBox.StandardButton.Cancel)
+    assert not w.close() and asked
+    monkeypatch.setattr(QMessageBox, "question",
+                        lambda *a, **k: QMessageBox.StandardButton.Discard)
+    assert w.close()
