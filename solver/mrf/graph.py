@@ -1,0 +1,256 @@
+"""Eight-neighbour pixel grid, contrast-sensitive edge weights and the graph Laplacian.
+
+Pixel ``(row, col)`` of an ``H x W`` image has index ``i = row * W + col``.
+Every unordered 8-neighbour pair appears exactly once, as ``(i, j)`` with ``i < j``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "GridGraph",
+    "NEIGHBOUR_OFFSETS",
+    "build_grid_graph",
+    "estimate_beta",
+    "grid_edges",
+    "image_to_float",
+    "laplacian",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The four "forward" neighbour offsets ``(drow, dcol)``; with their mirror images they form
+#: the 8-neighbourhood.  Each unordered pair is produced by exactly one of them.
+NEIGHBOUR_OFFSETS: tuple[tuple[int, int], ...] = ((0, 1), (1, 0), (1, 1), (1, -1))
+
+#: Smallest mean squared contrast used by :func:`estimate_beta` (keeps beta finite).
+_MIN_CONTRAST = 1e-6
+
+
+def image_to_float(image: np.ndarray) -> np.ndarray:
+    """Convert an image to ``(H, W, C)`` float64 colours in ``[0, 1]``.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        Grey ``(H, W)`` or ``(H, W, 1)``, grey+alpha ``(H, W, 2)``, RGB ``(H, W, 3)`` or RGBA
+        ``(H, W, 4)`` image of dtype bool, uint8 (divided by 255), uint16 (divided by 65535)
+        or floating point (used as is).  An alpha channel is dropped.
+
+    Returns
+    -------
+    numpy.ndarray
+        Array of shape ``(H, W, C)`` with ``C`` equal to 1 or 3, dtype float64.
+
+    Raises
+    ------
+    ValueError
+        If the image is empty, has the wrong number of dimensions or channels, an unsupported
+        dtype, or contains NaN or infinite values.
+    """
+    arr = np.asarray(image)
+    if arr.ndim not in (2, 3):
+        raise ValueError(f"image must be 2-D (grey) or 3-D (colour), got {arr.ndim} dimensions")
+    if arr.size == 0:
+        raise ValueError(f"image is empty (shape {arr.shape})")
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    channels = arr.shape[2]
+    if channels not in (1, 2, 3, 4):
+        raise ValueError(f"image must have 1, 2, 3 or 4 channels, got {channels}")
+    if channels in (2, 4):
+        arr = arr[:, :, : channels - 1]
+    if arr.dtype == np.uint8:
+        out = arr.astype(np.float64) / 255.0
+    elif arr.dtype == np.uint16:
+        out = arr.astype(np.float64) / 65535.0
+    elif arr.dtype == np.bool_:
+        out = arr.astype(np.float64)
+    elif np.issubdtype(arr.dtype, np.floating):
+        out = arr.astype(np.float64)
+    else:
+        raise ValueError(f"unsupported image dtype {arr.dtype} (use uint8, uint16 or float)")
+    if not np.all(np.isfinite(out)):
+        raise ValueError("image contains NaN or infinite values")
+    return out
+
+
+def _check_shape(shape: tuple[int, int]) -> tuple[int, int]:
+    """Validate a grid shape and return it as a tuple of two positive ints."""
+    if len(shape) != 2:
+        raise ValueError(f"grid shape must have two entries (H, W), got {tuple(shape)}")
+    h, w = int(shape[0]), int(shape[1])
+    if h < 1 or w < 1:
+        raise ValueError(f"grid shape must be positive, got {(h, w)}")
+    return h, w
+
+
+def _offset_pairs(shape: tuple[int, int], offset: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices ``(i, j)`` of all pixel pairs ``(r, c) -> (r + dr, c + dc)`` inside the grid."""
+    h, w = shape
+    dr, dc = offset
+    idx = np.arange(h * w, dtype=np.int64).reshape(h, w)
+    c0, c1 = max(0, -dc), w - max(0, dc)
+    src = idx[0 : h - dr, c0:c1]
+    dst = idx[dr:h, c0 + dc : c1 + dc]
+    return src.ravel(), dst.ravel()
+
+
+def grid_edges(shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """List each unordered 8-neighbour pixel pair of a grid once.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Grid size ``(H, W)``.
+
+    Returns
+    -------
+    i, j : numpy.ndarray
+        int64 flat pixel indices (``row * W + col``) of the two ends, ``i < j``.
+    is_diagonal : numpy.ndarray
+        bool, True for diagonal neighbours.
+    """
+    shape = _check_shape(shape)
+    parts_i, parts_j, parts_d = [], [], []
+    for off in NEIGHBOUR_OFFSETS:
+        a, b = _offset_pairs(shape, off)
+        parts_i.append(a)
+        parts_j.append(b)
+        parts_d.append(np.full(a.size, off[0] != 0 and off[1] != 0))
+    lo = np.concatenate(parts_i)
+    hi = np.concatenate(parts_j)
+    # for the (1, -1) direction the source index is still the smaller one (next row)
+    return lo, hi, np.concatenate(parts_d)
+
+
+def _squared_differences(colours: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """``||c_i - c_j||^2`` for colour rows ``colours`` of shape ``(n, C)``."""
+    diff = colours[i] - colours[j]
+    return np.einsum("ec,ec->e", diff, diff)
+
+
+def estimate_beta(image: np.ndarray) -> float:
+    """Contrast parameter ``beta = 1 / (2 * mean ||c_i - c_j||^2)`` over 8-neighbour pairs.
+
+    Colours are scaled to ``[0, 1]`` first (see :func:`image_to_float`).  For an image with
+    (almost) no contrast the mean is floored at ``1e-6`` so the result stays finite.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        Grey, RGB or RGBA image.
+
+    Returns
+    -------
+    float
+        The positive, finite beta.
+    """
+    colours = image_to_float(image)
+    h, w, c = colours.shape
+    i, j, _ = grid_edges((h, w))
+    if i.size == 0:
+        return 1.0 / (2.0 * _MIN_CONTRAST)
+    mean = float(_squared_differences(colours.reshape(-1, c), i, j).mean())
+    beta = 1.0 / (2.0 * max(mean, _MIN_CONTRAST))
+    logger.debug("estimate_beta: mean squared contrast %.3g -> beta %.3g", mean, beta)
+    return beta
+
+
+@dataclass(frozen=True)
+class GridGraph:
+    """Weighted 8-neighbour grid graph.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        Image size ``(H, W)``; the graph has ``H * W`` nodes.
+    i, j : numpy.ndarray
+        int64 flat indices of the ends of each undirected edge (``i < j``).
+    weights : numpy.ndarray
+        float64 edge weights ``W_ij``.
+    beta : float
+        Contrast parameter used for the weights.
+    """
+
+    shape: tuple[int, int]
+    i: np.ndarray
+    j: np.ndarray
+    weights: np.ndarray
+    beta: float
+
+    @property
+    def n(self) -> int:
+        """Number of nodes (pixels)."""
+        return self.shape[0] * self.shape[1]
+
+
+def build_grid_graph(
+    image: np.ndarray, beta: float | None = None, diagonal_distance: bool = True
+) -> GridGraph:
+    """Build the contrast-sensitive 8-neighbour graph of an image.
+
+    ``W_ij = exp(-beta * ||c_i - c_j||^2)``, divided by ``sqrt(2)`` on diagonal edges when
+    ``diagonal_distance`` is true.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        Grey, RGB or RGBA image (see :func:`image_to_float`).
+    beta : float, optional
+        Contrast parameter; estimated with :func:`estimate_beta` when None.
+    diagonal_distance : bool, default True
+        Divide diagonal weights by the pixel distance ``sqrt(2)``.
+
+    Returns
+    -------
+    GridGraph
+        The graph.
+
+    Raises
+    ------
+    ValueError
+        If the image is invalid or beta is negative or not finite.
+    """
+    colours = image_to_float(image)
+    h, w, c = colours.shape
+    if beta is None:
+        beta = estimate_beta(colours)
+    beta = float(beta)
+    if not np.isfinite(beta) or beta < 0:
+        raise ValueError(f"beta must be finite and non-negative, got {beta}")
+    i, j, diag = grid_edges((h, w))
+    weights = np.exp(-beta * _squared_differences(colours.reshape(-1, c), i, j))
+    if diagonal_distance:
+        weights[diag] /= np.sqrt(2.0)
+    return GridGraph(shape=(h, w), i=i, j=j, weights=weights, beta=beta)
+
+
+def laplacian(graph: GridGraph) -> sp.csr_matrix:
+    """Graph Laplacian ``L = D - W`` as an ``n x n`` symmetric CSR matrix with zero row sums.
+
+    Parameters
+    ----------
+    graph : GridGraph
+        The weighted grid graph.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        The Laplacian, float64.
+    """
+    n = graph.n
+    w = graph.weights
+    degree = np.bincount(graph.i, weights=w, minlength=n) + np.bincount(
+        graph.j, weights=w, minlength=n
+    )
+    diag = np.arange(n, dtype=np.int64)
+    rows = np.concatenate([graph.i, graph.j, diag])
+    cols = np.concatenate([graph.j, graph.i, diag])
+    vals = np.concatenate([-w, -w, degree])
+    return sp.csr_matrix(sp.coo_matrix((vals, (rows, cols)), shape=(n, n)))
