@@ -51,6 +51,7 @@ class Canvas(QGraphicsView):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setAcceptDrops(False)  # the main window takes drops
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.photo = QGraphicsPixmapItem()
         self.result = QGraphicsPixmapItem()
         self.compare = QGraphicsPixmapItem()
@@ -233,6 +234,7 @@ class Canvas(QGraphicsView):
         super().keyReleaseEvent(event)
 
     def mousePressEvent(self, event) -> None:  # noqa: N802
+        self.setFocus()
         btn = event.button()
         if btn == Qt.MouseButton.MiddleButton or (btn == Qt.MouseButton.LeftButton and self._space):
             self._drag, self._pan_from = "pan", event.position()

@@ -246,3 +246,41 @@ def test_close_prompts_when_dirty(qtbot, monkeypatch):
     monkeypatch.setattr(QMessageBox, "question",
                         lambda *a, **k: QMessageBox.StandardButton.Discard)
     assert w.close()
+
+
+def test_zoom_pan_and_cursor_readout(win, qtbot):
+    load(win, qtbot)
+    win.act_1to1.trigger()
+    assert win.canvas.zoom() == pytest.approx(1.0)
+    win.act_zin.trigger()
+    assert win.canvas.zoom() == pytest.approx(1.25)
+    win.act_fit.trigger()
+    z = win.canvas.zoom()
+    assert z > 1  # 40x40 image fills a big view
+    QTest.mouseMove(win.canvas.viewport(), vpos(win, 20, 20))
+    assert "x 20, y 20" in win.pos_label.text() and "stroke 2" in win.pos_label.text()
+    h0 = win.canvas.horizontalScrollBar().value()
+    drag(win, [(20, 20), (10, 20)], button=Qt.MouseButton.MiddleButton)
+    assert win.canvas.horizontalScrollBar().value() != h0
+    assert np.array_equal(win.doc.strokes, synthetic()[1])  # panning paints nothing
+
+
+def test_gpu_fallback_notice(win, qtbot, monkeypatch):
+    import segapp.pipeline as pipeline
+    real = pipeline.run_segmentation
+    backends = []
+
+    def fake(image, strokes, params, **kw):
+        backends.append(params.backend)
+        if params.backend == "gpu":
+            raise RuntimeError("no usable GPU: CuPy is not installed")
+        return real(image, strokes, params, **kw)
+
+    monkeypatch.setattr(pipeline, "run_segmentation", fake)
+    load(win, qtbot)
+    win.params_panel.backend.setCurrentIndex(win.params_panel.backend.findData("gpu"))
+    notices = []
+    win.solver.notice.connect(notices.append)
+    with qtbot.waitSignal(win.solver.finished, timeout=60000):
+        win.start_run()
+    assert backends == ["gpu", "cpu"] and "CPU" in notices[0]
