@@ -220,9 +220,12 @@ def min_eigenvalue(A: Any) -> float:
 
 
 def problem_scale(A: Any, b: np.ndarray) -> float:
-    """A typical size of the objective's curvature, used to make penalty defaults scale-free."""
-    rowsum = np.asarray(abs(A).sum(axis=1)).ravel() if A.shape[0] else np.zeros(0)
-    s = 2.0 * float(rowsum.mean()) if rowsum.size else 0.0
-    if s <= 0.0:
-        s = float(np.abs(b).mean()) if b.size else 0.0
+    """A typical size of the objective, used to make penalty defaults scale-free.
+
+    ``mean |b|`` (the pull of the linear term, which the penalty must balance); the mean absolute
+    row sum of ``2A`` when ``b = 0``; 1 when both vanish.
+    """
+    s = float(np.abs(b).mean()) if b.size else 0.0
+    if s <= 0.0 and A.shape[0]:
+        s = 2.0 * float(np.asarray(abs(A).sum(axis=1)).ravel().mean())
     return s if s > 0.0 else 1.0

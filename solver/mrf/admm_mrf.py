@@ -1,0 +1,265 @@
+"""ℓ2-box ADMM on a segmentation MRF, exploiting its structure, and ``solve_mrf`` for all methods.
+
+* K = 2: with ``x2 = 1 - x1`` and ``L 1 = 0`` the energy is ``2 lam x1'L x1 + (d1 - d2)'x1 + sum d2``,
+  a BQP over n unknowns with no constraints.
+* K > 2: ``A = lam (L ⊗ I_K)`` (pixel-major) with the one-hot rows ``sum_k x_ik = 1``; the x-update
+  splits into label-direction solves with one shared matrix (:class:`solver.qp.OneHotKronSystem`).
+* Hard constraints fix whole pixels; those pixels are removed from the system and their coupling
+  moves into the linear term.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..admm import ADMMParams, LpBoxADMM
+from ..backend import Backend, get_backend
+from ..qp import GenericSystem, OneHotKronSystem, onehot_operator, problem_scale
+from ..result import ADMMResult, IterationRecord, IterationState
+from .icm import icm
+from .problem import MRFProblem
+
+log = logging.getLogger(__name__)
+
+METHODS = ("admm", "mincut", "expansion", "lp")
+
+
+@dataclass
+class MRFIterationState:
+    """What a ``solve_mrf`` callback receives each ADMM iteration (energies in MRF units).
+
+    Attributes
+    ----------
+    iteration, max_iter : int
+    energy_continuous : float
+        ``lam x'(I⊗L)x + d'x`` of the continuous iterate.
+    energy_rounded : float
+        Energy of its rounding (a valid labelling).
+    residual_box, residual_sphere, rho : float
+    """
+
+    inner: IterationState
+    solver: MRFADMM
+
+    iteration = property(lambda self: self.inner.record.iteration)
+    energy_continuous = property(lambda self: self.inner.record.objective)
+    energy_rounded = property(lambda self: self.inner.record.objective_rounded)
+    residual_box = property(lambda self: self.inner.record.residual_box)
+    residual_sphere = property(lambda self: self.inner.record.residual_sphere)
+    rho = property(lambda self: self.inner.record.rho)
+    max_iter = property(lambda self: self.inner.max_iter)
+
+    def probabilities(self) -> np.ndarray:
+        """Per-pixel label weights of the continuous iterate, ``(H, W, K)`` float32 on the host."""
+        return self.solver.probabilities(self.solver.backend.to_numpy(self.inner.x))
+
+    def request_stop(self) -> None:
+        """Stop after this iteration."""
+        self.inner.request_stop()
+
+
+@dataclass
+class MRFResult:
+    """Outcome of :func:`solve_mrf`.
+
+    Attributes
+    ----------
+    labels : numpy.ndarray
+        ``(H, W)`` int32 labels in 1..K.
+    energy : float
+        ``problem.energy(labels)``.
+    method, backend : str
+    iterations : int
+        ADMM iterations (0 for the discrete yardsticks).
+    time_s : float
+        Solve time (set-up of the problem excluded).
+    converged : bool
+    history : list of IterationRecord
+        ADMM's per-iteration record (energies in MRF units); empty for other methods.
+    x_continuous : numpy.ndarray or None
+        ``(n, K)`` last continuous iterate, for warm starts.
+    admm : ADMMResult or None
+        The raw solver result (ADMM only).
+    energy_admm : float or None
+        Energy of ADMM's own answer, before the ICM polish (ADMM only).
+    """
+
+    labels: np.ndarray
+    energy: float
+    method: str
+    backend: str
+    iterations: int
+    time_s: float
+    converged: bool
+    history: list[IterationRecord] = field(default_factory=list)
+    x_continuous: np.ndarray | None = None
+    admm: ADMMResult | None = None
+    energy_admm: float | None = None
+
+
+class MRFADMM:
+    """Set-up of ℓ2-box ADMM for one MRF; :meth:`run` may be called repeatedly (warm starts).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    backend : {"cpu", "gpu", "auto"} or Backend
+    params : ADMMParams, optional
+    """
+
+    def __init__(self, problem: MRFProblem, backend: str | Backend = "cpu",
+                 params: ADMMParams | None = None) -> None:
+        t0 = time.perf_counter()
+        self.problem = problem
+        self.backend = get_backend(backend)
+        self.params = (params or ADMMParams()).validated()
+        k, lam = problem.k, problem.lam
+        hard = np.asarray(problem.hard).ravel()
+        self.free = np.flatnonzero(hard == 0)
+        fix = np.flatnonzero(hard > 0)
+        L = problem.laplacian.tocsr()
+        L_ff = L[self.free][:, self.free].tocsr()
+        Xc = np.zeros((fix.size, k))
+        Xc[np.arange(fix.size), hard[fix] - 1] = 1.0
+        coupling = 2.0 * lam * (L[self.free][:, fix] @ Xc)  # gradient of the pairwise term
+        d = problem.unary
+        constant = lam * float(np.sum(Xc * (L[fix][:, fix] @ Xc))) + float(np.sum(d[fix] * Xc))
+        B = d[self.free] + coupling
+        be = self.backend
+        if k == 2:
+            A = (2.0 * lam) * L_ff
+            b = B[:, 0] - B[:, 1]
+            system, eq = GenericSystem(A, be), None
+            constant += float(B[:, 1].sum())
+            scale = problem_scale(A, b)
+        else:
+            A = lam * L_ff
+            b = B.ravel()
+            system = OneHotKronSystem(A, k, be)
+            eq = onehot_operator(self.free.size, k, be)
+            scale = problem_scale(A, b)
+        self.admm = LpBoxADMM(system, b, eq=eq, scale=scale, constant=constant,
+                              params=self.params, backend=be)
+        self._fixed_labels = hard
+        self.setup_time_s = time.perf_counter() - t0
+
+    # -------------------------------------------------------------- variable mapping
+    def probabilities(self, x_free: np.ndarray) -> np.ndarray:
+        """Map a host vector over the free variables to ``(H, W, K)`` float32 label weights."""
+        p = self.problem
+        out = np.zeros((p.n, p.k), dtype=np.float32)
+        fixed = self._fixed_labels > 0
+        out[np.flatnonzero(fixed), self._fixed_labels[fixed] - 1] = 1.0
+        x = np.clip(np.asarray(x_free, dtype=np.float32), 0.0, 1.0)
+        if p.k == 2:
+            out[self.free, 0] = x
+            out[self.free, 1] = 1.0 - x
+        else:
+            X = x.reshape(-1, p.k)
+            s = X.sum(axis=1, keepdims=True)
+            out[self.free] = np.where(s > 0, X / np.where(s > 0, s, 1.0), 1.0 / p.k)
+        return out.reshape(*p.shape, p.k)
+
+    def labels(self, x_free: np.ndarray) -> np.ndarray:
+        """Labels ``(H, W)`` int32 from a (binary or continuous) host vector over free variables."""
+        probs = self.probabilities(x_free).reshape(self.problem.n, self.problem.k)
+        return (np.argmax(probs, axis=1) + 1).astype(np.int32).reshape(self.problem.shape)
+
+    def start_vector(self, x0: np.ndarray) -> np.ndarray:
+        """Free-variable start vector from ``(H, W, K)`` / ``(n, K)`` label weights."""
+        p = self.problem
+        X = np.asarray(x0, dtype=np.float64).reshape(-1, p.k) if np.size(x0) == p.n * p.k else None
+        if X is None:
+            raise ValueError(f"x0 must have {p.n * p.k} entries (H, W, K), got shape {np.shape(x0)}")
+        X = X[self.free]
+        return X[:, 0].copy() if p.k == 2 else X.ravel()
+
+    # -------------------------------------------------------------- solve
+    def run(self, *, x0: np.ndarray | None = None, seed: int | None = None,
+            callback: Callable[[MRFIterationState], bool | None] | None = None,
+            polish: bool = True) -> MRFResult:
+        """Run ADMM; see :func:`solve_mrf` for the arguments."""
+        start = None if x0 is None else self.start_vector(x0)
+        inner_cb = None
+        if callback is not None:
+            def inner_cb(state: IterationState) -> bool | None:
+                return callback(MRFIterationState(state, self))
+        if self.free.size == 0:
+            labels = self._fixed_labels.reshape(self.problem.shape).astype(np.int32)
+            return MRFResult(labels, self.problem.energy(labels), "admm", self.backend.name, 0,
+                             0.0, True, x_continuous=self.probabilities(np.zeros(0)))
+        res = self.admm.run(x0=start, seed=seed, callback=inner_cb,
+                            setup_time_s=self.setup_time_s)
+        labels = self.labels(res.x)
+        energy = self.problem.energy(labels)
+        if abs(energy - res.objective) > 1e-6 * max(1.0, abs(energy)):
+            log.warning("ADMM objective %.9g differs from the MRF energy %.9g", res.objective, energy)
+        energy_admm, time_s = energy, res.time_s
+        if polish and res.status != "stopped":
+            t0 = time.perf_counter()
+            labels = icm(self.problem, labels)
+            energy = self.problem.energy(labels)
+            time_s += time.perf_counter() - t0
+        return MRFResult(labels, energy, "admm", self.backend.name, res.iterations, time_s,
+                         res.converged, res.history, self.probabilities(res.x_continuous)
+                         .reshape(self.problem.n, self.problem.k), res, energy_admm)
+
+
+def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu",
+              seed: int | None = None, x0: np.ndarray | None = None,
+              callback: Callable[[MRFIterationState], bool | None] | None = None,
+              polish: bool = True, **params: Any) -> MRFResult:
+    """Minimise the MRF energy with ADMM or one of the yardsticks.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    method : {"admm", "mincut", "expansion", "lp"}
+        ``mincut`` needs K = 2 (global optimum); ``expansion`` is α-expansion; ``lp`` the
+        box-relaxed QP, rounded.
+    backend : {"cpu", "gpu", "auto"}
+        For ADMM only.
+    seed : int, optional
+        Random start of ADMM (None: 1/2 everywhere).
+    x0 : numpy.ndarray, optional
+        ADMM warm start, ``(H, W, K)`` or ``(n, K)`` label weights (e.g. a previous
+        ``result.x_continuous``).
+    callback : callable, optional
+        ``callback(state)`` each ADMM iteration with an :class:`MRFIterationState`; return True to stop.
+    polish : bool
+        Finish ADMM's best labelling with colour-parallel ICM (:func:`solver.mrf.icm.icm`), which
+        never raises the energy; ``result.energy_admm`` keeps ADMM's own energy.
+    **params
+        :class:`solver.ADMMParams` fields.
+
+    Returns
+    -------
+    MRFResult
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
+    if method == "admm":
+        return MRFADMM(problem, backend, ADMMParams.from_kwargs(**params)).run(
+            x0=x0, seed=seed, callback=callback, polish=polish)
+    if params:
+        raise ValueError(f"ADMM parameters given to method {method!r}: {', '.join(params)}")
+    from ..reference import alpha_expansion, lp_relaxation, mincut  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    if method == "mincut":
+        if problem.k != 2:
+            raise ValueError(f"min-cut needs K = 2 (got K = {problem.k}); use 'expansion'")
+        labels = mincut(problem)
+    elif method == "expansion":
+        labels = alpha_expansion(problem)
+    else:
+        labels = lp_relaxation(problem)[0]
+    elapsed = time.perf_counter() - t0
+    labels = np.asarray(labels, dtype=np.int32).reshape(problem.shape)
+    return MRFResult(labels, problem.energy(labels), method, "cpu", 0, elapsed, True)
