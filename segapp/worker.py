@@ -33,6 +33,7 @@ class Record:
     residual_sphere: float
     rho: float
     max_iter: int
+    reference_energy: float | None = None
 
 
 @dataclass
@@ -93,7 +94,8 @@ class SolveWorker(QObject):
         rec = Record(int(state.iteration), float(state.energy_continuous),
                      float(state.energy_rounded), float(state.residual_box),
                      float(state.residual_sphere), float(state.rho),
-                     int(getattr(state, "max_iter", 0) or 0))
+                     int(getattr(state, "max_iter", 0) or 0),
+                     getattr(state, "reference_energy", None))
         self._batch.append(rec)
         last = rec.max_iter and rec.iteration >= rec.max_iter
         if now - self._last_batch >= RECORD_INTERVAL or last:
@@ -134,6 +136,8 @@ class SolveWorker(QObject):
                 self.notice.emit(f"{str(exc).splitlines()[0]} — running on the CPU instead")
                 outcome = self._run("cpu")
             self._flush()
+            for w in getattr(outcome, "warnings", None) or []:
+                self.notice.emit(str(w))
             self.finished.emit(outcome)
         except Exception as exc:  # noqa: BLE001 - reported to the user
             self._flush()

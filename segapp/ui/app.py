@@ -23,6 +23,14 @@ QPushButton#run { background: #2f7d4f; color: white; font-weight: bold; padding:
                   border-radius: 4px; }
 QPushButton#run:disabled { background: #3a4a40; color: #8a9a90; }
 QPushButton { padding: 4px 12px; }
+QSlider::groove:vertical { background: #4a4c55; width: 4px; border-radius: 2px; }
+QSlider::add-page:vertical { background: #4a6fb5; width: 4px; border-radius: 2px; }
+QSlider::handle:vertical { background: #b8c6e6; height: 12px; margin: 0 -5px;
+                           border-radius: 6px; }
+QSlider::groove:horizontal { background: #4a4c55; height: 4px; border-radius: 2px; }
+QSlider::sub-page:horizontal { background: #4a6fb5; height: 4px; border-radius: 2px; }
+QSlider::handle:horizontal { background: #b8c6e6; width: 12px; margin: -5px 0;
+                             border-radius: 6px; }
 QStatusBar { background: #232428; color: #c8c8d0; }
 QStatusBar QLabel { padding: 0 8px; }
 """

@@ -14,6 +14,13 @@ C_BOX = (200, 120, 255)
 C_SPH = (255, 110, 140)
 
 
+class LogAxis(pg.AxisItem):
+    """Axis for log10-transformed data: ticks at decades, labelled 10ⁿ."""
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
+        return [f"1e{int(round(v))}" if abs(v - round(v)) < 1e-6 else "" for v in values]
+
+
 class EnergyPlot(QWidget):
     """Energy of the continuous and rounded iterates, the reference line, and residuals."""
 
@@ -40,10 +47,9 @@ class EnergyPlot(QWidget):
         self.marker = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(200, 200, 200, 120))
         self.marker.hide()
         self.energy.addItem(self.marker, ignoreBounds=True)
-        self.resid = pg.PlotWidget(background=BG)
-        self.resid.setTitle("Primal residuals", color="#c8c8d0", size="9pt")
-        self.resid.setLogMode(y=True)
-        self.resid.getAxis("left").setStyle(maxTextLevel=0, textFillLimits=[(0, 0.8)])
+        self.resid = pg.PlotWidget(background=BG, axisItems={"left": LogAxis("left")})
+        self.resid.setTitle("Primal residuals (log)", color="#c8c8d0", size="9pt")
+        self.resid.getAxis("left").setTickSpacing(1, 1)  # decades only (data are log10)
         self.resid.showGrid(x=True, y=True, alpha=0.15)
         self.resid.setXLink(self.energy)
         rleg = self.resid.addLegend(offset=(-8, 8), labelTextSize="8pt")
@@ -62,6 +68,7 @@ class EnergyPlot(QWidget):
         self._er: list[float] = []
         self._rb: list[float] = []
         self._rs: list[float] = []
+        self._ref: float | None = None
         for c in (self.c_cont, self.c_round, self.c_box, self.c_sph):
             c.setData([], [])
         self.marker.hide()
@@ -73,8 +80,10 @@ class EnergyPlot(QWidget):
             self.ref_line.hide()
         else:
             self.ref_line.setValue(float(energy))
-            self.ref_line.label.setFormat(f"reference {float(energy):.6g}")
             self.ref_line.show()
+            self.ref_line.label.setFormat(f"reference {float(energy):.6g}")
+        self._ref = None if energy is None or not np.isfinite(energy) else float(energy)
+        self._fit_y()
 
     def add_records(self, records) -> None:
         """Append per-iteration records (objects with iteration, energies, residuals)."""
@@ -87,8 +96,31 @@ class EnergyPlot(QWidget):
         it = np.asarray(self._it)
         self.c_cont.setData(it, np.asarray(self._ec))
         self.c_round.setData(it, np.asarray(self._er))
-        self.c_box.setData(it, np.asarray(self._rb))
-        self.c_sph.setData(it, np.asarray(self._rs))
+        self.c_box.setData(it, np.log10(np.asarray(self._rb)))
+        self.c_sph.setData(it, np.log10(np.asarray(self._rs)))
+        self._fit_y()
+        lr = np.log10(np.asarray(self._rb + self._rs))
+        lr = lr[np.isfinite(lr)]
+        if lr.size:
+            lo = float(np.floor(lr.min()))
+            self.resid.setYRange(lo, max(float(np.ceil(lr.max())), lo + 1), padding=0.02)
+
+    def _fit_y(self) -> None:
+        """Y range that ignores the huge energies of the first few iterations."""
+        vals = self._ec + self._er
+        if not vals:
+            return
+        n = len(self._ec)
+        skip = min(max(3, n // 20), n - 1) if n > 4 else 0
+        tail = np.asarray(self._ec[skip:] + self._er[skip:], dtype=np.float64)
+        tail = tail[np.isfinite(tail)]
+        if tail.size == 0:
+            return
+        lo, hi = float(np.percentile(tail, 1)), float(np.percentile(tail, 99))
+        if self._ref is not None:
+            lo, hi = min(lo, self._ref), max(hi, self._ref)
+        pad = max(hi - lo, abs(hi) * 1e-3, 1e-9) * 0.08
+        self.energy.setYRange(lo - pad, hi + pad, padding=0)
 
     def set_history(self, history, reference: float | None = None) -> None:
         """Replace the curves with a whole history (e.g. an outcome's)."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from PyQt6.QtCore import QPointF, QRectF, QSize, Qt, pyqtSignal
 from PyQt6.QtGui import QAction, QActionGroup, QBrush, QColor, QIcon, QKeySequence, QPainter, QPen, QPixmap
-from PyQt6.QtWidgets import QLabel, QSlider, QSpinBox, QToolBar, QVBoxLayout, QWidget
+from PyQt6.QtWidgets import QLabel, QSlider, QSpinBox, QToolBar
 
 from segapp.model import K_MAX, K_MIN
 from segapp.ui.render import palette
@@ -116,19 +116,15 @@ class ToolBar(QToolBar):
             self.label_actions.append(a)
         self.label_actions[0].setChecked(True)
         self.addSeparator()
-        box = QWidget()
-        lay = QVBoxLayout(box)
-        lay.setContentsMargins(2, 2, 2, 2)
         self.size_label = QLabel()
         self.size_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.size_slider = QSlider(Qt.Orientation.Vertical)
         self.size_slider.setRange(1, 80)
-        self.size_slider.setFixedHeight(150)
+        self.size_slider.setFixedHeight(140)
         self.size_slider.setToolTip("Brush radius in image pixels ([ and ] change it)")
         self.size_slider.valueChanged.connect(self._radius)
-        lay.addWidget(self.size_label)
-        lay.addWidget(self.size_slider, 0, Qt.AlignmentFlag.AlignHCenter)
-        self.addWidget(box)
+        self.addWidget(self.size_label)
+        self.addWidget(self.size_slider)
         self.set_k(2)
         self.size_slider.setValue(6)
         self._radius(6)
