@@ -69,18 +69,18 @@ class ADMMParams:
         Exponent of the ℓp sphere (2 is supported).
     """
 
-    rho0: float = 0.05
-    rho_growth: float = 1.05
+    rho0: float = 0.5
+    rho_growth: float = 1.03
     rho_every: int = 1
     rho_max: float = 1e5
     rho_constraints: float = 1.0
     gamma: float = 1.0
     max_iter: int = 1000
-    tol: float = 1e-4
+    tol: float = 1e-3
     stagnation_window: int = 5
     stagnation_tol: float = 1e-9
     pcg_tol: float = 1e-4
-    pcg_maxiter: int = 100
+    pcg_maxiter: int = 10
     p: float = 2.0
 
     def validated(self) -> ADMMParams:

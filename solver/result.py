@@ -41,6 +41,16 @@ class IterationRecord:
     rho: float
     pcg_iterations: int
 
+    @property
+    def energy_continuous(self) -> float:
+        """Alias of ``objective`` (the MRF energy of the continuous iterate, for MRF solves)."""
+        return self.objective
+
+    @property
+    def energy_rounded(self) -> float:
+        """Alias of ``objective_rounded``."""
+        return self.objective_rounded
+
 
 @dataclass
 class IterationState:

@@ -33,3 +33,8 @@ __all__ = [
     "problem_from_unary",
     "unary_costs",
 ]
+
+from .admm_mrf import METHODS, MRFADMM, MRFIterationState, MRFResult, solve_mrf  # noqa: E402
+from .icm import icm  # noqa: E402
+
+__all__ += ["METHODS", "MRFADMM", "MRFIterationState", "MRFResult", "icm", "solve_mrf"]

@@ -145,7 +145,7 @@ def test_rho_grows_and_is_capped():
     res = solve_bqp(A, b, rho_growth=2.0, rho_max=1.0, max_iter=40)
     rhos = [r.rho for r in res.history]
     assert rhos[1] == pytest.approx(2 * rhos[0])
-    assert max(rhos) <= rhos[0] / 0.05 * 1.0 + 1e-12
+    assert max(rhos) <= rhos[0] / ADMMParams().rho0 * 1.0 + 1e-12
 
 
 def test_continuous_iterates_become_binary():
@@ -158,8 +158,8 @@ def test_continuous_iterates_become_binary():
 def test_warm_start_from_solution_converges_fast():
     A, b = random_psd_bqp(6)
     cold = solve_bqp(A, b)
-    warm = solve_bqp(A, b, x0=cold.x_continuous, rho0=cold.history[-1].rho / 
-                     (cold.history[0].rho / 0.05))
+    scale = cold.history[0].rho / ADMMParams().rho0
+    warm = solve_bqp(A, b, x0=cold.x_continuous, rho0=cold.history[-1].rho / scale)
     assert warm.iterations < cold.iterations
     assert warm.objective <= cold.objective + 1e-9
 

@@ -1,0 +1,157 @@
+"""Images, label images and overlays on disk (OpenCV, headless build).
+
+Images come back as RGB (never BGR); writes are atomic (a temporary file renamed into place), so a
+failed write never leaves a partial output.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+#: Bundled sample images and example strokes.
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+
+_PALETTE = np.array([
+    [230, 57, 70], [69, 123, 157], [42, 157, 143], [244, 162, 97],
+    [131, 56, 236], [255, 209, 102], [6, 214, 160], [239, 71, 111],
+], dtype=np.uint8)
+
+
+class ImageError(ValueError):
+    """An image or label file that cannot be used (missing, corrupt, wrong size or values)."""
+
+
+def label_palette(k: int) -> np.ndarray:
+    """Distinct RGB colours for labels 1..k (label ``j`` uses row ``j - 1``), shape ``(k, 3)`` uint8."""
+    if k <= len(_PALETTE):
+        return _PALETTE[:k].copy()
+    hues = np.linspace(0, 179, k, endpoint=False).astype(np.uint8)
+    hsv = np.stack([hues, np.full(k, 200, np.uint8), np.full(k, 230, np.uint8)], axis=1)
+    return cv2.cvtColor(hsv[None], cv2.COLOR_HSV2RGB)[0]
+
+
+def _read(path: str | os.PathLike, flags: int) -> np.ndarray:
+    p = Path(path)
+    if not p.is_file():
+        raise ImageError(f"cannot read image '{p}': no such file")
+    data = np.fromfile(str(p), dtype=np.uint8)
+    img = cv2.imdecode(data, flags) if data.size else None
+    if img is None:
+        raise ImageError(f"cannot read image '{p}': not a supported image file or corrupt")
+    return img
+
+
+def load_image(path: str | os.PathLike) -> np.ndarray:
+    """Read a photo as ``(H, W)`` grey or ``(H, W, 3)`` RGB, keeping 8 or 16 bits.
+
+    Alpha is dropped. Raises :class:`ImageError` with a one-line message for a missing, corrupt or
+    unsupported file.
+    """
+    img = _read(path, cv2.IMREAD_UNCHANGED)
+    if img.ndim == 3 and img.shape[2] == 4:
+        img = cv2.cvtColor(img, cv2.COLOR_BGRA2RGB)
+    elif img.ndim == 3 and img.shape[2] == 3:
+        img = cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    elif img.ndim == 3 and img.shape[2] == 1:
+        img = img[:, :, 0]
+    if img.dtype not in (np.uint8, np.uint16, np.float32):
+        raise ImageError(f"cannot use image '{path}': unsupported pixel type {img.dtype}")
+    if min(img.shape[:2]) < 2:
+        raise ImageError(f"cannot use image '{path}': it is smaller than 2×2 pixels")
+    return img
+
+
+def load_label_image(path: str | os.PathLike, shape: tuple[int, int] | None = None,
+                     k: int | None = None, what: str = "label image") -> np.ndarray:
+    """Read a single-channel label PNG (0 = none, j = label j) as ``(H, W)`` int32.
+
+    Parameters
+    ----------
+    path : path-like
+    shape : (H, W), optional
+        Required size (the photo's).
+    k : int, optional
+        Largest allowed label.
+    what : str
+        Name used in error messages (e.g. ``"strokes"``).
+    """
+    img = _read(path, cv2.IMREAD_UNCHANGED)
+    if img.ndim == 3:
+        if not (np.all(img == img[:, :, :1])):
+            raise ImageError(f"{what} '{path}' must be a single-channel label image")
+        img = img[:, :, 0]
+    labels = img.astype(np.int32)
+    if shape is not None and labels.shape != tuple(shape):
+        raise ImageError(f"{what} '{path}' is {labels.shape[1]}×{labels.shape[0]} but the image "
+                         f"is {shape[1]}×{shape[0]}")
+    if k is not None and labels.size and labels.max() > k:
+        raise ImageError(f"{what} '{path}' has label {labels.max()} but K = {k}")
+    return labels
+
+
+def _write_atomic(path: str | os.PathLike, img: np.ndarray) -> None:
+    p = Path(path)
+    ext = p.suffix.lower() or ".png"
+    ok, buf = cv2.imencode(ext, img)
+    if not ok:
+        raise ImageError(f"cannot write '{p}': unsupported image format '{ext}'")
+    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", suffix=ext)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(buf.tobytes())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_labels(path: str | os.PathLike, labels: np.ndarray) -> None:
+    """Write labels (values 0..255) as a single-channel 8-bit PNG, atomically."""
+    labels = np.asarray(labels)
+    if labels.size and (labels.min() < 0 or labels.max() > 255):
+        raise ValueError("labels must lie in 0..255 to be saved as an 8-bit PNG")
+    _write_atomic(path, labels.astype(np.uint8))
+
+
+def to_rgb8(image: np.ndarray) -> np.ndarray:
+    """Any grey/RGB(A) image of dtype uint8/uint16/float as ``(H, W, 3)`` uint8 RGB for display."""
+    img = np.asarray(image)
+    if img.dtype == np.uint16:
+        img = (img / 257.0).round().astype(np.uint8)
+    elif img.dtype != np.uint8:
+        img = (np.clip(img.astype(np.float64), 0.0, 1.0) * 255.0).round().astype(np.uint8)
+    if img.ndim == 2:
+        img = np.repeat(img[:, :, None], 3, axis=2)
+    return np.ascontiguousarray(img[:, :, :3])
+
+
+def overlay(image: np.ndarray, labels: np.ndarray, alpha: float = 0.5) -> np.ndarray:
+    """Blend label colours (labels 1..K; 0 = none) over the photo, ``(H, W, 3)`` uint8 RGB."""
+    rgb = to_rgb8(image).astype(np.float32)
+    labels = np.asarray(labels)
+    k = int(labels.max()) if labels.size else 0
+    if k == 0:
+        return rgb.astype(np.uint8)
+    colours = np.vstack([np.zeros((1, 3), np.uint8), label_palette(k)]).astype(np.float32)
+    mask = (labels > 0)[..., None]
+    out = np.where(mask, (1.0 - alpha) * rgb + alpha * colours[labels], rgb)
+    return out.round().astype(np.uint8)
+
+
+def save_overlay(path: str | os.PathLike, image: np.ndarray, labels: np.ndarray,
+                 alpha: float = 0.5) -> None:
+    """Write :func:`overlay` as a colour image (atomically)."""
+    _write_atomic(path, cv2.cvtColor(overlay(image, labels, alpha), cv2.COLOR_RGB2BGR))
+
+
+def save_image(path: str | os.PathLike, rgb: np.ndarray) -> None:
+    """Write an RGB uint8 image atomically."""
+    _write_atomic(path, cv2.cvtColor(to_rgb8(rgb), cv2.COLOR_RGB2BGR))
