@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from PyQt6.QtCore import QEventLoop, QTimer
@@ -104,13 +105,18 @@ def wait_for_run(win, timeout_s: float = 600.0) -> bool:
     return not win.running
 
 
-def demo_screenshot(out_path: str) -> int:
+def demo_screenshot(out_path: str, max_iter: int | None = None) -> int:
     """Open the cameraman sample with its K = 2 strokes, run ADMM to the end, save a screenshot.
+
+    Works headless: without a QApplication yet, the offscreen platform is used unless
+    ``QT_QPA_PLATFORM`` says otherwise.
 
     Parameters
     ----------
     out_path : str
         PNG file to write.
+    max_iter : int, optional
+        Cap on ADMM iterations (default: the solver's own limit).
 
     Returns
     -------
@@ -119,6 +125,8 @@ def demo_screenshot(out_path: str) -> int:
     """
     from segapp.ui.fileops import list_samples
     from segapp.ui.main_window import MainWindow
+    if QApplication.instance() is None:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     app = get_app()
     win = MainWindow(confirm_discard=False)
     win.resize(1440, 900)
@@ -133,6 +141,8 @@ def demo_screenshot(out_path: str) -> int:
         return 1
     win.canvas.fit_to_window()
     win.act_warm.setChecked(False)
+    if max_iter:
+        win.params_panel.admm["max_iter"].setValue(int(max_iter))
     if not win.start_run() or not wait_for_run(win) or win.outcome is None:
         log.error("demo run did not finish")
         return 1

@@ -10,7 +10,7 @@ log = logging.getLogger(__name__)
 
 _FALLBACK = np.array([[228, 26, 28], [55, 126, 184], [77, 175, 74], [152, 78, 163],
                       [255, 127, 0], [255, 255, 51], [166, 86, 40], [247, 129, 191]], np.uint8)
-SOFT_ALPHA = 150
+SOFT_ALPHA = 200
 HARD_ALPHA = 235
 MAGENTA = (255, 0, 255)
 

@@ -92,7 +92,7 @@ class RunMixin:
         self.canvas.set_compare(None)
         self.progress.setRange(0, 0)  # busy until the first iteration arrives
         self.progress.show()
-        self.iter_label.setText("preparing…")
+        self.iter_label.setText("building model and reference…")
         self._t0 = time.monotonic()
         self.solver.start(job)
         self.statusBar().showMessage("Solving" + (" (warm start)" if x0 is not None else ""))

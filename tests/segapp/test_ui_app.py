@@ -1,0 +1,10 @@
+"""The demo screenshot entry point (iterations capped to keep the test fast)."""
+from PyQt6.QtGui import QImage
+
+
+def test_demo_screenshot(qapp, tmp_path):
+    from segapp.ui.app import demo_screenshot
+    out = tmp_path / "demo.png"
+    assert demo_screenshot(str(out), max_iter=8) == 0
+    img = QImage(str(out))
+    assert img.width() >= 1280 and img.height() >= 800
