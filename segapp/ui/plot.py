@@ -34,7 +34,7 @@ class EnergyPlot(QWidget):
         self.energy.setTitle("Energy", color="#c8c8d0", size="9pt")
         self.energy.setLabel("bottom", "iteration")
         self.energy.showGrid(x=True, y=True, alpha=0.15)
-        leg = self.energy.addLegend(offset=(-8, 8), labelTextSize="8pt")
+        leg = self.energy.addLegend(offset=(-8, -8), labelTextSize="8pt")
         leg.setBrush(pg.mkBrush(30, 31, 35, 200))
         self.c_cont = self.energy.plot([], [], pen=pg.mkPen(C_CONT, width=2), name="continuous x")
         self.c_round = self.energy.plot([], [], pen=pg.mkPen(C_ROUND, width=2), name="rounded")

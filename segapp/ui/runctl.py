@@ -112,7 +112,7 @@ class RunMixin:
         self.frames.add(iteration, probs)
         self._live_probs = probs
         if self.results_panel.view_mode() != "photo":
-            self.canvas.set_result(probabilities_rgb(probs, palette(self.doc.k)))
+            self.canvas.set_result(probabilities_rgb(probs, palette(probs.shape[2])))
 
     def on_records(self, batch) -> None:
         """Extend the plot and progress with per-iteration records."""
@@ -139,7 +139,7 @@ class RunMixin:
     def on_finished(self, outcome) -> None:
         """Show the outcome: overlay, numbers, compare layer, replay frames."""
         self.outcome = outcome
-        k = self.doc.k
+        k = int(getattr(outcome.problem, "k", self.doc.k))
         onehot = (outcome.labels[:, :, None] == np.arange(1, k + 1)).astype(np.float32)
         self.frames.add(int(outcome.iterations), onehot)
         ref = outcome.reference_energy

@@ -284,3 +284,27 @@ def test_gpu_fallback_notice(win, qtbot, monkeypatch):
     with qtbot.waitSignal(win.solver.finished, timeout=60000):
         win.start_run()
     assert backends == ["gpu", "cpu"] and "CPU" in notices[0]
+
+
+def test_samples_recent_and_drop(win, qtbot, tmp_path):
+    from PyQt6.QtCore import QMimeData, QUrl
+    from PyQt6.QtGui import QDropEvent
+    titles = [a.text() for a in win.samples_menu.actions()]
+    assert any("cameraman" in t for t in titles)
+    cam3 = next(a for a in win.samples_menu.actions() if "cameraman" in a.text()
+                and "3" in a.text())
+    cam3.trigger()
+    assert win.doc.k == 3 and win.tools.k_spin.value() == 3
+    assert set(np.unique(win.doc.strokes)) == {0, 1, 2, 3} and not win.doc.dirty
+    assert win.recent_files()[0].endswith("cameraman.png")
+    img, _ = synthetic()
+    import cv2
+    p = tmp_path / "dropped.png"
+    cv2.imwrite(str(p), img)
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p))])
+    ev = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
+                    Qt.KeyboardModifier.NoModifier)
+    win.dropEvent(ev)
+    assert win.doc.image_path == str(p) and win.doc.shape == (40, 40)
+    assert win.recent_menu.actions()[0].text() == "dropped.png"
