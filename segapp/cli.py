@@ -19,6 +19,14 @@ import numpy as np
 log = logging.getLogger("segapp")
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Argument errors as one line (``segapp: error: ...``, exit status 2), no usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"segapp: error: {message} (see '{self.prog} --help')", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def _rect(text: str) -> tuple[int, int, int, int]:
     try:
         parts = [int(v) for v in text.split(",")]
@@ -111,7 +119,7 @@ def _segment(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``segapp`` command."""
-    parser = argparse.ArgumentParser(prog="segapp", description="Interactive segmentation by "
+    parser = _OneLineParser(prog="segapp", description="Interactive segmentation by "
                                      "integer programming (ℓ2-box ADMM) with a live solver view.")
     parser.add_argument("--demo-screenshot", metavar="OUT.png",
                         help="open the bundled sample, run ADMM, save a window screenshot, exit")
@@ -131,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         from .ui.app import run_app  # noqa: PLC0415
         return run_app([], image=argv[0])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or an argument error already reported in one line
+        return int(exc.code or 0)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -160,7 +160,8 @@ def run_segmentation(
     hard : numpy.ndarray, optional
         ``(H, W)`` hard-constraint labels, 0 = none.
     callback : callable, optional
-        ADMM callback, see :func:`solver.mrf.solve_mrf`; return True to stop.
+        ADMM callback, see :func:`solver.mrf.solve_mrf`; return True to stop. Its state also
+        carries ``reference_energy`` (None when no reference was asked for).
     x0 : numpy.ndarray, optional
         Warm start (a previous outcome's ``x_final``); ignored if its size does not fit.
     reference : bool
@@ -196,8 +197,13 @@ def run_segmentation(
             log.info("warm start ignored: it has %d entries, the problem needs %d",
                      np.size(x0), problem.n * problem.k)
             x0 = None
+        cb = callback
+        if callback is not None:
+            def cb(state: MRFIterationState) -> bool | None:
+                state.reference_energy = ref_energy  # lets a live plot draw the line at once
+                return callback(state)
         res = solve_mrf(problem, "admm", backend=backend, seed=params.seed, x0=x0,
-                        callback=callback, polish=params.polish, **params.admm)
+                        callback=cb, polish=params.polish, **params.admm)
     else:
         res = solve_mrf(problem, params.solver)
     if ref_labels is None and params.solver == ref_method and reference:

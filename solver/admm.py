@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from .backend import Backend, get_backend
-from .projections import check_p, project_box, project_lp_sphere, project_nonneg
+from .projections import (check_p, project_box, project_lp_sphere, project_nonneg,
+                          project_simplex_rows)
 from .qp import LinearOperatorPair
 from .result import ADMMResult, IterationRecord, IterationState
 
@@ -140,12 +141,19 @@ class LpBoxADMM:
         Maps a numpy vector over the free variables to one over all variables.
     params : ADMMParams
     backend : Backend or str
+    simplex_groups : int, optional
+        Group size ``k`` of a one-hot structure laid out in consecutive groups (``x.reshape(-1, k)``
+        rows sum to 1). Then ``z1`` is projected onto the product of simplices instead of the box:
+        a convex superset of the one-hot points whose intersection with the sphere is exactly
+        them (on the simplex ``sum_k z_ik^2 <= 1`` with equality only at a vertex), so the
+        one-hot rows need no equality penalty.
     """
 
     def __init__(self, system: Any, b: Any, *, eq: LinearOperatorPair | None = None,
                  ineq: LinearOperatorPair | None = None, scale: float = 1.0,
                  constant: float = 0.0, expand: Callable[[np.ndarray], np.ndarray] | None = None,
-                 params: ADMMParams | None = None, backend: Backend | str = "cpu") -> None:
+                 params: ADMMParams | None = None, backend: Backend | str = "cpu",
+                 simplex_groups: int | None = None) -> None:
         self.backend = get_backend(backend)
         self.system = system
         self.b = self.backend.asarray(b, dtype=np.float64)
@@ -155,6 +163,7 @@ class LpBoxADMM:
         self.expand = expand
         self.params = (params or ADMMParams()).validated()
         self.n = int(self.b.shape[0])
+        self.simplex_groups = simplex_groups
 
     # ------------------------------------------------------------------ helpers
     def objective(self, x: Any) -> float:
@@ -164,6 +173,11 @@ class LpBoxADMM:
     def round(self, x: Any) -> Any:
         """Round to a binary point; one-hot groups (if any) take their largest entry."""
         xp = self.backend.xp
+        if self.simplex_groups:
+            X = x.reshape(-1, self.simplex_groups)
+            xr = xp.zeros_like(X)
+            xr[xp.arange(X.shape[0]), xp.argmax(X, axis=1)] = 1.0
+            return xr.ravel()
         xr = (x > 0.5).astype(x.dtype)
         groups = self.eq.groups if self.eq is not None else None
         if groups is not None:
@@ -173,6 +187,11 @@ class LpBoxADMM:
             xr[groups[groups < self.n]] = 0.0
             xr[chosen] = 1.0
         return xr
+
+    def _project_z1(self, v: Any) -> Any:
+        if self.simplex_groups:
+            return project_simplex_rows(v.reshape(-1, self.simplex_groups), self.backend.xp).ravel()
+        return project_box(v)
 
     def violation(self, x: Any) -> float:
         """Largest constraint violation of ``x`` (0 when feasible)."""
@@ -224,7 +243,7 @@ class LpBoxADMM:
         t0 = time.perf_counter()
         eq, ineq = self.eq, self.ineq
         x = self._initial_x(x0, seed)
-        z1, z2 = project_box(x), project_lp_sphere(x, P.p)
+        z1, z2 = self._project_z1(x), project_lp_sphere(x, P.p)
         y1, y2 = xp.zeros(self.n), xp.zeros(self.n)
         y3 = xp.zeros(eq.m) if eq is not None else None
         y4 = xp.zeros(ineq.m) if ineq is not None else None
@@ -244,7 +263,7 @@ class LpBoxADMM:
                 rhs += ineq.rmatvec(rc * (ineq.d - z3) - y4)
             sol = self.system.solve(rhs, x, 2.0 * rho, eq, rc, ineq, rc, P.pcg_tol, P.pcg_maxiter)
             x = sol.x
-            z1 = project_box(x + y1 / rho)
+            z1 = self._project_z1(x + y1 / rho)
             z2 = project_lp_sphere(x + y2 / rho, P.p)
             y1 += P.gamma * rho * (x - z1)
             y2 += P.gamma * rho * (x - z2)

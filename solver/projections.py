@@ -73,3 +73,20 @@ def project_lp_sphere(x: Any, p: float = 2.0) -> Any:
     if norm == 0.0:
         return v * 0.0 + 1.0
     return 0.5 + v * (r / norm)
+
+
+def project_simplex_rows(v: Any, xp: Any) -> Any:
+    """Project each row of ``v`` (shape ``(n, k)``) onto the probability simplex.
+
+    Sort-based: with ``u`` the row sorted in decreasing order, ``theta`` is the largest
+    ``(sum_{j<=r} u_j - 1) / r`` for which ``u_r`` stays above it; the result is
+    ``max(v - theta, 0)``. ``xp`` is numpy or cupy.
+    """
+    n, k = v.shape
+    u = -xp.sort(-v, axis=1)
+    css = xp.cumsum(u, axis=1) - 1.0
+    ind = xp.arange(1, k + 1, dtype=v.dtype)
+    cond = u - css / ind > 0
+    r = k - 1 - xp.argmax(cond[:, ::-1], axis=1)
+    theta = css[xp.arange(n), r] / (r + 1)
+    return xp.maximum(v - theta[:, None], 0.0)

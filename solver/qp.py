@@ -158,7 +158,8 @@ class OneHotKronSystem:
         rbar = R.mean(axis=1, keepdims=True)
         B = xp.concatenate([rbar, R - rbar], axis=1)
         shift = xp.full(k + 1, float(rho))
-        shift[0] += k * rho_eq
+        if eq is not None:
+            shift[0] += k * rho_eq
         X0 = None
         if x0 is not None:
             X = x0.reshape(-1, k)

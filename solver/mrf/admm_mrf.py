@@ -28,6 +28,7 @@ from .problem import MRFProblem
 log = logging.getLogger(__name__)
 
 METHODS = ("admm", "mincut", "expansion", "lp")
+ONEHOT_DEFAULT = "penalty"
 
 
 @dataclass
@@ -114,7 +115,9 @@ class MRFADMM:
     """
 
     def __init__(self, problem: MRFProblem, backend: str | Backend = "cpu",
-                 params: ADMMParams | None = None) -> None:
+                 params: ADMMParams | None = None, onehot: str = ONEHOT_DEFAULT) -> None:
+        if onehot not in ("simplex", "penalty"):
+            raise ValueError(f"onehot must be 'simplex' or 'penalty', got {onehot!r}")
         t0 = time.perf_counter()
         self.problem = problem
         self.backend = get_backend(backend)
@@ -133,19 +136,26 @@ class MRFADMM:
         B = d[self.free] + coupling
         be = self.backend
         if k == 2:
+            # x2 = 1 - x1; L_ff 1 = 0 only without fixed pixels, so keep its terms
             A = (2.0 * lam) * L_ff
-            b = B[:, 0] - B[:, 1]
+            row = np.asarray(L_ff.sum(axis=1)).ravel()
+            b = B[:, 0] - B[:, 1] - 2.0 * lam * row
             system, eq = GenericSystem(A, be), None
-            constant += float(B[:, 1].sum())
+            constant += float(B[:, 1].sum()) + lam * float(row.sum())
             scale = problem_scale(A, b)
         else:
+            # sum_k x_ik = 1, so a per-pixel constant in the unaries changes nothing but the
+            # penalty scale: centre them so mean |b| measures how strongly labels compete
+            mean = B.mean(axis=1, keepdims=True)
+            constant += float(mean.sum())
             A = lam * L_ff
-            b = B.ravel()
+            b = (B - mean).ravel()
             system = OneHotKronSystem(A, k, be)
-            eq = onehot_operator(self.free.size, k, be)
+            eq = onehot_operator(self.free.size, k, be) if onehot == "penalty" else None
             scale = problem_scale(A, b)
         self.admm = LpBoxADMM(system, b, eq=eq, scale=scale, constant=constant,
-                              params=self.params, backend=be)
+                              params=self.params, backend=be,
+                              simplex_groups=k if k > 2 and onehot == "simplex" else None)
         self._fixed_labels = hard
         self.setup_time_s = time.perf_counter() - t0
 
@@ -186,6 +196,9 @@ class MRFADMM:
             polish: bool = True) -> MRFResult:
         """Run ADMM; see :func:`solve_mrf` for the arguments."""
         start = None if x0 is None else self.start_vector(x0)
+        if start is None and seed is None:
+            # the centre of the feasible set: 1/2 for K = 2, 1/K for each one-hot group
+            start = np.full(self.admm.n, 1.0 / self.problem.k)
         inner_cb = None
         if callback is not None:
             def inner_cb(state: IterationState) -> bool | None:

@@ -1,0 +1,154 @@
+"""`segapp segment` / `segapp bench` as DESIGN.md fixes them: outputs, report, errors, no partial output."""
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from segapp.cli import main
+from segapp.io import load_image, save_labels
+from segapp.pipeline import SegmentParams, run_segmentation
+from tests.solver._mrf_helpers import shapes_image
+
+
+@pytest.fixture
+def case(tmp_path):
+    image, truth, strokes = shapes_image(seed=0, k=2, size=40, noise=0.1)
+    img8 = (np.clip(image, 0, 1) * 255).round().astype(np.uint8)
+    cv2.imwrite(str(tmp_path / "img.png"), img8)
+    save_labels(tmp_path / "strokes.png", strokes)
+    return tmp_path, img8, strokes, truth
+
+
+def _run(args, capsys):
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_segment_writes_labels_overlay_and_report(case, capsys):
+    d, img, strokes, truth = case
+    code, out, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--k", 2,
+                           "--out", d / "labels.png", "--overlay", d / "over.png",
+                           "--report", d / "r.json"], capsys)
+    assert code == 0, err
+    labels = cv2.imread(str(d / "labels.png"), cv2.IMREAD_UNCHANGED)
+    assert labels.shape == img.shape and labels.dtype == np.uint8
+    assert set(np.unique(labels)) <= {1, 2}
+    assert np.mean(labels == truth) > 0.95
+    over = cv2.imread(str(d / "over.png"))
+    assert over.shape == (*img.shape, 3)
+    report = json.loads((d / "r.json").read_text())
+    for key in ("energy", "solver", "backend", "iterations", "time_s", "n_pixels", "k"):
+        assert key in report
+    assert report["n_pixels"] == img.size and report["k"] == 2 and report["solver"] == "admm"
+    assert report["reference_energy"] <= report["energy"] + 1e-6
+    assert "admm (cpu): energy" in out
+
+
+def test_cli_labels_equal_library_labels(case, capsys):
+    d, img, strokes, _ = case
+    code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png",
+                         "--out", d / "labels.png"], capsys)
+    assert code == 0, err
+    lib = run_segmentation(load_image(d / "img.png"), strokes, SegmentParams(k=2), reference=False)
+    np.testing.assert_array_equal(cv2.imread(str(d / "labels.png"), cv2.IMREAD_UNCHANGED), lib.labels)
+
+
+@pytest.mark.parametrize("solver", ["mincut", "expansion", "lp"])
+def test_other_solvers(case, capsys, solver):
+    d, *_ = case
+    code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--solver",
+                         solver, "--out", d / "l.png", "--report", d / "r.json"], capsys)
+    assert code == 0, err
+    assert json.loads((d / "r.json").read_text())["solver"] == solver
+
+
+def test_hard_constraints_and_rectangle(case, capsys):
+    d, img, strokes, _ = case
+    hard = np.zeros_like(strokes)
+    hard[:3, :3] = 1  # force a background-looking corner to label 1
+    save_labels(d / "hard.png", hard)
+    code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--hard",
+                         d / "hard.png", "--out", d / "l.png"], capsys)
+    assert code == 0, err
+    labels = cv2.imread(str(d / "l.png"), cv2.IMREAD_UNCHANGED)
+    assert np.all(labels[:3, :3] == 1)
+    code, _, err = _run(["segment", d / "img.png", "--rect", "8,8,24,24", "--out", d / "r.png"],
+                        capsys)
+    assert code == 0, err
+    labels = cv2.imread(str(d / "r.png"), cv2.IMREAD_UNCHANGED)
+    assert np.all(labels[:8] == 2) and np.all(labels[:, :8] == 2)  # outside is background
+
+
+def test_gpu_request_without_gpu_falls_back_and_says_so(case, capsys):
+    from solver import gpu_available
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    d, *_ = case
+    code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--backend",
+                         "gpu", "--out", d / "l.png", "--report", d / "r.json"], capsys)
+    assert code == 0
+    assert "no usable GPU" in err and "CPU" in err
+    assert json.loads((d / "r.json").read_text())["backend"] == "cpu"
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--k", "3"], "label 3 has no strokes"),
+    (["--k", "1"], "K"),
+    (["--k", "40"], "K"),
+    (["--rect", "30,30,50,50"], "rectangle"),
+    (["--rect", "1,2,3"], "X,Y,W,H"),
+    (["--lam", "nan"], "finite"),
+    (["--beta", "inf"], "finite"),
+    (["--lam", "-1"], "lam"),
+    (["--rho0", "-1"], "rho0"),
+])
+def test_bad_input_exits_nonzero_with_one_line_and_writes_nothing(case, capsys, extra, message):
+    d, *_ = case
+    code, out, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png",
+                           "--out", d / "out.png", "--overlay", d / "o.png",
+                           "--report", d / "r.json", *extra], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("segapp: error:")
+    assert message.lower() in err.lower()
+    assert not (d / "out.png").exists() and not (d / "o.png").exists()
+    assert not (d / "r.json").exists()
+
+
+def test_unreadable_and_mismatched_inputs(case, capsys, tmp_path):
+    d, img, strokes, _ = case
+    (d / "bad.png").write_bytes(b"not an image at all")
+    code, _, err = _run(["segment", d / "bad.png", "--strokes", d / "strokes.png", "--out",
+                         d / "o.png"], capsys)
+    assert code == 2 and "not a supported image" in err
+    save_labels(d / "small.png", np.ones((5, 5), np.uint8))
+    code, _, err = _run(["segment", d / "img.png", "--strokes", d / "small.png", "--out",
+                         d / "o.png"], capsys)
+    assert code == 2 and "5×5 but the image is 40×40" in err
+    code, _, err = _run(["segment", d / "missing.png", "--out", d / "o.png"], capsys)
+    assert code == 2 and "no such file" in err
+    assert not (d / "o.png").exists()
+
+
+def test_bench_writes_records(tmp_path, capsys):
+    out = tmp_path / "b.json"
+    code, _, err = _run(["bench", "--sizes", "400,900", "--runs", "2", "--json", out,
+                         "--methods", "mincut,admm-cpu"], capsys)
+    assert code == 0, err
+    recs = json.loads(out.read_text())
+    assert len(recs) == 2 * 2 * 2
+    for r in recs:
+        assert set(r) >= {"method", "n", "k", "run", "energy", "time_s", "iterations"}
+    by = {(r["method"], r["n"], r["run"]): r for r in recs}
+    for (m, n, run), r in by.items():
+        if m == "admm-cpu":
+            assert r["energy"] >= by[("mincut", n, run)]["energy"] - 1e-6 * abs(r["energy"])
+    assert "[8/8]" in err
+
+
+def test_bench_rejects_bad_methods(tmp_path, capsys):
+    code, _, err = _run(["bench", "--sizes", "400", "--json", tmp_path / "b.json", "--methods",
+                         "magic"], capsys)
+    assert code == 2 and "unknown method" in err
