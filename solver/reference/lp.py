@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from ..projections import project_simplex_rows as _project_simplex_rows
+
 if TYPE_CHECKING:
     from solver.mrf.problem import MRFProblem
 
@@ -17,26 +19,11 @@ logger = logging.getLogger(__name__)
 
 
 def project_simplex_rows(v: np.ndarray) -> np.ndarray:
-    """Euclidean projection of each row of ``v`` onto the probability simplex.
+    """Euclidean projection of each row of an ``(n, K)`` array onto the probability simplex.
 
-    Parameters
-    ----------
-    v : numpy.ndarray
-        ``(n, K)`` array.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(n, K)`` array with non-negative rows summing to one.
+    Thin numpy wrapper of :func:`solver.projections.project_simplex_rows` (which ADMM also uses).
     """
-    n, k = v.shape
-    u = -np.sort(-v, axis=1)
-    css = np.cumsum(u, axis=1) - 1.0
-    ind = np.arange(1, k + 1)
-    cond = u - css / ind > 0
-    rho = k - 1 - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds
-    theta = css[np.arange(n), rho] / (rho + 1)
-    return np.maximum(v - theta[:, None], 0.0)
+    return _project_simplex_rows(v, np)
 
 
 def _fista(
