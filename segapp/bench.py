@@ -85,10 +85,33 @@ def run_one(problem: Any, method: str, seed: int) -> dict[str, Any]:
     return {"energy": res.energy, "time_s": res.time_s, "iterations": res.iterations}
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the benchmark grid and write the JSON records; returns the exit status."""
+def run_grid(sizes: list[int], methods: list[str], runs: int, k: int,
+             image: str | None = None, strokes: str | None = None) -> list[dict[str, Any]]:
+    """Solve every (size, method, run) once, printing progress to stderr; returns the records.
+
+    Each record is ``{method, n, k, run, energy, time_s, iterations}``; run ``r`` seeds ADMM's
+    random start with ``r``. The MRF is built once per size, so all methods see the same problem.
+    """
     from solver.mrf import build_problem  # noqa: PLC0415
 
+    records: list[dict[str, Any]] = []
+    total = len(sizes) * len(methods) * runs
+    for n in sizes:
+        img, st = sample(n, k, image, strokes)
+        problem = build_problem(img, st, k)
+        for method in methods:
+            for r in range(runs):
+                rec = {"method": method, "n": problem.n, "k": k, "run": r,
+                       **run_one(problem, method, seed=r)}
+                records.append(rec)
+                print(f"[{len(records)}/{total}] n={problem.n} {method} run {r}: "
+                      f"E={rec['energy']:.6g} t={rec['time_s']:.3f}s it={rec['iterations']}",
+                      file=sys.stderr, flush=True)
+    return records
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark grid and write the JSON records; returns the exit status."""
     methods = args.methods.split(",") if args.methods else default_methods(args.k)
     bad = [m for m in methods if m not in ALL_METHODS]
     if bad:
@@ -99,18 +122,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--runs must be at least 1")
     if args.image and not args.strokes:
         raise ValueError("--image needs --strokes")
-    records: list[dict[str, Any]] = []
-    total = len(args.sizes) * len(methods) * args.runs
-    for n in args.sizes:
-        img, st = sample(n, args.k, args.image, args.strokes)
-        problem = build_problem(img, st, args.k)
-        for method in methods:
-            for r in range(args.runs):
-                rec = {"method": method, "n": problem.n, "k": args.k, "run": r,
-                       **run_one(problem, method, seed=r)}
-                records.append(rec)
-                print(f"[{len(records)}/{total}] n={problem.n} {method} run {r}: "
-                      f"E={rec['energy']:.6g} t={rec['time_s']:.3f}s it={rec['iterations']}",
-                      file=sys.stderr, flush=True)
+    records = run_grid(args.sizes, methods, args.runs, args.k, args.image, args.strokes)
     Path(args.json).write_text(json.dumps(records, indent=1) + "\n")
     return 0
