@@ -63,10 +63,6 @@ class Backend:
             return csr
         return self.sparse.csr_matrix(csr)
 
-    def scalar(self, a: Any) -> float:
-        """A 0-d array (or scalar) of this backend as a Python float (synchronises the GPU)."""
-        return float(a)
-
 
 CPU = Backend("cpu", np, sp)
 

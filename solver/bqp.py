@@ -137,8 +137,9 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     free = np.setdiff1d(np.arange(n), fix)
     x_start = None if x0 is None else _vector(x0, n, "x0")[free]
 
-    Af = A[free][:, free]
-    Afc = A[free][:, fix]
+    A_free_rows = A[free]
+    Af = A_free_rows[:, free]
+    Afc = A_free_rows[:, fix]
     bf = b[free] + 2.0 * (Afc @ xf)
     constant = float(xf @ (A[fix][:, fix] @ xf) + b[fix] @ xf)
     if eqc is not None:

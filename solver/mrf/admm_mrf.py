@@ -127,10 +127,11 @@ class MRFADMM:
         self.free = np.flatnonzero(hard == 0)
         fix = np.flatnonzero(hard > 0)
         L = problem.laplacian.tocsr()
-        L_ff = L[self.free][:, self.free].tocsr()
+        L_f = L[self.free]
+        L_ff = L_f[:, self.free].tocsr()
         Xc = np.zeros((fix.size, k))
         Xc[np.arange(fix.size), hard[fix] - 1] = 1.0
-        coupling = 2.0 * lam * (L[self.free][:, fix] @ Xc)  # gradient of the pairwise term
+        coupling = 2.0 * lam * (L_f[:, fix] @ Xc)  # gradient of the pairwise term
         d = problem.unary
         constant = lam * float(np.sum(Xc * (L[fix][:, fix] @ Xc))) + float(np.sum(d[fix] * Xc))
         B = d[self.free] + coupling
@@ -142,7 +143,6 @@ class MRFADMM:
             b = B[:, 0] - B[:, 1] - 2.0 * lam * row
             system, eq = GenericSystem(A, be), None
             constant += float(B[:, 1].sum()) + lam * float(row.sum())
-            scale = problem_scale(A, b)
         else:
             # sum_k x_ik = 1, so a per-pixel constant in the unaries changes nothing but the
             # penalty scale: centre them so mean |b| measures how strongly labels compete
@@ -152,8 +152,7 @@ class MRFADMM:
             b = (B - mean).ravel()
             system = OneHotKronSystem(A, k, be)
             eq = onehot_operator(self.free.size, k, be) if onehot == "penalty" else None
-            scale = problem_scale(A, b)
-        self.admm = LpBoxADMM(system, b, eq=eq, scale=scale, constant=constant,
+        self.admm = LpBoxADMM(system, b, eq=eq, scale=problem_scale(A, b), constant=constant,
                               params=self.params, backend=be,
                               simplex_groups=k if k > 2 and onehot == "simplex" else None)
         self._fixed_labels = hard
