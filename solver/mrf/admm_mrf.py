@@ -22,7 +22,8 @@ from ..admm import ADMMParams, LpBoxADMM
 from ..backend import Backend, get_backend
 from ..qp import GenericSystem, OneHotKronSystem, onehot_operator, problem_scale
 from ..result import ADMMResult, IterationRecord, IterationState
-from .icm import icm
+from . import multilevel
+from .icm import polish_labels
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,9 @@ ONEHOT_DEFAULT = "penalty"
 class MRFIterationState:
     """What a ``solve_mrf`` callback receives each ADMM iteration (energies in MRF units).
 
+    With coarse-to-fine solving, iterations are numbered across levels and every quantity refers
+    to the full image: a coarse labelling copied to its pixels has exactly the coarse energy.
+
     Attributes
     ----------
     iteration, max_iter : int
@@ -43,22 +47,33 @@ class MRFIterationState:
     energy_rounded : float
         Energy of its rounding (a valid labelling).
     residual_box, residual_sphere, rho : float
+    level : int
+        Pyramid level of this iteration (0 = full resolution).
     """
 
     inner: IterationState
     solver: MRFADMM
+    pixel_map: np.ndarray | None = None
+    shape: tuple[int, int] | None = None
+    offset: int = 0
+    level: int = 0
+    max_iter_total: int | None = None
 
-    iteration = property(lambda self: self.inner.record.iteration)
+    iteration = property(lambda self: self.inner.record.iteration + self.offset)
     energy_continuous = property(lambda self: self.inner.record.objective)
     energy_rounded = property(lambda self: self.inner.record.objective_rounded)
     residual_box = property(lambda self: self.inner.record.residual_box)
     residual_sphere = property(lambda self: self.inner.record.residual_sphere)
     rho = property(lambda self: self.inner.record.rho)
-    max_iter = property(lambda self: self.inner.max_iter)
+    max_iter = property(lambda self: self.max_iter_total or self.inner.max_iter)
 
     def probabilities(self) -> np.ndarray:
         """Per-pixel label weights of the continuous iterate, ``(H, W, K)`` float32 on the host."""
-        return self.solver.probabilities(self.solver.backend.to_numpy(self.inner.x))
+        probs = self.solver.probabilities(self.solver.backend.to_numpy(self.inner.x))
+        if self.pixel_map is None:
+            return probs
+        k = probs.shape[-1]
+        return probs.reshape(-1, k)[self.pixel_map].reshape(*self.shape, k)
 
     def request_stop(self) -> None:
         """Stop after this iteration."""
@@ -192,8 +207,12 @@ class MRFADMM:
     # -------------------------------------------------------------- solve
     def run(self, *, x0: np.ndarray | None = None, seed: int | None = None,
             callback: Callable[[MRFIterationState], bool | None] | None = None,
-            polish: bool = True) -> MRFResult:
-        """Run ADMM; see :func:`solve_mrf` for the arguments."""
+            polish: bool = True, view: dict[str, Any] | None = None) -> MRFResult:
+        """Run ADMM; see :func:`solve_mrf` for the arguments.
+
+        ``view`` holds extra :class:`MRFIterationState` fields (pixel map, iteration offset,
+        level) that let a coarse level report in full-image terms. ``time_s`` includes set-up.
+        """
         start = None if x0 is None else self.start_vector(x0)
         if start is None and seed is None:
             # the centre of the feasible set: 1/2 for K = 2, 1/K for each one-hot group
@@ -201,21 +220,21 @@ class MRFADMM:
         inner_cb = None
         if callback is not None:
             def inner_cb(state: IterationState) -> bool | None:
-                return callback(MRFIterationState(state, self))
+                return callback(MRFIterationState(state, self, **(view or {})))
         if self.free.size == 0:
             labels = self._fixed_labels.reshape(self.problem.shape).astype(np.int32)
             return MRFResult(labels, self.problem.energy(labels), "admm", self.backend.name, 0,
-                             0.0, True, x_continuous=self.probabilities(np.zeros(0)))
+                             self.setup_time_s, True, x_continuous=self.probabilities(np.zeros(0)))
         res = self.admm.run(x0=start, seed=seed, callback=inner_cb,
                             setup_time_s=self.setup_time_s)
         labels = self.labels(res.x)
         energy = self.problem.energy(labels)
         if abs(energy - res.objective) > 1e-6 * max(1.0, abs(energy)):
             log.warning("ADMM objective %.9g differs from the MRF energy %.9g", res.objective, energy)
-        energy_admm, time_s = energy, res.time_s
+        energy_admm, time_s = energy, res.time_s + self.setup_time_s
         if polish and res.status != "stopped":
             t0 = time.perf_counter()
-            labels = icm(self.problem, labels)
+            labels = polish_labels(self.problem, labels)
             energy = self.problem.energy(labels)
             time_s += time.perf_counter() - t0
         return MRFResult(labels, energy, "admm", self.backend.name, res.iterations, time_s,
@@ -226,7 +245,8 @@ class MRFADMM:
 def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu",
               seed: int | None = None, x0: np.ndarray | None = None,
               callback: Callable[[MRFIterationState], bool | None] | None = None,
-              polish: bool = True, **params: Any) -> MRFResult:
+              polish: bool = True, coarse_to_fine: bool | None = None,
+              **params: Any) -> MRFResult:
     """Minimise the MRF energy with ADMM or one of the yardsticks.
 
     Parameters
@@ -247,6 +267,10 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     polish : bool
         Finish ADMM's best labelling with colour-parallel ICM (:func:`solver.mrf.icm.icm`), which
         never raises the energy; ``result.energy_admm`` keeps ADMM's own energy.
+    coarse_to_fine : bool, optional
+        Solve a halved pyramid coarse to fine, leaving only a band around the boundaries free
+        at the finer levels (:func:`solver.mrf.multilevel.solve_coarse_to_fine`). Default: on
+        when the image has more than ``4 * multilevel.COARSEST`` pixels and no ``x0`` is given.
     **params
         :class:`solver.ADMMParams` fields.
 
@@ -257,9 +281,18 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     if method == "admm":
-        return MRFADMM(problem, backend, ADMMParams.from_kwargs(**params)).run(
+        admm_params = ADMMParams.from_kwargs(**params)
+        if coarse_to_fine is None:
+            coarse_to_fine = x0 is None and problem.n > 4 * multilevel.COARSEST
+        if coarse_to_fine:
+            if x0 is not None:
+                raise ValueError("a warm start x0 needs coarse_to_fine=False")
+            return multilevel.solve_coarse_to_fine(problem, backend, admm_params, seed=seed,
+                                                   callback=callback, polish=polish)
+        return MRFADMM(problem, backend, admm_params).run(
             x0=x0, seed=seed, callback=callback, polish=polish)
-    if params:
+    if params or coarse_to_fine:
+        params = {**params, **({"coarse_to_fine": coarse_to_fine} if coarse_to_fine else {})}
         raise ValueError(f"ADMM parameters given to method {method!r}: {', '.join(params)}")
     from ..reference import alpha_expansion, lp_relaxation, mincut  # noqa: PLC0415
 

@@ -1,0 +1,254 @@
+"""Exact coarsening of a grid MRF and the band of undecided pixels around a labelling's boundaries.
+
+Coarsening by ``f x f`` blocks is the restriction of the energy to block-constant labellings:
+with ``P`` the ``n x n_c`` block-indicator matrix, ``x = P x_c`` gives
+``lam x'(I⊗L)x + d'x = lam x_c'(I⊗P'LP)x_c + (P'd)'x_c``, and ``P'LP`` is again the Laplacian of an
+8-neighbour grid (of blocks) whose edge weights are the summed fine weights across block borders.
+So a coarse labelling, copied back to the pixels, has exactly the coarse energy, which makes the
+coarse level a faithful (smaller) picture of the fine problem for a coarse-to-fine start.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy import ndimage
+
+from .graph import GridGraph, laplacian
+from .problem import MRFProblem
+
+log = logging.getLogger(__name__)
+
+
+def block_index(shape: tuple[int, int], factor: int) -> tuple[np.ndarray, tuple[int, int]]:
+    """Coarse block of every pixel (flat, pixel-major) and the coarse grid's shape.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Fine grid ``(H, W)``.
+    factor : int
+        Block side (>= 2); edge blocks may be smaller.
+
+    Returns
+    -------
+    block : numpy.ndarray
+        ``(H * W,)`` int64 coarse index of each pixel.
+    coarse_shape : tuple of int
+        ``(ceil(H / f), ceil(W / f))``.
+    """
+    h, w = shape
+    hc, wc = -(-h // factor), -(-w // factor)
+    rows = np.arange(h) // factor
+    cols = np.arange(w) // factor
+    return (rows[:, None] * wc + cols[None, :]).ravel(), (hc, wc)
+
+
+def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarray]:
+    """The MRF restricted to labellings constant on ``factor x factor`` blocks.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    factor : int
+        Block side.
+
+    Returns
+    -------
+    coarse : MRFProblem
+        Problem on the block grid; ``coarse.energy(c) == problem.energy(c[block])``.
+        A block is hard-constrained when its fine hard pixels all name one label.
+    block : numpy.ndarray
+        ``(n,)`` coarse index of every fine pixel.
+    """
+    if factor < 2:
+        raise ValueError(f"coarsening factor must be >= 2, got {factor}")
+    block, cshape = block_index(problem.shape, factor)
+    nc, k = cshape[0] * cshape[1], problem.k
+    unary = np.stack([np.bincount(block, weights=problem.unary[:, c], minlength=nc)
+                      for c in range(k)], axis=1)
+    g = problem.graph
+    bi, bj = block[g.i], block[g.j]
+    cross = bi != bj
+    lo, hi = np.minimum(bi[cross], bj[cross]), np.maximum(bi[cross], bj[cross])
+    # CSR conversion sums duplicate (lo, hi) pairs with a counting sort, no comparison sort
+    wc = sp.csr_matrix((g.weights[cross], (lo, hi)), shape=(nc, nc))
+    wc.sum_duplicates()
+    ci = np.repeat(np.arange(nc, dtype=np.int64), np.diff(wc.indptr))
+    graph = GridGraph(shape=cshape, i=ci, j=wc.indices.astype(np.int64), weights=wc.data,
+                      beta=g.beta)
+    hard = np.asarray(problem.hard).ravel()
+    counts = np.zeros((nc, k + 1), dtype=np.int64)
+    np.add.at(counts, (block, hard), 1)
+    named = counts[:, 1:] > 0
+    one = named.sum(axis=1) == 1
+    hard_c = np.where(one, np.argmax(named, axis=1) + 1, 0).astype(np.int32)
+    coarse = MRFProblem(shape=cshape, k=k, lam=problem.lam, unary=unary, graph=graph,
+                        laplacian=laplacian(graph), hard=hard_c, beta=problem.beta,
+                        colour_model=problem.colour_model, models=problem.models)
+    return coarse, block
+
+
+def undecided_band(problem: MRFProblem, labels: np.ndarray, radius: int = 2) -> np.ndarray:
+    """Pixels a coarse-to-fine step should leave free: near a label boundary or disputed by the data.
+
+    A pixel is undecided when, within ``radius`` pixels (chessboard distance), there is a label
+    boundary of ``labels`` or a pixel whose cheapest unary label differs from ``labels`` (thin
+    structures the coarse level could not represent).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    labels : numpy.ndarray
+        ``(H, W)`` labels in 1..K (e.g. a coarse answer copied to the pixels).
+    radius : int
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W)`` bool mask.
+    """
+    lab = np.asarray(labels).reshape(problem.shape)
+    seed = np.zeros(problem.shape, dtype=bool)
+    seed[:, 1:] |= lab[:, 1:] != lab[:, :-1]
+    seed[:, :-1] |= lab[:, 1:] != lab[:, :-1]
+    seed[1:, :] |= lab[1:, :] != lab[:-1, :]
+    seed[:-1, :] |= lab[1:, :] != lab[:-1, :]
+    seed |= (np.argmin(problem.unary, axis=1) + 1).reshape(problem.shape) != lab
+    if radius > 0:
+        seed = ndimage.binary_dilation(seed, structure=np.ones((3, 3), bool), iterations=radius)
+    return seed
+
+
+def fix_outside(problem: MRFProblem, labels: np.ndarray, free: np.ndarray) -> MRFProblem:
+    """The same MRF with every pixel outside ``free`` fixed to its label (user hard pixels kept).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    labels : numpy.ndarray
+        ``(H, W)`` labels in 1..K.
+    free : numpy.ndarray
+        ``(H, W)`` bool mask of the pixels left to the solver.
+
+    Returns
+    -------
+    MRFProblem
+        A problem whose energy function is unchanged; only ``hard`` differs.
+    """
+    hard = np.asarray(problem.hard).ravel()
+    lab = np.asarray(labels).ravel().astype(np.int32)
+    new = np.where(hard > 0, hard, np.where(np.asarray(free).ravel(), 0, lab)).astype(np.int32)
+    return replace(problem, hard=new)
+
+
+def pyramid(problem: MRFProblem, coarsest: int) -> tuple[list[MRFProblem], list[np.ndarray]]:
+    """Halve the problem until it has at most ``coarsest`` pixels.
+
+    Returns
+    -------
+    levels : list of MRFProblem
+        ``levels[0]`` is ``problem``, each next one its 2 x 2 coarsening.
+    blocks : list of numpy.ndarray
+        ``blocks[i]`` maps the pixels of ``levels[i]`` to those of ``levels[i + 1]``.
+    """
+    levels, blocks = [problem], []
+    while levels[-1].n > coarsest and min(levels[-1].shape) >= 4:
+        coarse, block = coarsen(levels[-1], 2)
+        levels.append(coarse)
+        blocks.append(block)
+    return levels, blocks
+
+
+#: Coarsen until a level has at most this many pixels; smaller problems are solved directly.
+COARSEST = 8000
+#: Half-width of the band of free pixels around boundaries at each finer level.
+BAND_RADIUS = 2
+
+
+def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any = None, *,
+                         seed: int | None = None, callback: Callable[[Any], Any] | None = None,
+                         polish: bool = True, coarsest: int = COARSEST,
+                         radius: int = BAND_RADIUS) -> Any:
+    """ℓ2-box ADMM from coarse to fine: whole problem at the coarsest level, then bands.
+
+    The coarsest level (exact block restriction, at most ``coarsest`` pixels) is solved from
+    ``seed``'s start. At each finer level the answer is copied to the pixels and polished, pixels
+    away from its boundaries and agreeing with the data are fixed (early fixing), and ADMM solves
+    the band that is left, warm-started from the copied answer. Every level ends with the polish
+    (ICM and region moves) on the whole level, so a fixed pixel can still move.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    backend, params
+        As for :class:`solver.mrf.MRFADMM`.
+    seed : int, optional
+        Random start at the coarsest level (None: the centre of the feasible set).
+    callback : callable, optional
+        Receives an :class:`solver.mrf.MRFIterationState` per iteration, in full-image terms, with
+        iterations numbered across levels; return True to stop.
+    polish : bool
+        Polish the full-resolution answer (coarser levels are always polished).
+    coarsest, radius : int
+        See :data:`COARSEST` and :func:`undecided_band`.
+
+    Returns
+    -------
+    MRFResult
+        ``iterations`` and ``history`` span all levels; ``time_s`` is the whole wall time.
+    """
+    from .admm_mrf import MRFADMM, MRFResult  # noqa: PLC0415 - admm_mrf imports this module
+    from .icm import icm, polish_labels  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    levels, blocks = pyramid(problem, coarsest)
+    maps = [np.arange(problem.n)]
+    for block in blocks:
+        maps.append(block[maps[-1]])
+    history: list = []
+    labels = None
+    res = solver = None
+    energy_admm = None
+    for li in range(len(levels) - 1, -1, -1):
+        level = levels[li]
+        x0 = None
+        sub = level
+        if labels is not None:
+            up = icm(level, labels.ravel()[blocks[li]])
+            sub = fix_outside(level, up, undecided_band(level, up, radius))
+            x0 = np.eye(level.k)[up.ravel() - 1]
+        solver = MRFADMM(sub, backend, params)
+        view = {"pixel_map": None if li == 0 else maps[li], "shape": problem.shape,
+                "offset": len(history), "level": li,
+                "max_iter_total": solver.params.max_iter * len(levels)}
+        res = solver.run(x0=x0, seed=seed if labels is None else None, callback=callback,
+                         polish=False, view=view)
+        history += [replace(r, iteration=r.iteration + view["offset"]) for r in res.history]
+        labels = res.labels
+        stopped = res.admm is not None and res.admm.status == "stopped"
+        if li == 0:
+            energy_admm = level.energy(labels)
+        if stopped:
+            break
+        if li > 0 or polish:
+            labels = polish_labels(level, labels)
+        log.info("coarse-to-fine level %d (%d pixels, %d free): energy %.6g after %d iterations",
+                 li, level.n, solver.free.size, level.energy(labels), res.iterations)
+    fine = labels.ravel()[maps[li]].astype(np.int32)
+    hard = np.asarray(problem.hard).ravel()
+    fine[hard > 0] = hard[hard > 0]  # a stop at a coarse level: blocks with mixed hard pixels
+    fine = fine.reshape(problem.shape)
+    x_cont = res.x_continuous
+    if x_cont is not None and li > 0:
+        x_cont = x_cont[maps[li]]
+    converged = bool(res.converged) and li == 0
+    return MRFResult(fine, problem.energy(fine), "admm", solver.backend.name, len(history),
+                     time.perf_counter() - t0, converged, history, x_cont, res.admm,
+                     energy_admm if energy_admm is not None else problem.energy(fine))

@@ -1,0 +1,142 @@
+"""Coarse-to-fine ADMM: exact coarsening, the band of free pixels, region moves, the driver."""
+
+import numpy as np
+import pytest
+
+from solver.mrf import build_problem, icm, problem_from_unary, solve_mrf
+from solver.mrf.icm import component_flips
+from solver.mrf.multilevel import coarsen, fix_outside, pyramid, undecided_band
+
+from ._mrf_helpers import random_problem, shapes_image
+
+
+@pytest.mark.parametrize(("shape", "k"), [((9, 11), 2), ((8, 8), 3), ((7, 10), 4)])
+def test_coarse_energy_equals_fine_energy_of_block_constant_labelling(shape, k):
+    p = random_problem(shape, k=k, seed=k)
+    coarse, block = coarsen(p)
+    assert coarse.shape == (-(-shape[0] // 2), -(-shape[1] // 2))
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        c = rng.integers(1, k + 1, coarse.n)
+        assert coarse.energy(c) == pytest.approx(p.energy(c[block]))
+        x = rng.random((coarse.n, k))  # the relaxed energy is exact as well
+        assert coarse.continuous_energy(x) == pytest.approx(p.continuous_energy(x[block]))
+    L = coarse.laplacian
+    assert abs(L - L.T).max() < 1e-12
+    assert np.abs(np.asarray(L.sum(axis=1))).max() < 1e-9
+
+
+def test_coarse_block_is_hard_only_when_its_hard_pixels_agree():
+    p = random_problem((4, 4), k=3, seed=0)
+    hard = np.zeros((4, 4), np.int32)
+    hard[0, 0] = 2                  # block (0, 0): one hard label -> fixed to 2
+    hard[0, 2], hard[1, 3] = 1, 3   # block (0, 1): two labels -> free
+    hard[2, 0] = hard[3, 1] = 3     # block (1, 0): agreeing -> fixed to 3
+    from dataclasses import replace
+    coarse, _ = coarsen(replace(p, hard=hard.ravel()))
+    assert coarse.hard.tolist() == [2, 0, 3, 0]
+
+
+def test_pyramid_stops_at_the_requested_size():
+    p = random_problem((40, 33), k=2, seed=3)
+    levels, blocks = pyramid(p, 100)
+    assert [lv.n for lv in levels] == [1320, 340, 90]
+    assert len(blocks) == 2 and blocks[0].shape == (1320,)
+
+
+def test_band_covers_boundaries_and_fix_outside_only_changes_hard():
+    image, _, strokes = shapes_image(seed=0, k=2, size=32, noise=0.02)
+    p = build_problem(image, strokes, 2)
+    lab = np.ones(p.shape, np.int32)
+    lab[8:20, 8:20] = 2
+    band = undecided_band(p, lab, radius=1)
+    assert band[8, 8:20].all() and band[7, 8:20].all() and band[19, 8:20].all()
+    assert not band[13, 13]                      # deep inside a region the data agrees with
+    sub = fix_outside(p, lab, band)
+    assert sub.energy(lab) == p.energy(lab)
+    assert np.array_equal(sub.hard.reshape(p.shape)[~band], lab[~band])
+    assert (sub.hard.reshape(p.shape)[band] == 0).all()
+
+
+def _island_problem():
+    """A 6x6 island of label 2 that ICM cannot erode but whose removal lowers the energy."""
+    img = np.full((12, 12), 0.5)
+    isl = np.zeros((12, 12), bool)
+    isl[3:9, 3:9] = True
+    un = np.zeros((144, 2))
+    un[isl.ravel(), 0] = 3.0   # the island's pixels prefer label 2 ...
+    un[~isl.ravel(), 1] = 2.0  # ... and the sea prefers label 1
+    return problem_from_unary(img, un, lam=1.0), np.where(isl, 2, 1)
+
+
+def test_component_flips_remove_an_island_that_icm_keeps():
+    p, lab = _island_problem()
+    assert np.array_equal(icm(p, lab), lab)          # single-pixel moves are stuck
+    out = component_flips(p, lab)
+    assert p.energy(out) < p.energy(lab) - 1.0
+    assert (out == 1).all()
+
+
+def test_component_flips_never_raise_energy_and_keep_hard_pixels():
+    for seed in range(6):
+        p = random_problem((10, 12), k=3, seed=seed, hard_fraction=0.1)
+        lab = np.random.default_rng(seed).integers(1, 4, p.shape)
+        hard = p.hard.reshape(p.shape)
+        lab[hard > 0] = hard[hard > 0]
+        out = component_flips(p, lab)
+        assert p.energy(out) <= p.energy(lab) + 1e-9
+        p.check_hard(out)
+
+
+def test_island_region_is_pinned_by_a_hard_pixel():
+    from dataclasses import replace
+    p, lab = _island_problem()
+    hard = np.zeros(p.n, np.int32)
+    hard[5 * 12 + 5] = 2
+    out = component_flips(replace(p, hard=hard), lab)
+    assert np.array_equal(out, lab)
+
+
+def _big_problem(k=2, hard=False):
+    image, truth, strokes = shapes_image(seed=1, k=k, size=190, noise=0.12)
+    h = None
+    if hard:
+        h = np.zeros_like(strokes)
+        h[100:104, 100:104] = 1
+        h[40:43, 40:43] = 2
+        h[60, 60], h[60, 61] = 1, 2  # one 2x2 block, two hard labels: free when coarse
+    return build_problem(image, strokes, k, hard=h), truth
+
+
+def test_coarse_to_fine_is_the_default_for_big_images_and_matches_mincut_closely():
+    p, truth = _big_problem()
+    ref = solve_mrf(p, "mincut")
+    frames = []
+    res = solve_mrf(p, "admm", seed=0,
+                    callback=lambda s: frames.append((s.iteration, s.level,
+                                                      s.probabilities().shape)) and False)
+    assert res.history[-1].iteration == res.iterations == len(frames)
+    assert [f[0] for f in frames] == list(range(1, len(frames) + 1))
+    assert {f[2] for f in frames} == {(*p.shape, 2)}
+    assert frames[0][1] > 0 and frames[-1][1] == 0
+    assert res.energy == pytest.approx(p.energy(res.labels))
+    assert res.energy <= ref.energy + 0.005 * abs(ref.energy)
+    assert (res.labels == truth).mean() >= (ref.labels == truth).mean() - 0.01
+    flat = solve_mrf(p, "admm", seed=0, coarse_to_fine=False)
+    assert flat.iterations != res.iterations
+
+
+def test_coarse_to_fine_honours_hard_constraints_and_stops_on_request():
+    p, _ = _big_problem(k=3, hard=True)
+    res = solve_mrf(p, "admm", coarse_to_fine=True)
+    p.check_hard(res.labels)
+    stopped = solve_mrf(p, "admm", coarse_to_fine=True, callback=lambda s: s.iteration >= 5)
+    assert stopped.iterations == 5 and stopped.labels.shape == p.shape
+    assert stopped.energy == pytest.approx(p.energy(stopped.labels))
+    p.check_hard(stopped.labels)
+
+
+def test_coarse_to_fine_rejects_a_warm_start():
+    p = random_problem((6, 6), k=2, seed=0)
+    with pytest.raises(ValueError, match="warm start"):
+        solve_mrf(p, "admm", coarse_to_fine=True, x0=np.full((36, 2), 0.5))
