@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -272,7 +272,9 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         at the finer levels (:func:`solver.mrf.multilevel.solve_coarse_to_fine`). Default: on
         when the image has more than ``4 * multilevel.COARSEST`` pixels and no ``x0`` is given.
     **params
-        :class:`solver.ADMMParams` fields.
+        :class:`solver.ADMMParams` fields. Without ``rho_growth``, a K = 2 problem solved whole with at
+        most ``4 * multilevel.COARSEST`` pixels (and the coarsest level) grows rho by
+        ``multilevel.SMALL_GROWTH`` per iteration.
 
     Returns
     -------
@@ -282,13 +284,18 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     if method == "admm":
         admm_params = ADMMParams.from_kwargs(**params)
+        # a whole (small) problem gets the slower default schedule; see multilevel.SMALL_GROWTH
+        slow = "rho_growth" not in params and problem.k == 2
         if coarse_to_fine is None:
             coarse_to_fine = x0 is None and problem.n > 4 * multilevel.COARSEST
         if coarse_to_fine:
             if x0 is not None:
                 raise ValueError("a warm start x0 needs coarse_to_fine=False")
             return multilevel.solve_coarse_to_fine(problem, backend, admm_params, seed=seed,
-                                                   callback=callback, polish=polish)
+                                                   callback=callback, polish=polish,
+                                                   slow_coarsest=slow)
+        if slow and problem.n <= 4 * multilevel.COARSEST:
+            admm_params = replace(admm_params, rho_growth=multilevel.SMALL_GROWTH)
         return MRFADMM(problem, backend, admm_params).run(
             x0=x0, seed=seed, callback=callback, polish=polish)
     if params or coarse_to_fine:

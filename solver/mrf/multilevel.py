@@ -168,6 +168,9 @@ def pyramid(problem: MRFProblem, coarsest: int) -> tuple[list[MRFProblem], list[
 
 #: Coarsen until a level has at most this many pixels; smaller problems are solved directly.
 COARSEST = 8000
+#: Penalty growth for a problem solved whole when it is this small: slower annealing costs little
+#: there and avoids the bad early commitments that 1.03 makes on strongly regularised small grids.
+SMALL_GROWTH = 1.01
 #: Half-width of the band of free pixels around boundaries at each finer level.
 BAND_RADIUS = 2
 
@@ -175,7 +178,7 @@ BAND_RADIUS = 2
 def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any = None, *,
                          seed: int | None = None, callback: Callable[[Any], Any] | None = None,
                          polish: bool = True, coarsest: int = COARSEST,
-                         radius: int = BAND_RADIUS) -> Any:
+                         radius: int = BAND_RADIUS, slow_coarsest: bool = True) -> Any:
     """ℓ2-box ADMM from coarse to fine: whole problem at the coarsest level, then bands.
 
     The coarsest level (exact block restriction, at most ``coarsest`` pixels) is solved from
@@ -198,6 +201,8 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         Polish the full-resolution answer (coarser levels are always polished).
     coarsest, radius : int
         See :data:`COARSEST` and :func:`undecided_band`.
+    slow_coarsest : bool
+        Solve the coarsest level with ``rho_growth = SMALL_GROWTH``.
 
     Returns
     -------
@@ -224,7 +229,12 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             up = icm(level, labels.ravel()[blocks[li]])
             sub = fix_outside(level, up, undecided_band(level, up, radius))
             x0 = np.eye(level.k)[up.ravel() - 1]
-        solver = MRFADMM(sub, backend, params)
+        lp = params
+        if labels is None and slow_coarsest:
+            from ..admm import ADMMParams  # noqa: PLC0415
+
+            lp = replace(params or ADMMParams(), rho_growth=SMALL_GROWTH)
+        solver = MRFADMM(sub, backend, lp)
         view = {"pixel_map": None if li == 0 else maps[li], "shape": problem.shape,
                 "offset": len(history), "level": li,
                 "max_iter_total": solver.params.max_iter * len(levels)}
