@@ -22,6 +22,7 @@ test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
 
 bench: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) benchmarks/table1.py
 
 clean:

@@ -73,15 +73,17 @@ def plot(records: list[dict], k: int, path: Path) -> None:
     ns_ref, e_ref = _median_by_n(records, ref, "energy")
     for m in methods:
         ns, t = _median_by_n(records, m, "time_s")
-        ax_t.loglog(ns, t, "o-", label=m)
+        colour = f"C{methods.index(m)}"  # one colour per method in both panels
+        ax_t.loglog(ns, t, "o-", label=m, color=colour)
         if m == ref or ns_ref.size == 0:
             continue
         _, e = _median_by_n(records, m, "energy")
         e0 = np.interp(ns, ns_ref, e_ref)
-        ax_g.semilogx(ns, 100 * (e - e0) / np.abs(e0), "o-", label=m)
+        ax_g.semilogx(ns, 100 * (e - e0) / np.abs(e0), "o-", label=m, color=colour)
         if any("energy_unpolished" in r for r in records if r["method"] == m):
             _, eu = _median_by_n(records, m, "energy_unpolished")
-            ax_g.semilogx(ns, 100 * (eu - e0) / np.abs(e0), "x--", label=f"{m} (no polish)")
+            ax_g.semilogx(ns, 100 * (eu - e0) / np.abs(e0), "x--", label=f"{m} (no polish)",
+                          color=colour, alpha=0.6)
     if ns_ref.size:
         _, t_ref = _median_by_n(records, ref, "time_s")
         ax_t.loglog(ns_ref, t_ref[-1] * ns_ref / ns_ref[-1], ":", color="grey", label="O(n)")
