@@ -54,8 +54,7 @@ def table(records: list[dict], k: int) -> str:
 
 def _median_by_n(records: list[dict], method: str, key: str) -> tuple[np.ndarray, np.ndarray]:
     sizes = sorted({r["n"] for r in records if r["method"] == method})
-    vals = [np.median([r[key] for r in records if r["method"] == method and r["n"] == n])
-            for n in sizes]
+    vals = [_median(records, method, n, key) for n in sizes]
     return np.array(sizes, float), np.array(vals, float)
 
 

@@ -108,10 +108,12 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
             gain = np.stack([np.bincount(idx, weights=d[inside, b] - d[inside, a], minlength=nc)
                              for b in range(k)], axis=1)
             cut = lab[g.i] != lab[g.j]
+            w_cut = g.weights[cut]
             border = np.zeros(nc * k)
             for src, dst in ((g.i[cut], g.j[cut]), (g.j[cut], g.i[cut])):
                 sel = lab[src] == a
-                np.add.at(border, (comp[src[sel]] - 1) * k + lab[dst[sel]], g.weights[cut][sel])
+                border += np.bincount((comp[src[sel]] - 1) * k + lab[dst[sel]],
+                                      weights=w_cut[sel], minlength=nc * k)
             delta = gain - 2.0 * problem.lam * border.reshape(nc, k)
             delta[:, a] = 0.0
             pinned = np.bincount(idx, weights=(hard[inside] > 0).astype(float), minlength=nc) > 0

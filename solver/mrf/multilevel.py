@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import ndimage
 
+from ..admm import ADMMParams
 from .graph import GridGraph, laplacian
 from .problem import MRFProblem
 
@@ -84,8 +85,7 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
     graph = GridGraph(shape=cshape, i=ci, j=wc.indices.astype(np.int64), weights=wc.data,
                       beta=g.beta)
     hard = np.asarray(problem.hard).ravel()
-    counts = np.zeros((nc, k + 1), dtype=np.int64)
-    np.add.at(counts, (block, hard), 1)
+    counts = np.bincount(block * (k + 1) + hard, minlength=nc * (k + 1)).reshape(nc, k + 1)
     named = counts[:, 1:] > 0
     one = named.sum(axis=1) == 1
     hard_c = np.where(one, np.argmax(named, axis=1) + 1, 0).astype(np.int32)
@@ -231,8 +231,6 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             x0 = np.eye(level.k)[up.ravel() - 1]
         lp = params
         if labels is None and slow_coarsest:
-            from ..admm import ADMMParams  # noqa: PLC0415
-
             lp = replace(params or ADMMParams(), rho_growth=SMALL_GROWTH)
         solver = MRFADMM(sub, backend, lp)
         view = {"pixel_map": None if li == 0 else maps[li], "shape": problem.shape,
