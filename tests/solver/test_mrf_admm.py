@@ -72,6 +72,22 @@ def test_icm_never_increases_energy_and_keeps_hard_pixels():
     np.testing.assert_array_equal(out[hard > 0], hard[hard > 0])
 
 
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_icm_ends_where_no_single_pixel_move_helps(k):
+    # the active-set ICM skips pixels it proves cannot move; check by trying every move
+    p = random_problem((10, 13), k=k, seed=10 + k, hard_fraction=0.1)
+    start = np.random.default_rng(k).integers(1, k + 1, size=p.shape)
+    hard = p.hard.reshape(p.shape)
+    start[hard > 0] = hard[hard > 0]
+    out = icm(p, start, max_sweeps=1000)
+    e = p.energy(out)
+    for i in np.flatnonzero(hard.ravel() == 0):
+        for c in range(1, k + 1):
+            trial = out.copy().ravel()
+            trial[i] = c
+            assert p.energy(trial) >= e - 1e-9
+
 @pytest.mark.parametrize("k", [2, 3])
 def test_hard_constraints_honoured_by_admm(backend, k):
     p = random_problem((6, 7), k=k, seed=k, hard_fraction=0.3)
