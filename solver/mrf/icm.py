@@ -15,6 +15,8 @@ from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
 
+_EIGHT = np.ones((3, 3), dtype=bool)
+
 
 def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30) -> np.ndarray:
     """Improve a labelling by colour-parallel ICM; hard-constrained pixels never change.
@@ -85,14 +87,55 @@ def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30) -> np.nda
     return (lab + 1).astype(np.int32).reshape(h, w)
 
 
-def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10) -> np.ndarray:
-    """Relabel whole connected regions when that lowers the energy; hard pixels never change.
+def _move_regions(problem: MRFProblem, lab: np.ndarray, mask: np.ndarray, a: int,
+                  hard: np.ndarray) -> int:
+    """Move each 8-connected region of ``mask`` (pixels all labelled ``a``) to its best label.
 
-    For each label ``a`` in turn, every 8-connected region of ``a`` (no two such regions are
-    neighbours, so their moves do not interact) moves to the neighbouring label ``b`` that lowers
-    the energy most: the change is the region's unary difference minus ``2 lam`` times the weight
-    of its border with ``b``. This removes islands and fills holes that single-pixel moves
-    (:func:`icm`) cannot. Rounds repeat until nothing moves.
+    Regions of one mask are never neighbours, so their moves do not interact and are taken
+    together. Moving region ``R`` from ``a`` to ``c`` changes the energy by its unary difference
+    plus ``2 lam`` times (the weight of its border with label ``a`` minus that with label ``c``).
+    Changes ``lab`` (0-based) in place and returns the number of regions moved.
+    """
+    from scipy import ndimage  # noqa: PLC0415
+
+    k, g = problem.k, problem.graph
+    comp, nc = ndimage.label(mask.reshape(problem.shape), structure=_EIGHT)
+    if nc == 0:
+        return 0
+    comp = comp.ravel()
+    inside = comp > 0
+    idx = comp[inside] - 1
+    d = problem.unary[inside]
+    gain = np.stack([np.bincount(idx, weights=d[:, c] - d[:, a], minlength=nc)
+                     for c in range(k)], axis=1)
+    ci, cj = comp[g.i], comp[g.j]
+    border = np.zeros(nc * k)
+    for src, dst, other in ((ci, cj, g.j), (cj, ci, g.i)):
+        sel = (src > 0) & (dst == 0)
+        border += np.bincount((src[sel] - 1) * k + lab[other[sel]], weights=g.weights[sel],
+                              minlength=nc * k)
+    border = border.reshape(nc, k)
+    delta = gain + 2.0 * problem.lam * (border[:, a:a + 1] - border)
+    delta[:, a] = 0.0
+    pinned = np.bincount(idx, weights=(hard[inside] > 0).astype(float), minlength=nc) > 0
+    delta[pinned] = 0.0
+    best = np.argmin(delta, axis=1)
+    take = delta[np.arange(nc), best] < -1e-9 * max(1.0, float(np.abs(delta).max()))
+    if not take.any():
+        return 0
+    target = np.where(take, best, a)
+    lab[inside] = target[idx]
+    return int(take.sum())
+
+
+def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10) -> np.ndarray:
+    """Relabel whole regions when that lowers the energy; hard pixels never change.
+
+    Two families of regions are tried, label by label: every 8-connected region of label ``a``
+    (removes islands, fills holes), and every 8-connected cluster of pixels labelled ``a`` whose
+    own data prefers another label ``b`` (fixes small clusters on a boundary that single-pixel
+    moves cannot). Each region moves to the label that lowers the energy most, if any (see
+    :func:`_move_regions`); ICM follows each round, and rounds repeat until nothing moves.
 
     Parameters
     ----------
@@ -100,55 +143,31 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
     labels : numpy.ndarray
         ``(H, W)`` or ``(n,)`` labels in 1..K.
     max_rounds : int
-        Limit on rounds over all labels.
+        Limit on rounds.
 
     Returns
     -------
     numpy.ndarray
         ``(H, W)`` int32 labels with energy no higher than the input's.
     """
-    from scipy import ndimage  # noqa: PLC0415
-
     h, w = problem.shape
-    k, g = problem.k, problem.graph
+    k = problem.k
     lab = np.asarray(labels).reshape(-1).astype(np.int64) - 1
     hard = np.asarray(problem.hard).ravel()
-    d = problem.unary
-    eight = np.ones((3, 3), dtype=bool)
+    prefer = np.argmin(problem.unary, axis=1)
     moved_total = 0
     for _ in range(max_rounds):
         moved = 0
         for a in range(k):
-            comp, nc = ndimage.label((lab == a).reshape(h, w), structure=eight)
-            if nc == 0:
-                continue
-            comp = comp.ravel()
-            inside = comp > 0
-            idx = comp[inside] - 1
-            gain = np.stack([np.bincount(idx, weights=d[inside, b] - d[inside, a], minlength=nc)
-                             for b in range(k)], axis=1)
-            cut = lab[g.i] != lab[g.j]
-            w_cut = g.weights[cut]
-            border = np.zeros(nc * k)
-            for src, dst in ((g.i[cut], g.j[cut]), (g.j[cut], g.i[cut])):
-                sel = lab[src] == a
-                border += np.bincount((comp[src[sel]] - 1) * k + lab[dst[sel]],
-                                      weights=w_cut[sel], minlength=nc * k)
-            delta = gain - 2.0 * problem.lam * border.reshape(nc, k)
-            delta[:, a] = 0.0
-            pinned = np.bincount(idx, weights=(hard[inside] > 0).astype(float), minlength=nc) > 0
-            delta[pinned] = 0.0
-            best = np.argmin(delta, axis=1)
-            take = delta[np.arange(nc), best] < -1e-9 * max(1.0, float(np.abs(delta).max()))
-            if take.any():
-                target = np.where(take, best, a)
-                lab[inside] = np.where(take[idx], target[idx], a)
-                moved += int(take.sum())
+            moved += _move_regions(problem, lab, lab == a, a, hard)
+            for b in range(k):
+                if b != a:
+                    moved += _move_regions(problem, lab, (lab == a) & (prefer == b), a, hard)
         moved_total += moved
         if moved == 0:
             break
         lab = icm(problem, lab + 1).reshape(-1).astype(np.int64) - 1
-    log.debug("component flips: %d regions moved", moved_total)
+    log.debug("region moves: %d regions moved", moved_total)
     return (lab + 1).astype(np.int32).reshape(h, w)
 
 

@@ -77,6 +77,26 @@ def test_component_flips_remove_an_island_that_icm_keeps():
     assert (out == 1).all()
 
 
+
+def test_region_moves_shift_a_boundary_cluster_that_prefers_the_other_label():
+    # a 4x2 cluster on the 1|2 boundary prefers label 2: each pixel alone would pay more in
+    # smoothness than it gains, and its whole region (the left half) must stay label 1
+    img = np.full((12, 12), 0.5)
+    lab = np.ones((12, 12), int)
+    lab[:, 6:] = 2
+    cluster = np.zeros((12, 12), bool)
+    cluster[4:8, 4:6] = True
+    un = np.zeros((144, 2))
+    un[(lab == 1).ravel(), 1] = 5.0
+    un[(lab == 2).ravel(), 0] = 5.0
+    un[cluster.ravel()] = (3.0, 0.0)
+    p = problem_from_unary(img, un, lam=1.0)
+    assert np.array_equal(icm(p, lab), lab)
+    want = np.where(cluster, 2, lab)
+    out = component_flips(p, lab)
+    np.testing.assert_array_equal(out, want)
+    assert p.energy(out) < p.energy(lab) - 10.0
+
 def test_component_flips_never_raise_energy_and_keep_hard_pixels():
     for seed in range(6):
         p = random_problem((10, 12), k=3, seed=seed, hard_fraction=0.1)
