@@ -272,9 +272,9 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         at the finer levels (:func:`solver.mrf.multilevel.solve_coarse_to_fine`). Default: on
         when the image has more than ``4 * multilevel.COARSEST`` pixels and no ``x0`` is given.
     **params
-        :class:`solver.ADMMParams` fields. Without ``rho_growth``, a K = 2 problem solved whole with at
-        most ``4 * multilevel.COARSEST`` pixels (and the coarsest level) grows rho by
-        ``multilevel.SMALL_GROWTH`` per iteration.
+        :class:`solver.ADMMParams` fields. Without ``rho_growth`` and ``rho0``, a problem solved
+        whole with at most ``4 * multilevel.COARSEST`` pixels (and the coarsest level) uses the
+        slower :func:`solver.mrf.multilevel.slow_schedule`.
 
     Returns
     -------
@@ -284,8 +284,8 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     if method == "admm":
         admm_params = ADMMParams.from_kwargs(**params)
-        # a whole (small) problem gets the slower default schedule; see multilevel.SMALL_GROWTH
-        slow = "rho_growth" not in params and problem.k == 2
+        # a whole (small) problem gets the slower default schedule; see multilevel.slow_schedule
+        slow = "rho_growth" not in params and "rho0" not in params
         if coarse_to_fine is None:
             coarse_to_fine = x0 is None and problem.n > 4 * multilevel.COARSEST
         if coarse_to_fine:
@@ -295,7 +295,7 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
                                                    callback=callback, polish=polish,
                                                    slow_coarsest=slow)
         if slow and problem.n <= 4 * multilevel.COARSEST:
-            admm_params = replace(admm_params, rho_growth=multilevel.SMALL_GROWTH)
+            admm_params = multilevel.slow_schedule(admm_params, problem.k)
         return MRFADMM(problem, backend, admm_params).run(
             x0=x0, seed=seed, callback=callback, polish=polish)
     if params or coarse_to_fine:

@@ -171,6 +171,32 @@ COARSEST = 8000
 #: Penalty growth for a problem solved whole when it is this small: slower annealing costs little
 #: there and avoids the bad early commitments that 1.03 makes on strongly regularised small grids.
 SMALL_GROWTH = 1.01
+#: Starting penalty (times the problem scale) of that slow schedule for K > 2 (K = 2 keeps the
+#: default): the one-hot relaxation needs longer to settle before the penalty takes over
+#: (cameraman K = 4 at n = 1e3: +18.6% above alpha-expansion with the default start, 0% with this).
+SMALL_RHO0_MULTI = 0.1
+
+
+def slow_schedule(params: ADMMParams | None, k: int) -> ADMMParams:
+    """``params`` with the slow annealing used for small problems and the coarsest level.
+
+    Parameters
+    ----------
+    params : ADMMParams, optional
+        Base parameters (defaults when None).
+    k : int
+        Number of labels.
+
+    Returns
+    -------
+    ADMMParams
+        ``rho_growth = SMALL_GROWTH``, and ``rho0 = SMALL_RHO0_MULTI`` when ``k > 2``.
+    """
+    params = params or ADMMParams()
+    rho0 = SMALL_RHO0_MULTI if k > 2 else params.rho0
+    return replace(params, rho_growth=SMALL_GROWTH, rho0=rho0)
+
+
 #: Half-width of the band of free pixels around boundaries at each finer level.
 BAND_RADIUS = 2
 
@@ -202,7 +228,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     coarsest, radius : int
         See :data:`COARSEST` and :func:`undecided_band`.
     slow_coarsest : bool
-        Solve the coarsest level with ``rho_growth = SMALL_GROWTH``.
+        Solve the coarsest level with :func:`slow_schedule`.
 
     Returns
     -------
@@ -231,7 +257,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             x0 = np.eye(level.k)[up.ravel() - 1]
         lp = params
         if labels is None and slow_coarsest:
-            lp = replace(params or ADMMParams(), rho_growth=SMALL_GROWTH)
+            lp = slow_schedule(params, level.k)
         solver = MRFADMM(sub, backend, lp)
         view = {"pixel_map": None if li == 0 else maps[li], "shape": problem.shape,
                 "offset": len(history), "level": li,
