@@ -133,7 +133,9 @@ class OneHotKronSystem:
     The system ``(2 L⊗I + rho I + rho3 C1'C1)`` decouples along the label directions: with
     ``rbar`` the mean of the right-hand side over labels, ``x_k = u + w_k`` where
     ``(2L + (rho + k rho3) I) u = rbar`` and ``(2L + rho I) w_k = rhs_k - rbar`` (``sum_k w_k = 0``).
-    All ``k + 1`` solves share ``L`` and run as one block CG with a per-column diagonal shift.
+    The ``w_k`` sum to zero, so only ``k - 1`` of them are solved for and the last is minus their
+    sum (which keeps ``sum_k x_k = u`` exact even when CG stops early). The ``k`` solves share
+    ``L`` and run as one block CG with a per-column diagonal shift.
     """
 
     def __init__(self, L: sp.spmatrix, k: int, backend: Backend) -> None:
@@ -156,15 +158,15 @@ class OneHotKronSystem:
         xp, k = self.backend.xp, self.k
         R = rhs.reshape(-1, k)
         rbar = R.mean(axis=1, keepdims=True)
-        B = xp.concatenate([rbar, R - rbar], axis=1)
-        shift = xp.full(k + 1, float(rho))
+        B = xp.concatenate([rbar, R[:, :-1] - rbar], axis=1)
+        shift = xp.full(k, float(rho))
         if eq is not None:
             shift[0] += k * rho_eq
         X0 = None
         if x0 is not None:
             X = x0.reshape(-1, k)
             ubar = X.mean(axis=1, keepdims=True)
-            X0 = xp.concatenate([ubar, X - ubar], axis=1)
+            X0 = xp.concatenate([ubar, X[:, :-1] - ubar], axis=1)
         inv = 1.0 / (self._diag2[:, None] + shift[None, :])
 
         def matvec(V: Any) -> Any:
@@ -172,7 +174,8 @@ class OneHotKronSystem:
 
         res = pcg(matvec, B, inv_diag=inv, x0=X0, tol=tol, maxiter=maxiter, backend=self.backend)
         U = res.x
-        x = (U[:, :1] + U[:, 1:]).ravel()
+        W = xp.concatenate([U[:, 1:], -U[:, 1:].sum(axis=1, keepdims=True)], axis=1)
+        x = (U[:, :1] + W).ravel()
         return PCGResult(x=x, iterations=res.iterations, residual=res.residual,
                          converged=res.converged)
 
