@@ -28,16 +28,27 @@ def test_k2_admm_within_half_percent_of_mincut(backend, seed):
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_k3_admm_close_to_expansion(backend, seed):
-    """K = 3 regression guard. Issue #3 asks for 1%; today the gap on these images is 0-3%
-    (see the README's performance notes), so this checks 5% until the K > 2 schedule improves."""
+    """Per image, K = 3 stays within 2.5% of alpha-expansion. Issue #3 asks for 1%: seeds 0-3 give
+    0, 0.99, 1.98 and 0% (a 2-4 pixel cluster on images whose energy is near zero, 193 for seed 2),
+    so 1% holds for the median (next test), not yet for every image."""
     image, truth, strokes = _synthetic(seed, 3, noise=0.12)
     p = build_problem(image, strokes, 3)
     ref = solve_mrf(p, "expansion")
     res = solve_mrf(p, "admm", backend=backend)
-    assert res.energy <= ref.energy + 0.05 * abs(ref.energy)
+    assert res.energy <= ref.energy + 0.025 * abs(ref.energy)
     assert np.mean(res.labels == truth) >= np.mean(ref.labels == truth) - 0.01
     assert set(np.unique(res.labels)) <= {1, 2, 3}
 
+
+
+def test_k3_admm_median_gap_to_expansion_within_one_percent():
+    gaps = []
+    for seed in range(6):
+        image, _, strokes = _synthetic(seed, 3, noise=0.12)
+        p = build_problem(image, strokes, 3)
+        ref = solve_mrf(p, "expansion").energy
+        gaps.append((solve_mrf(p, "admm").energy - ref) / abs(ref))
+    assert np.median(gaps) <= 0.01
 
 @pytest.mark.parametrize("onehot", ["penalty", "simplex"])
 def test_both_one_hot_treatments_give_valid_labellings(onehot):
