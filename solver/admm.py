@@ -168,7 +168,8 @@ class LpBoxADMM:
     # ------------------------------------------------------------------ helpers
     def objective(self, x: Any) -> float:
         """``x'Ax + b'x + constant`` for a vector over the free variables."""
-        return float(x @ self.system.apply_A(x) + self.b @ x) + self.constant
+        be = self.backend
+        return be.dot(x, self.system.apply_A(x)) + be.dot(self.b, x) + self.constant
 
     def round(self, x: Any) -> Any:
         """Round to a binary point; one-hot groups (if any) take their largest entry."""
@@ -239,7 +240,7 @@ class LpBoxADMM:
         -------
         ADMMResult
         """
-        xp, P = self.backend.xp, self.params
+        xp, P, be = self.backend.xp, self.params, self.backend
         t0 = time.perf_counter()
         eq, ineq = self.eq, self.ineq
         x = self._initial_x(x0, seed)
@@ -271,16 +272,16 @@ class LpBoxADMM:
             if eq is not None:
                 r3 = eq.matvec(x) - eq.d
                 y3 += P.gamma * rc * r3
-                cres = max(cres, float(xp.linalg.norm(r3)) / max(float(xp.linalg.norm(eq.d)), 1.0))
+                cres = max(cres, be.norm(r3) / max(be.norm(eq.d), 1.0))
             if ineq is not None:
                 c2x = ineq.matvec(x)
                 z3 = project_nonneg(ineq.d - c2x - y4 / rc)
                 r4 = c2x + z3 - ineq.d
                 y4 += P.gamma * rc * r4
-                cres = max(cres, float(xp.linalg.norm(r4)) / max(float(xp.linalg.norm(ineq.d)), 1.0))
-            xnorm = max(float(xp.linalg.norm(x)), 1.0)
-            r1 = float(xp.linalg.norm(x - z1)) / xnorm
-            r2 = float(xp.linalg.norm(x - z2)) / xnorm
+                cres = max(cres, be.norm(r4) / max(be.norm(ineq.d), 1.0))
+            xnorm = max(be.norm(x), 1.0)
+            r1 = be.norm(x - z1) / xnorm
+            r2 = be.norm(x - z2) / xnorm
             xr = self.round(x)
             obj_r = self.objective(xr)
             viol = self.violation(xr)

@@ -50,6 +50,19 @@ class Backend:
         """Move a dense array to this backend (no copy when already there)."""
         return self.xp.asarray(a, dtype=dtype)
 
+    def dot(self, a: Any, b: Any) -> float:
+        """Dot product of two vectors, as a float, without BLAS.
+
+        A multi-threaded BLAS dot wakes helper threads for every call; when the cores are busy
+        (the app's GUI thread, another process) each call waits for them, and the solve's level-1
+        work became 10x slower than its sparse products. einsum's own loop is single-threaded.
+        """
+        return float(self.xp.einsum("i,i->", a, b))
+
+    def norm(self, a: Any) -> float:
+        """Euclidean norm of a vector (see :meth:`dot`)."""
+        return self.dot(a, a) ** 0.5
+
     def to_numpy(self, a: Any) -> np.ndarray:
         """Copy an array of this backend back to a numpy array on the host."""
         if self.is_gpu:

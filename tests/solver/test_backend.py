@@ -37,3 +37,12 @@ def test_gpu_backend_round_trip():
     a = be.asarray(np.arange(5.0))
     assert be.is_gpu
     np.testing.assert_array_equal(be.to_numpy(a * 2), np.arange(5.0) * 2)
+
+
+def test_dot_and_norm_match_numpy(backend):
+    be = get_backend(backend)
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=1001), rng.normal(size=1001)
+    got = be.dot(be.asarray(a), be.asarray(b))
+    assert isinstance(got, float) and got == pytest.approx(float(a @ b), rel=1e-12)
+    assert be.norm(be.asarray(a)) == pytest.approx(float(np.linalg.norm(a)), rel=1e-12)
