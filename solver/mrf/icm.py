@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+from scipy import ndimage
 
 from .problem import MRFProblem
 
@@ -96,8 +97,6 @@ def _move_regions(problem: MRFProblem, lab: np.ndarray, mask: np.ndarray, a: int
     plus ``2 lam`` times (the weight of its border with label ``a`` minus that with label ``c``).
     Changes ``lab`` (0-based) in place and returns the number of regions moved.
     """
-    from scipy import ndimage  # noqa: PLC0415
-
     k, g = problem.k, problem.graph
     comp, nc = ndimage.label(mask.reshape(problem.shape), structure=_EIGHT)
     if nc == 0:
