@@ -156,8 +156,52 @@ def _with_backend(params: Any, backend: str) -> Any:
     return params
 
 
+# Solves that shutdown() gave up waiting for, kept with their threads until those end: a
+# QThread deleted while it runs aborts the process, and a worker deleted under its run() crashes.
+_stale: list[tuple[QThread, SolveWorker]] = []
+
+
+def _reap_stale() -> None:
+    """Forget stale solves whose thread has ended (runs when one of them finishes)."""
+    for pair in list(_stale):
+        if pair[0].isFinished():
+            pair[0].wait()
+            _stale.remove(pair)
+
+
+def wait_stale(timeout_ms: int = 60000) -> list[QObject]:
+    """Wait for the threads of solves that outlived :meth:`SolveController.shutdown`.
+
+    Returns
+    -------
+    list of QObject
+        Threads and workers of those still running (empty when all ended): they must not be
+        deleted.
+    """
+    for thread, _worker in list(_stale):
+        thread.wait(timeout_ms)
+    _reap_stale()
+    return [obj for pair in _stale for obj in pair]
+
+
+def _release(thread: QThread, worker: SolveWorker, timeout_ms: int) -> None:
+    """Stop ``thread``'s event loop and wait; if the solve is still running, park it."""
+    thread.quit()
+    if thread.wait(timeout_ms):
+        return
+    # still inside a step that does not poll cancel (building the model, the reference solve)
+    log.warning("solve still running %d ms after cancel; it finishes in the background",
+                timeout_ms)
+    _stale.append((thread, worker))
+    thread.finished.connect(_reap_stale)
+
+
 class SolveController(QObject):
-    """Owns the worker thread of at most one running solve; re-emits its signals."""
+    """Owns the worker thread of at most one running solve; re-emits its signals.
+
+    Signals of a worker that was shut down (and may still be finishing in the background) are
+    dropped, so a stale frame or outcome never reaches the window.
+    """
 
     frame = pyqtSignal(int, object)
     records = pyqtSignal(object)
@@ -186,13 +230,14 @@ class SolveController(QObject):
         """
         if self.running:
             raise RuntimeError("a solve is already running")
+        _reap_stale()
         thread = QThread()
         worker = SolveWorker(job)
         worker.moveToThread(thread)
         thread.started.connect(worker.run)
-        worker.frame.connect(self.frame)
-        worker.records.connect(self.records)
-        worker.notice.connect(self.notice)
+        worker.frame.connect(self._on_frame)
+        worker.records.connect(self._on_records)
+        worker.notice.connect(self._on_notice)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
         self._thread, self._worker = thread, worker
@@ -204,26 +249,50 @@ class SolveController(QObject):
         if self._worker is not None:
             self._worker.cancel()
 
-    def _stop_thread(self) -> None:
-        thread, self._thread, self._worker = self._thread, None, None
+    def _current(self) -> bool:
+        """Whether the signal being handled comes from the running worker."""
+        return self._worker is not None and self.sender() is self._worker
+
+    def _stop_thread(self, timeout_ms: int = 5000) -> None:
+        thread, worker = self._thread, self._worker
+        self._thread = self._worker = None
         if thread is not None:
-            thread.quit()
-            thread.wait(5000)
+            _release(thread, worker, timeout_ms)
         self.running_changed.emit(False)
 
-    def _on_finished(self, outcome: Any) -> None:
-        self._stop_thread()
-        self.finished.emit(outcome)
+    @pyqtSlot(int, object)
+    def _on_frame(self, iteration: int, probs: Any) -> None:
+        if self._current():
+            self.frame.emit(iteration, probs)
 
+    @pyqtSlot(object)
+    def _on_records(self, batch: Any) -> None:
+        if self._current():
+            self.records.emit(batch)
+
+    @pyqtSlot(str)
+    def _on_notice(self, msg: str) -> None:
+        if self._current():
+            self.notice.emit(msg)
+
+    @pyqtSlot(object)
+    def _on_finished(self, outcome: Any) -> None:
+        if self._current():
+            self._stop_thread()
+            self.finished.emit(outcome)
+
+    @pyqtSlot(str)
     def _on_failed(self, msg: str) -> None:
-        self._stop_thread()
-        self.failed.emit(msg)
+        if self._current():
+            self._stop_thread()
+            self.failed.emit(msg)
 
     def shutdown(self, timeout_ms: int = 5000) -> None:
-        """Cancel and wait for the thread (used when the window closes)."""
+        """Cancel the solve and wait for its thread (used when the window closes).
+
+        A solve that does not stop within ``timeout_ms`` is left to finish in the background
+        (see :func:`wait_stale`); its signals are ignored from now on.
+        """
         if self._worker is not None:
             self._worker.cancel()
-        if self._thread is not None:
-            self._thread.quit()
-            self._thread.wait(timeout_ms)
-            self._thread = self._worker = None
+            self._stop_thread(timeout_ms)

@@ -1,11 +1,12 @@
 """Application entry points: the interactive app and the headless demo screenshot."""
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
 
-from PyQt6.QtCore import QEventLoop, QTimer
+from PyQt6.QtCore import QCoreApplication, QEvent, QEventLoop, QObject, QTimer
 from PyQt6.QtGui import QColor, QPalette
 from PyQt6.QtWidgets import QApplication
 
@@ -83,11 +84,57 @@ def run_app(argv: list[str] | None = None, image: str | None = None) -> int:
     """
     from segapp.ui.main_window import MainWindow
     app = get_app(argv)
+    before = python_owned_qobjects()
     win = MainWindow()
     win.show()
     if image:
         QTimer.singleShot(0, lambda: win.open_path(image))
-    return int(app.exec())
+    try:
+        return int(app.exec())
+    finally:
+        dispose_window(win, before)
+
+
+def python_owned_qobjects() -> list:
+    """Live QObjects (other than the application) whose C++ side Python owns."""
+    from PyQt6 import sip
+    return [o for o in gc.get_objects()
+            if isinstance(o, QObject) and not isinstance(o, QCoreApplication)
+            and not sip.isdeleted(o) and sip.ispyowned(o)]
+
+
+def dispose_window(win, owned_before=()) -> None:
+    """Stop ``win``'s solve and destroy it, and what was created with it, while the app lives.
+
+    A closed main window is not deleted: reference cycles (document subscriptions, lambdas)
+    keep it alive, and with it the parentless menus pyqtgraph makes for each plot. When the
+    last reference to the QApplication goes (the entry point's ``app`` local, which Python
+    drops before ``win``), PyQt's QApplication dealloc deletes every QObject Python still owns
+    while it walks sip's wrapper map; deleting a tree of wrapped widgets there frees wrappers
+    of that map under the walk and crashes at random (``sip_api_get_address`` in
+    ``release_QApplication``, roughly one exit in 6 to 20). So the window is deleted here, and
+    then every Python-owned QObject created since ``owned_before`` (a
+    :func:`python_owned_qobjects` list taken before the window was made) is deleted one by one.
+    """
+    from PyQt6 import sip
+
+    from segapp.worker import wait_stale
+    if not sip.isdeleted(win):
+        win.solver.shutdown()
+        win.deleteLater()
+    busy = wait_stale()
+    if busy:
+        log.warning("a cancelled solve is still running; its thread is left alive")
+    # posted outside any event loop, so this delivers it now; the second round deletes what
+    # the window's destruction scheduled (PyQt's slot proxies of its connections)
+    for _ in range(2):
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    gc.collect()
+    keep = {id(o) for o in (*owned_before, *busy)}
+    for obj in python_owned_qobjects():
+        if id(obj) not in keep and not sip.isdeleted(obj):
+            sip.delete(obj)
+    QCoreApplication.processEvents()
 
 
 def wait_for_run(win, timeout_s: float = 600.0) -> bool:
@@ -95,12 +142,17 @@ def wait_for_run(win, timeout_s: float = 600.0) -> bool:
     if not win.running:
         return True
     loop = QEventLoop()
-    win.solver.running_changed.connect(lambda running: None if running else loop.quit())
+    conn = win.solver.running_changed.connect(lambda running: None if running else loop.quit())
     timer = QTimer()
     timer.setSingleShot(True)
     timer.timeout.connect(loop.quit)
     timer.start(int(timeout_s * 1000))
-    loop.exec()
+    try:
+        loop.exec()
+    finally:
+        # the lambda would otherwise keep the loop alive for as long as the window
+        timer.stop()
+        win.solver.running_changed.disconnect(conn)
     QApplication.processEvents()
     return not win.running
 
@@ -123,12 +175,20 @@ def demo_screenshot(out_path: str, max_iter: int | None = None) -> int:
     int
         0 on success, 1 on failure (logged).
     """
-    from segapp.ui.fileops import list_samples
     from segapp.ui.main_window import MainWindow
     if QApplication.instance() is None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     app = get_app()
+    before = python_owned_qobjects()
     win = MainWindow(confirm_discard=False)
+    try:
+        return _demo_run(app, win, out_path, max_iter)
+    finally:
+        dispose_window(win, before)
+
+
+def _demo_run(app: QApplication, win, out_path: str, max_iter: int | None) -> int:
+    from segapp.ui.fileops import list_samples
     win.resize(1440, 900)
     win.show()
     app.processEvents()
@@ -149,10 +209,7 @@ def demo_screenshot(out_path: str, max_iter: int | None = None) -> int:
     win.side_tabs.setCurrentWidget(win.results_panel)
     for _ in range(5):
         app.processEvents()
-    ok = win.grab().save(str(out_path), "PNG")
-    win.doc.dirty = False
-    win.close()
-    if not ok:
+    if not win.grab().save(str(out_path), "PNG"):
         log.error("could not write %s", out_path)
         return 1
     return 0
