@@ -17,33 +17,26 @@ import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
-from PyQt6 import sip  # noqa: E402
-from PyQt6.QtCore import QCoreApplication, QObject, QStandardPaths  # noqa: E402
+from PyQt6.QtCore import QStandardPaths  # noqa: E402
 from PyQt6.QtWidgets import QApplication  # noqa: E402
 
+from segapp.ui.app import python_owned_qobjects  # noqa: E402
 from segapp.ui.main_window import MainWindow  # noqa: E402
 
 QStandardPaths.setTestModeEnabled(True)
 
 
-def python_owned() -> list[QObject]:
-    """Live QObjects, other than the application, that Python owns (what PyQt's sweep deletes)."""
-    return [o for o in gc.get_objects()
-            if isinstance(o, QObject) and not isinstance(o, QCoreApplication)
-            and not sip.isdeleted(o) and sip.ispyowned(o)]
-
-
 def test_demo_screenshot_leaves_nothing_for_the_app_teardown(qapp, tmp_path):
     from segapp.ui.app import demo_screenshot
     gc.collect()
-    before = {id(o) for o in python_owned()}
+    before = {id(o) for o in python_owned_qobjects()}
     windows_before = set(map(id, QApplication.topLevelWidgets()))
     assert demo_screenshot(str(tmp_path / "demo.png"), max_iter=8) == 0
     assert (tmp_path / "demo.png").stat().st_size > 0
     # No gc.collect() here: in the command the app goes right at the return, before any
     # collection. The window (kept in reference cycles), its solve thread and worker and the
     # plots' menus must all be gone already.
-    left = [type(o).__name__ for o in python_owned() if id(o) not in before]
+    left = [type(o).__name__ for o in python_owned_qobjects() if id(o) not in before]
     assert left == []
     assert not [w for w in QApplication.topLevelWidgets()
                 if id(w) not in windows_before and isinstance(w, MainWindow)]
