@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,6 +23,7 @@ from ..backend import Backend, get_backend
 from ..qp import GenericSystem, OneHotKronSystem, onehot_operator, problem_scale
 from ..result import ADMMResult, IterationRecord, IterationState
 from . import multilevel
+from .fusion import SNAPSHOT_ITERATIONS
 from .icm import polish_labels
 from .problem import MRFProblem
 
@@ -140,6 +141,7 @@ class MRFADMM:
         k, lam = problem.k, problem.lam
         hard = np.asarray(problem.hard).ravel()
         self.free = np.flatnonzero(hard == 0)
+        self.snapshots: list[np.ndarray] = []
         fix = np.flatnonzero(hard > 0)
         L = problem.laplacian.tocsr()
         L_f = L[self.free]
@@ -195,6 +197,11 @@ class MRFADMM:
         probs = self.probabilities(x_free).reshape(self.problem.n, self.problem.k)
         return (np.argmax(probs, axis=1) + 1).astype(np.int32).reshape(self.problem.shape)
 
+    def snapshot_weights(self) -> Sequence[np.ndarray]:
+        """The continuous iterates kept by the last :meth:`run` (at
+        :data:`solver.mrf.fusion.SNAPSHOT_ITERATIONS`), as ``(n, K)`` label weights, made on access."""
+        return _Weights(self)
+
     def start_vector(self, x0: np.ndarray) -> np.ndarray:
         """Free-variable start vector from ``(H, W, K)`` / ``(n, K)`` label weights."""
         p = self.problem
@@ -217,10 +224,14 @@ class MRFADMM:
         if start is None and seed is None:
             # the centre of the feasible set: 1/2 for K = 2, 1/K for each one-hot group
             start = np.full(self.admm.n, 1.0 / self.problem.k)
-        inner_cb = None
-        if callback is not None:
-            def inner_cb(state: IterationState) -> bool | None:
+        self.snapshots = []
+
+        def inner_cb(state: IterationState) -> bool | None:
+            if state.record.iteration in SNAPSHOT_ITERATIONS:
+                self.snapshots.append(self.backend.to_numpy(state.x).astype(np.float32))
+            if callback is not None:
                 return callback(MRFIterationState(state, self, **(view or {})))
+            return None
         if self.free.size == 0:
             labels = self._fixed_labels.reshape(self.problem.shape).astype(np.int32)
             return MRFResult(labels, self.problem.energy(labels), "admm", self.backend.name, 0,
@@ -234,12 +245,27 @@ class MRFADMM:
         energy_admm, time_s = energy, res.time_s + self.setup_time_s
         if polish and res.status != "stopped":
             t0 = time.perf_counter()
-            labels = polish_labels(self.problem, labels)
+            labels = polish_labels(self.problem, labels, self.snapshot_weights())
             energy = self.problem.energy(labels)
             time_s += time.perf_counter() - t0
         return MRFResult(labels, energy, "admm", self.backend.name, res.iterations, time_s,
                          res.converged, res.history, self.probabilities(res.x_continuous)
                          .reshape(self.problem.n, self.problem.k), res, energy_admm)
+
+
+class _Weights(Sequence):
+    """Read-only sequence of a solver's snapshots as ``(n, K)`` label weights (built when read)."""
+
+    def __init__(self, solver: MRFADMM) -> None:
+        self._solver = solver
+        self._xs = list(solver.snapshots)
+
+    def __len__(self) -> int:
+        return len(self._xs)
+
+    def __getitem__(self, i: int) -> np.ndarray:  # type: ignore[override]
+        p = self._solver.problem
+        return self._solver.probabilities(self._xs[i]).reshape(p.n, p.k)
 
 
 def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu",

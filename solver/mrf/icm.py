@@ -8,10 +8,12 @@ classes in turn, and the energy never increases.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import ndimage
 
+from .fusion import fuse_level_sets
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -170,18 +172,32 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
     return (lab + 1).astype(np.int32).reshape(h, w)
 
 
-def polish_labels(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
-    """ICM, then whole-region moves (:func:`component_flips`): never raises the energy.
+def polish_labels(problem: MRFProblem, labels: np.ndarray,
+                  snapshots: Sequence[np.ndarray] = (), max_rounds: int = 3) -> np.ndarray:
+    """ICM and whole-region moves, then level-set fusion with ADMM's iterates; never raises the energy.
 
     Parameters
     ----------
     problem : MRFProblem
     labels : numpy.ndarray
         ``(H, W)`` or ``(n,)`` labels in 1..K.
+    snapshots : sequence of numpy.ndarray
+        ``(n, K)`` label weights of continuous ADMM iterates, for
+        :func:`solver.mrf.fusion.fuse_level_sets`; empty: ICM and region moves only.
+    max_rounds : int
+        Limit on rounds of fusion, each followed by ICM and region moves.
 
     Returns
     -------
     numpy.ndarray
         ``(H, W)`` int32 labels.
     """
-    return component_flips(problem, icm(problem, labels))
+    lab = component_flips(problem, icm(problem, labels))
+    if len(snapshots):
+        snapshots = list(snapshots)  # built once for all rounds
+    for _ in range(max_rounds if len(snapshots) else 0):
+        fused, moved = fuse_level_sets(problem, lab, snapshots)
+        if moved == 0:
+            break
+        lab = component_flips(problem, icm(problem, fused))
+    return lab

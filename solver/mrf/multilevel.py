@@ -272,7 +272,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         if stopped:
             break
         if li > 0 or polish:
-            labels = polish_labels(level, labels)
+            labels = polish_labels(level, labels, solver.snapshot_weights())
         log.info("coarse-to-fine level %d (%d pixels, %d free): energy %.6g after %d iterations",
                  li, level.n, solver.free.size, level.energy(labels), res.iterations)
     fine = labels.ravel()[maps[li]].astype(np.int32)

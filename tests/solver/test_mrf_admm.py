@@ -14,13 +14,14 @@ def _synthetic(seed, k, noise=0.15, size=48):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_k2_admm_within_half_percent_of_mincut(backend, seed):
+def test_k2_admm_within_a_tenth_of_a_percent_of_mincut(backend, seed):
+    """Issue #3 asks for 0.5%, issue #5 for 0.1%; with level-set fusion these images end at 0%."""
     image, truth, strokes = _synthetic(seed, 2)
     p = build_problem(image, strokes, 2)
     ref = solve_mrf(p, "mincut")
     res = solve_mrf(p, "admm", backend=backend)
     assert res.energy >= ref.energy - 1e-6 * abs(ref.energy)  # min-cut is the global optimum
-    assert res.energy <= ref.energy + 0.005 * abs(ref.energy)
+    assert res.energy <= ref.energy + 0.001 * abs(ref.energy)
     acc_ref = np.mean(ref.labels == truth)
     assert np.mean(res.labels == truth) >= acc_ref - 0.01
     assert res.iterations > 0 and len(res.history) == res.iterations
@@ -29,8 +30,9 @@ def test_k2_admm_within_half_percent_of_mincut(backend, seed):
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_k3_admm_close_to_expansion(backend, seed):
     """Per image, K = 3 stays within 2.5% of alpha-expansion. Issue #3 asks for 1%: seeds 0-3 give
-    0, 0.99, 1.98 and 0% (a 2-4 pixel cluster on images whose energy is near zero, 193 for seed 2),
-    so 1% holds for the median (next test), not yet for every image."""
+    0, 0.99, 0 and 0%; of seeds 0-11, seed 6 ends 12% above (ADMM cuts a corner off the middle-grey
+    square and the polish then drops the square), so 1% holds for the median (next test), not yet
+    for every image."""
     image, truth, strokes = _synthetic(seed, 3, noise=0.12)
     p = build_problem(image, strokes, 3)
     ref = solve_mrf(p, "expansion")
