@@ -34,7 +34,8 @@ class EnergyPlot(QWidget):
         self.energy.setTitle("Energy", color="#c8c8d0", size="9pt")
         self.energy.setLabel("bottom", "iteration")
         self.energy.showGrid(x=True, y=True, alpha=0.15)
-        leg = self.energy.addLegend(offset=(-8, -8), labelTextSize="8pt")
+        # the energies fall, so their curves end low on the right: the legend goes top right
+        leg = self.energy.addLegend(offset=(-8, 8), labelTextSize="8pt")
         leg.setBrush(pg.mkBrush(30, 31, 35, 200))
         self.c_cont = self.energy.plot([], [], pen=pg.mkPen(C_CONT, width=2), name="continuous x")
         self.c_round = self.energy.plot([], [], pen=pg.mkPen(C_ROUND, width=2), name="rounded")
@@ -52,7 +53,8 @@ class EnergyPlot(QWidget):
         self.resid.getAxis("left").setTickSpacing(1, 1)  # decades only (data are log10)
         self.resid.showGrid(x=True, y=True, alpha=0.15)
         self.resid.setXLink(self.energy)
-        rleg = self.resid.addLegend(offset=(-8, 8), labelTextSize="8pt")
+        # one row along the top, in head-room the y range keeps free (see add_records)
+        rleg = self.resid.addLegend(offset=(-8, 2), labelTextSize="8pt", colCount=2)
         rleg.setBrush(pg.mkBrush(30, 31, 35, 200))
         self.c_box = self.resid.plot([], [], pen=pg.mkPen(C_BOX, width=1.5), name="‖x − z₁‖ box")
         self.c_sph = self.resid.plot([], [], pen=pg.mkPen(C_SPH, width=1.5),
@@ -103,7 +105,8 @@ class EnergyPlot(QWidget):
         lr = lr[np.isfinite(lr)]
         if lr.size:
             lo = float(np.floor(lr.min()))
-            self.resid.setYRange(lo, max(float(np.ceil(lr.max())), lo + 1), padding=0.02)
+            hi = max(float(np.ceil(lr.max())), lo + 1)
+            self.resid.setYRange(lo, hi + 0.25 * (hi - lo), padding=0.02)  # + legend head-room
 
     def _fit_y(self) -> None:
         """Y range that ignores the huge energies of the first few iterations."""
