@@ -1,0 +1,256 @@
+"""Compiled (numba) kernels for the discrete moves of the polish, on a Laplacian in CSR form.
+
+All kernels take the Laplacian ``L = D - W`` as its CSR arrays (``indptr``, ``indices``, ``data``;
+the diagonal entry of a row is skipped) and 0-based labels. With the Potts energy
+``E = 2 lam sum_{edges} W_ij [l_i != l_j] + sum_i d_{i, l_i}``, giving pixel ``i`` label ``c`` costs
+``d_ic + 2 lam sum_j W_ij [l_j != c]`` given its neighbours, which is what every move evaluates.
+The energy changes are exact; a move is taken only when it lowers the energy by more than a
+relative ``1e-12`` (ICM) or ``1e-9`` (region moves), so rounding cannot make the polish cycle.
+
+The work of each kernel is proportional to the pixels it visits, with no Python per pixel; this
+is what makes the polish of a 5e5-pixel image take tens of milliseconds instead of seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data)`` of ``problem.laplacian`` (CSR), as the kernels take it."""
+    L = problem.laplacian
+    return L.indptr, L.indices, L.data
+
+
+@_jit
+def icm_sweeps(indptr, indices, data, unary, two_lam, lab, movable, width,
+               max_sweeps):  # pragma: no cover
+    """Colour-parallel ICM on a grid: sweeps over the four classes ``(row % 2, col % 2)``.
+
+    No two pixels of one class are 8-neighbours, so visiting a class in any order is the same as
+    moving all its pixels at once. Only active pixels are evaluated: all movable pixels at first,
+    then the neighbours of pixels that moved. Changes ``lab`` in place; returns the moves.
+    """
+    n, k = unary.shape
+    height = n // width
+    active = movable.copy()
+    agree = np.zeros(k)
+    moves = 0
+    for _ in range(max_sweeps):
+        moved = 0
+        for cls in range(4):
+            for row in range(cls >> 1, height, 2):
+                for col in range(cls & 1, width, 2):
+                    i = row * width + col
+                    if not active[i]:
+                        continue
+                    active[i] = False
+                    total = 0.0
+                    for c in range(k):
+                        agree[c] = 0.0
+                    for p in range(indptr[i], indptr[i + 1]):
+                        j = indices[p]
+                        if j != i:
+                            total -= data[p]
+                            agree[lab[j]] -= data[p]
+                    cur = lab[i]
+                    cur_cost = unary[i, cur] + two_lam * (total - agree[cur])
+                    best, best_cost = cur, cur_cost
+                    for c in range(k):
+                        cost = unary[i, c] + two_lam * (total - agree[c])
+                        if cost < best_cost:
+                            best, best_cost = c, cost
+                    if best != cur and best_cost < cur_cost - 1e-12 * max(1.0, abs(cur_cost)):
+                        lab[i] = best
+                        moved += 1
+                        for p in range(indptr[i], indptr[i + 1]):
+                            j = indices[p]
+                            if j != i and movable[j]:
+                                active[j] = True
+        moves += moved
+        if moved == 0:
+            break
+    return moves
+
+
+@_jit
+def _components(indptr, indices, member, region, order, starts):  # pragma: no cover
+    """Connected components of the pixels with ``member[i]`` (graph restricted to them).
+
+    ``region`` (n,) must be -1 on entry at members; on exit it holds each member's component.
+    ``order`` receives the members grouped by component, ``starts`` the offsets (length
+    components + 1). Returns the number of components.
+    """
+    nc = 0
+    top = 0
+    starts[0] = 0
+    for s in range(member.size):
+        if not member[s] or region[s] >= 0:
+            continue
+        region[s] = nc
+        order[top] = s
+        head = top
+        top += 1
+        while head < top:
+            i = order[head]
+            head += 1
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if member[j] and region[j] < 0:
+                    region[j] = nc
+                    order[top] = j
+                    top += 1
+        nc += 1
+        starts[nc] = top
+    return nc
+
+
+@_jit
+def _ne(a, b):  # pragma: no cover
+    return 1.0 if a != b else 0.0
+
+
+@_jit
+def _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member, region, order,
+          starts):  # pragma: no cover
+    """Take ``newlab[i]`` on each connected region of ``idx[:m]`` where that lowers the energy.
+
+    ``member`` (False), ``region`` (-1) are ``(n,)`` scratch arrays left as found; ``newlab`` is
+    read at ``idx[:m]`` only. Changes ``lab`` in place; returns the number of regions taken.
+    """
+    if m == 0:
+        return 0
+    for t in range(m):
+        member[idx[t]] = True
+    nc = _components(indptr, indices, member, region, order, starts)
+    delta = np.zeros(nc)
+    scale = 1.0
+    for r in range(nc):
+        dr = 0.0
+        for q in range(starts[r], starts[r + 1]):
+            i = order[q]
+            a, c = lab[i], newlab[i]
+            dr += unary[i, c] - unary[i, a]
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if j == i:
+                    continue
+                if member[j]:
+                    # an edge inside the region is seen from both of its ends
+                    change = 0.5 * (_ne(c, newlab[j]) - _ne(a, lab[j]))
+                else:
+                    change = _ne(c, lab[j]) - _ne(a, lab[j])
+                dr -= two_lam * data[p] * change
+        delta[r] = dr
+        scale = max(scale, abs(dr))
+    taken = 0
+    for r in range(nc):
+        if delta[r] < -1e-9 * scale:
+            taken += 1
+            for q in range(starts[r], starts[r + 1]):
+                lab[order[q]] = newlab[order[q]]
+    for t in range(m):
+        member[idx[t]] = False
+        region[idx[t]] = -1
+    return taken
+
+
+@_jit
+def fuse_candidate(indptr, indices, data, unary, two_lam, lab, idx, new):  # pragma: no cover
+    """Take label ``new[t]`` at pixel ``idx[t]`` on each connected region of ``idx`` where that
+    lowers the energy (regions never touch, so each one's change is exact and independent).
+
+    Changes ``lab`` in place; returns the number of regions taken.
+    """
+    n, m = lab.size, idx.size
+    newlab = np.zeros(n, np.int64)
+    for t in range(m):
+        newlab[idx[t]] = new[t]
+    return _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab,
+                 np.zeros(n, np.bool_), np.full(n, -1, np.int64), np.empty(m, np.int64),
+                 np.empty(m + 1, np.int64))
+
+
+@_jit
+def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, free, weights,
+                    thresholds):  # pragma: no cover
+    """Fuse ``lab`` with the proposals "label ``c`` wherever ``weights[:, c] > t``" on the pixels
+    ``free`` (an index array), for every threshold ``t`` and label ``c`` in turn. Changes ``lab``
+    in place; returns the number of regions taken."""
+    n, k = weights.shape
+    idx = np.empty(n, np.int64)
+    newlab = np.zeros(n, np.int64)
+    member = np.zeros(n, np.bool_)
+    region = np.full(n, -1, np.int64)
+    order = np.empty(n, np.int64)
+    starts = np.empty(n + 1, np.int64)
+    taken = 0
+    for t in thresholds:
+        for c in range(k):
+            m = 0
+            for i in free:
+                if lab[i] != c and weights[i, c] > t:
+                    idx[m] = i
+                    newlab[i] = c
+                    m += 1
+            taken += _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member,
+                           region, order, starts)
+    return taken
+
+
+@_jit
+def move_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard):  # pragma: no cover
+    """Move each connected region of ``mask`` (pixels all labelled ``a``) to its best label.
+
+    Moving region ``R`` from ``a`` to ``c`` changes the energy by its unary difference plus
+    ``2 lam`` times (its border weight to label ``a`` minus that to label ``c``). Regions holding a
+    hard pixel stay. Changes ``lab`` in place; returns the number of regions moved.
+    """
+    n, k = unary.shape
+    m = 0
+    for i in range(n):
+        if mask[i]:
+            m += 1
+    if m == 0:
+        return 0
+    region = np.full(n, -1, np.int64)
+    order = np.empty(m, np.int64)
+    starts = np.empty(m + 1, np.int64)
+    nc = _components(indptr, indices, mask, region, order, starts)
+    delta = np.zeros((nc, k))
+    pinned = np.zeros(nc, np.bool_)
+    border = np.zeros(k)
+    scale = 1.0
+    for r in range(nc):
+        border[:] = 0.0
+        for q in range(starts[r], starts[r + 1]):
+            i = order[q]
+            if hard[i] > 0:
+                pinned[r] = True
+            for c in range(k):
+                delta[r, c] += unary[i, c] - unary[i, a]
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if j != i and not mask[j]:
+                    border[lab[j]] -= data[p]
+        for c in range(k):
+            delta[r, c] += two_lam * (border[a] - border[c])
+            scale = max(scale, abs(delta[r, c]))
+    moved = 0
+    for r in range(nc):
+        if pinned[r]:
+            continue
+        best = a
+        for c in range(k):
+            if delta[r, c] < delta[r, best]:
+                best = c
+        if best != a and delta[r, best] < -1e-9 * scale:
+            moved += 1
+            for q in range(starts[r], starts[r + 1]):
+                lab[order[q]] = best
+    return moved
