@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from . import cpu_kernels
 from .backend import Backend, get_backend
 from .projections import (check_p, project_box, project_lp_sphere, project_nonneg,
                           project_simplex_rows)
@@ -169,7 +170,7 @@ class LpBoxADMM:
     def objective(self, x: Any) -> float:
         """``x'Ax + b'x + constant`` for a vector over the free variables."""
         be = self.backend
-        return be.dot(x, self.system.apply_A(x)) + be.dot(self.b, x) + self.constant
+        return self.system.quad(x) + be.dot(self.b, x) + self.constant
 
     def round(self, x: Any) -> Any:
         """Round to a binary point; one-hot groups (if any) take their largest entry."""
@@ -179,6 +180,8 @@ class LpBoxADMM:
             xr = xp.zeros_like(X)
             xr[xp.arange(X.shape[0]), xp.argmax(X, axis=1)] = 1.0
             return xr.ravel()
+        if self.eq is not None and self.eq.group_size and not self.backend.is_gpu:
+            return cpu_kernels.group_argmax_onehot(x, self.eq.group_size)
         xr = (x > 0.5).astype(x.dtype)
         groups = self.eq.groups if self.eq is not None else None
         if groups is not None:

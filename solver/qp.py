@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from . import cpu_kernels
 from .backend import Backend
 from .pcg import PCGResult, pcg
 
@@ -28,6 +29,8 @@ class LinearOperatorPair:
     ``groups`` (optional, shape (G, s), padded with the sentinel index ``n``) lists one-hot
     assignment groups (rows of 0/1 entries with disjoint supports and right-hand side 1), used to
     round an iterate to a feasible binary point by taking the largest entry of each group.
+    ``group_size`` is set when the groups are consecutive runs of that size covering every
+    variable (``x.reshape(-1, group_size)``), which lets the CPU round in one compiled pass.
     """
 
     matvec: Any
@@ -35,6 +38,7 @@ class LinearOperatorPair:
     d: Any
     col_sq: Any
     groups: Any = None
+    group_size: int | None = None
 
     @property
     def m(self) -> int:
@@ -77,25 +81,65 @@ def onehot_operator(n: int, k: int, backend: Backend) -> LinearOperatorPair:
     """``sum_k x[i, k] = 1`` for ``x`` laid out pixel-major (``x.reshape(n, k)``), matrix-free."""
     xp = backend.xp
     groups = np.arange(n * k, dtype=np.int64).reshape(n, k)
+    sums = ((lambda x: x.reshape(n, k).sum(axis=1)) if backend.is_gpu
+            else (lambda x: cpu_kernels.group_sums(x, k)))
     return LinearOperatorPair(
-        matvec=lambda x: x.reshape(n, k).sum(axis=1),
+        matvec=sums,
         rmatvec=lambda y: xp.repeat(y, k),
         d=xp.ones(n),
         col_sq=xp.ones(n * k),
         groups=backend.asarray(groups),
+        group_size=k,
     )
 
 
 # --------------------------------------------------------------------------- linear systems
+class _CompiledCSR:
+    """A host CSR matrix with the compiled CG and quadratic form of :mod:`solver.cpu_kernels`.
+
+    Right-hand sides are the rows of ``(m, n)`` arrays (each one contiguous).
+    """
+
+    def __init__(self, A: sp.spmatrix) -> None:
+        A = sp.csr_matrix(A, dtype=np.float64)
+        self.indptr = A.indptr.astype(np.int64)
+        self.indices = A.indices.astype(np.uint32 if A.shape[1] < 2**32 else np.uint64)
+        self.data = A.data
+        self.diag = np.asarray(A.diagonal(), dtype=np.float64)
+
+    def pcg(self, a_scale: float, shift: np.ndarray, B: np.ndarray, X0: np.ndarray | None,
+            tol: float, maxiter: int) -> PCGResult:
+        """``(a_scale A + shift[c] I) X[c] = B[c]`` for each row, warm-started at ``X0``."""
+        B = np.ascontiguousarray(B, dtype=np.float64)
+        X = np.zeros_like(B) if X0 is None else np.array(X0, dtype=np.float64, order="C")
+        R, P, AP = np.empty_like(B), np.empty_like(B), np.empty_like(B)
+        it, res = cpu_kernels.block_pcg(self.indptr, self.indices, self.data, self.diag,
+                                        float(a_scale), np.asarray(shift, dtype=np.float64), B, X,
+                                        float(tol), int(maxiter), R, P, AP)
+        return PCGResult(x=X, iterations=int(it), residual=float(res), converged=res <= tol)
+
+    def quad(self, x: np.ndarray, k: int = 1) -> float:
+        """``x' (A ⊗ I_k) x`` for a pixel-major vector ``x``."""
+        return float(cpu_kernels.quad_form(self.indptr, self.indices, self.data,
+                                           np.ascontiguousarray(x, dtype=np.float64), k))
+
+
 class GenericSystem:
-    """x-update system ``(2A + rho I + rho3 C1'C1 + rho4 C2'C2) x = rhs`` for any sparse/dense A."""
+    """x-update system ``(2A + rho I + rho3 C1'C1 + rho4 C2'C2) x = rhs`` for any sparse/dense A.
+
+    On the CPU a sparse ``A`` without constraints is solved by the compiled CG of
+    :mod:`solver.cpu_kernels` (same iterates as :func:`solver.pcg.pcg`, fewer passes over memory).
+    """
 
     def __init__(self, A: Any, backend: Backend) -> None:
         self.backend = backend
         self.n = A.shape[0]
+        self._compiled = None
         if sp.issparse(A):
             self._A = backend.as_sparse(A)
             diag = A.diagonal()
+            if not backend.is_gpu:
+                self._compiled = _CompiledCSR(A)
         else:
             self._A = backend.asarray(np.asarray(A, dtype=np.float64))
             diag = np.diag(A)
@@ -105,10 +149,20 @@ class GenericSystem:
         """``A @ x``."""
         return self._A @ x
 
+    def quad(self, x: Any) -> float:
+        """``x' A x``."""
+        if self._compiled is not None:
+            return self._compiled.quad(x)
+        return self.backend.dot(x, self._A @ x)
+
     def solve(self, rhs: Any, x0: Any, rho: float, eq: LinearOperatorPair | None,
               rho_eq: float, ineq: LinearOperatorPair | None, rho_ineq: float,
               tol: float, maxiter: int) -> PCGResult:
         """Solve the x-update system by Jacobi-preconditioned CG, warm-started at ``x0``."""
+        if self._compiled is not None and eq is None and ineq is None:
+            res = self._compiled.pcg(2.0, np.array([rho]), rhs[None, :],
+                                     None if x0 is None else x0[None, :], tol, maxiter)
+            return PCGResult(res.x[0], res.iterations, res.residual, res.converged)
         diag = self._diag2 + rho
         if eq is not None:
             diag = diag + rho_eq * eq.col_sq
@@ -144,10 +198,17 @@ class OneHotKronSystem:
         self.n = L.shape[0] * k
         self._L = backend.as_sparse(L)
         self._diag2 = backend.asarray(2.0 * L.diagonal())
+        self._compiled = None if backend.is_gpu else _CompiledCSR(L)
 
     def apply_A(self, x: Any) -> Any:
         """``(L ⊗ I_k) @ x``."""
         return (self._L @ x.reshape(-1, self.k)).ravel()
+
+    def quad(self, x: Any) -> float:
+        """``x' (L ⊗ I_k) x``."""
+        if self._compiled is not None:
+            return self._compiled.quad(x, self.k)
+        return self.backend.dot(x, self.apply_A(x))
 
     def solve(self, rhs: Any, x0: Any, rho: float, eq: LinearOperatorPair | None,
               rho_eq: float, ineq: LinearOperatorPair | None, rho_ineq: float,
@@ -156,12 +217,20 @@ class OneHotKronSystem:
         if ineq is not None:
             raise ValueError("OneHotKronSystem does not take inequality constraints")
         xp, k = self.backend.xp, self.k
+        shift = np.full(k, float(rho))
+        if eq is not None:
+            shift[0] += k * rho_eq
+        if self._compiled is not None:
+            c = self._compiled
+            x, it, worst = cpu_kernels.onehot_solve(
+                c.indptr, c.indices, c.data, c.diag, np.ascontiguousarray(rhs, dtype=np.float64),
+                np.zeros(rhs.size) if x0 is None else np.ascontiguousarray(x0, dtype=np.float64),
+                k, shift, float(tol), int(maxiter))
+            return PCGResult(x=x, iterations=int(it), residual=float(worst), converged=worst <= tol)
+        shift = xp.asarray(shift)
         R = rhs.reshape(-1, k)
         rbar = R.mean(axis=1, keepdims=True)
         B = xp.concatenate([rbar, R[:, :-1] - rbar], axis=1)
-        shift = xp.full(k, float(rho))
-        if eq is not None:
-            shift[0] += k * rho_eq
         X0 = None
         if x0 is not None:
             X = x0.reshape(-1, k)

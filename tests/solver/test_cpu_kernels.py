@@ -1,0 +1,91 @@
+"""The compiled CPU kernels must give what the numpy reference (also the GPU path) gives."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from solver import pcg
+from solver.backend import CPU
+from solver.qp import GenericSystem, OneHotKronSystem, _CompiledCSR, onehot_operator
+
+
+def _laplacian(n, seed):
+    R = sp.random(n, n, density=0.02, random_state=seed)
+    return sp.csgraph.laplacian((R + R.T).tocsr()).tocsr()
+
+
+@pytest.mark.parametrize("m", [1, 3])
+@pytest.mark.parametrize("maxiter", [3, 200])
+def test_compiled_pcg_gives_the_reference_iterates(m, maxiter):
+    L = _laplacian(400, 1)
+    rng = np.random.default_rng(2)
+    B, X0 = rng.normal(size=(400, m)), rng.normal(size=(400, m))
+    shift = np.array([0.3, 2.0, 9.0][:m])
+    ref = pcg(lambda V: 2.0 * (L @ V) + V * shift, B, x0=X0, tol=1e-8, maxiter=maxiter,
+              inv_diag=1.0 / (2.0 * L.diagonal()[:, None] + shift))
+    got = _CompiledCSR(L).pcg(2.0, shift, B.T, X0.T, 1e-8, maxiter)
+    assert got.iterations == ref.iterations
+    assert got.residual == pytest.approx(ref.residual, rel=1e-6)
+    np.testing.assert_allclose(got.x.T, ref.x, rtol=1e-9, atol=1e-12)
+    # the columns are solved, not just reproduced: the residual says so
+    if maxiter == 200:
+        assert got.converged
+        np.testing.assert_allclose(2.0 * (L @ got.x.T) + got.x.T * shift, B, atol=1e-6)
+
+
+def test_compiled_pcg_at_the_solution_takes_no_iteration():
+    L = _laplacian(200, 3)
+    x = np.random.default_rng(4).normal(size=(1, 200))
+    b = 2.0 * (L @ x[0]) + 1.5 * x[0]
+    res = _CompiledCSR(L).pcg(2.0, np.array([1.5]), b[None, :], x, 1e-8, 50)
+    assert res.iterations == 0
+
+
+def _without_kernels(system):
+    system._compiled = None
+    return system
+
+
+@pytest.mark.parametrize("with_eq", [False, True])
+def test_onehot_system_solve_matches_the_numpy_path(with_eq):
+    k, n = 3, 300
+    L = _laplacian(n, 5)
+    rng = np.random.default_rng(6)
+    rhs, x0 = rng.normal(size=n * k), rng.random(n * k)
+    eq = onehot_operator(n, k, CPU) if with_eq else None
+    args = (rhs, x0, 0.7, eq, 0.4, None, 0.0, 1e-9, 100)
+    fast = OneHotKronSystem(L, k, CPU).solve(*args)
+    slow = _without_kernels(OneHotKronSystem(L, k, CPU)).solve(*args)
+    assert fast.iterations == slow.iterations
+    np.testing.assert_allclose(fast.x, slow.x, rtol=1e-9, atol=1e-12)
+
+
+def test_generic_system_solve_matches_the_numpy_path():
+    L = _laplacian(300, 7)
+    rng = np.random.default_rng(8)
+    args = (rng.normal(size=300), rng.random(300), 1.3, None, 0.0, None, 0.0, 1e-9, 100)
+    fast = GenericSystem(L, CPU).solve(*args)
+    slow = _without_kernels(GenericSystem(L, CPU)).solve(*args)
+    assert fast.iterations == slow.iterations
+    np.testing.assert_allclose(fast.x, slow.x, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_quadratic_form_matches_the_product(k):
+    L = _laplacian(250, 9)
+    x = np.random.default_rng(10).normal(size=250 * k)
+    system = GenericSystem(L, CPU) if k == 1 else OneHotKronSystem(L, k, CPU)
+    expected = float(x @ system.apply_A(x))
+    assert system.quad(x) == pytest.approx(expected, rel=1e-12)
+
+
+def test_onehot_rounding_and_group_sums_match_numpy():
+    from solver import cpu_kernels
+
+    x = np.random.default_rng(11).random(40 * 4)
+    x[4:8] = 0.5  # a tie: the first label wins, as numpy's argmax
+    X = x.reshape(-1, 4)
+    expected = np.zeros_like(X)
+    expected[np.arange(40), X.argmax(axis=1)] = 1.0
+    np.testing.assert_array_equal(cpu_kernels.group_argmax_onehot(x, 4), expected.ravel())
+    np.testing.assert_allclose(cpu_kernels.group_sums(x, 4), X.sum(axis=1))
