@@ -5,6 +5,7 @@ import gc
 import logging
 import os
 import sys
+import threading
 
 from PyQt6.QtCore import QCoreApplication, QEvent, QEventLoop, QObject, QTimer
 from PyQt6.QtGui import QColor, QPalette
@@ -83,6 +84,10 @@ def run_app(argv: list[str] | None = None, image: str | None = None) -> int:
         The exit code of the event loop.
     """
     from segapp.ui.main_window import MainWindow
+    from solver.mrf import warm_up
+    # compile the solver's CPU kernels while the user opens an image and paints (daemon: never
+    # holds up quitting)
+    threading.Thread(target=warm_up, name="segapp-warm-up", daemon=True).start()
     app = get_app(argv)
     before = python_owned_qobjects()
     win = MainWindow()

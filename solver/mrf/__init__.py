@@ -36,5 +36,6 @@ __all__ = [
 
 from .admm_mrf import METHODS, MRFADMM, MRFIterationState, MRFResult, solve_mrf  # noqa: E402
 from .icm import icm  # noqa: E402
+from .warmup import warm_up  # noqa: E402
 
-__all__ += ["METHODS", "MRFADMM", "MRFIterationState", "MRFResult", "icm", "solve_mrf"]
+__all__ += ["METHODS", "MRFADMM", "MRFIterationState", "MRFResult", "icm", "solve_mrf", "warm_up"]

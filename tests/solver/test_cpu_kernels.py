@@ -89,3 +89,13 @@ def test_onehot_rounding_and_group_sums_match_numpy():
     expected[np.arange(40), X.argmax(axis=1)] = 1.0
     np.testing.assert_array_equal(cpu_kernels.group_argmax_onehot(x, 4), expected.ravel())
     np.testing.assert_allclose(cpu_kernels.group_sums(x, 4), X.sum(axis=1))
+
+
+def test_warm_up_compiles_the_kernels_of_both_label_counts():
+    from solver import cpu_kernels
+    from solver.mrf import kernels, warm_up
+
+    assert warm_up(3) > 0
+    for kernel in (cpu_kernels.block_pcg, cpu_kernels.onehot_solve, cpu_kernels.quad_form,
+                   kernels.icm_sweeps, kernels.fuse_level_sets, kernels.move_regions):
+        assert kernel.signatures, kernel.py_func.__name__

@@ -1,0 +1,44 @@
+"""Compile the CPU kernels ahead of the first real solve.
+
+numba compiles each kernel on its first call (several seconds the very first time, a fraction of
+a second when its on-disk cache is warm). :func:`warm_up` pays that once, on a tiny problem, so
+a benchmark does not time it and the application can do it in the background at start.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+def warm_up(max_labels: int = 3) -> float:
+    """Solve tiny problems with K = 2 .. ``max_labels`` so every CPU kernel is compiled.
+
+    Parameters
+    ----------
+    max_labels : int
+        Largest K to prepare (K = 2 and K > 2 use different kernels).
+
+    Returns
+    -------
+    float
+        Seconds it took.
+    """
+    from .admm_mrf import solve_mrf  # noqa: PLC0415
+    from .problem import build_problem  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(0)
+    for k in range(2, max(2, max_labels) + 1):
+        img = rng.random((12, 12))
+        strokes = np.zeros((12, 12), np.int32)
+        for c in range(k):
+            strokes[c, :] = c + 1
+        solve_mrf(build_problem(img, strokes, k), "admm", seed=0)
+    elapsed = time.perf_counter() - t0
+    log.info("CPU kernels ready in %.2f s", elapsed)
+    return elapsed
