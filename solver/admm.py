@@ -256,6 +256,7 @@ class LpBoxADMM:
         rho_cap = P.rho_max * self.scale
         history: list[IterationRecord] = []
         best = (math.inf, math.inf, None, 0)  # (violation, objective, x, iteration)
+        rounded_quad = self.system.quad_tracker()  # rounded iterates change in few entries
         recent: list[float] = []
         status = "max_iter"
         for it in range(1, P.max_iter + 1):
@@ -286,12 +287,13 @@ class LpBoxADMM:
             r1 = be.norm(x - z1) / xnorm
             r2 = be.norm(x - z2) / xnorm
             xr = self.round(x)
-            obj_r = self.objective(xr)
+            obj_r = rounded_quad(xr) + be.dot(self.b, xr) + self.constant
             viol = self.violation(xr)
             if (viol, obj_r) < best[:2]:
                 best = (viol, obj_r, xr, it)
-            rec = IterationRecord(it, self.objective(x), obj_r, viol <= 1e-9, r1, r2, rho,
-                                  sol.iterations)
+            obj_x = (self.objective(x) if sol.quad is None
+                     else sol.quad + be.dot(self.b, x) + self.constant)
+            rec = IterationRecord(it, obj_x, obj_r, viol <= 1e-9, r1, r2, rho, sol.iterations)
             history.append(rec)
             recent = (recent + [obj_r])[-P.stagnation_window:]
             if callback is not None:

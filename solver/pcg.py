@@ -29,12 +29,16 @@ class PCGResult:
         Largest relative residual ``||b - A x|| / ||b||`` over the columns.
     converged : bool
         Whether every column reached the tolerance.
+    quad : float or None
+        For an ADMM x-update, ``x' A x`` of the objective's matrix ``A`` when the solver got it
+        for free from its residual (the compiled CPU path); None otherwise.
     """
 
     x: Any
     iterations: int
     residual: float
     converged: bool
+    quad: float | None = None
 
 
 def _coldot(xp: Any, a: Any, b: Any) -> Any:

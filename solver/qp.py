@@ -7,6 +7,7 @@ Everything here runs once per problem (set-up); :mod:`solver.admm` only iterates
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,12 +117,29 @@ class _CompiledCSR:
         it, res = cpu_kernels.block_pcg(self.indptr, self.indices, self.data, self.diag,
                                         float(a_scale), np.asarray(shift, dtype=np.float64), B, X,
                                         float(tol), int(maxiter), R, P, AP)
-        return PCGResult(x=X, iterations=int(it), residual=float(res), converged=res <= tol)
+        quad = None
+        if B.shape[0] == 1:  # x'Ax from the residual, sparing a product
+            quad = cpu_kernels.quad_from_residual(B[0], R[0], X[0], float(a_scale), float(shift[0]))
+        return PCGResult(x=X, iterations=int(it), residual=float(res), converged=res <= tol,
+                         quad=quad)
 
     def quad(self, x: np.ndarray, k: int = 1) -> float:
         """``x' (A ⊗ I_k) x`` for a pixel-major vector ``x``."""
         return float(cpu_kernels.quad_form(self.indptr, self.indices, self.data,
                                            np.ascontiguousarray(x, dtype=np.float64), k))
+
+    def tracker(self, k: int = 1) -> Callable[[np.ndarray], float]:
+        """``f(x) = x' (A ⊗ I_k) x``, updated from the previous call's ``x`` entry by entry: cheap
+        for a sequence of vectors that differ in few entries (ADMM's rounded iterates)."""
+        n = (self.indptr.size - 1) * k
+        state = {"x": np.zeros(n), "v": np.zeros(n), "q": 0.0}
+
+        def quad(x: np.ndarray) -> float:
+            state["q"] = cpu_kernels.quad_update(self.indptr, self.indices, self.data, k,
+                                                 state["x"], np.asarray(x, dtype=np.float64),
+                                                 state["v"], state["q"])
+            return float(state["q"])
+        return quad
 
 
 class GenericSystem:
@@ -155,6 +173,10 @@ class GenericSystem:
             return self._compiled.quad(x)
         return self.backend.dot(x, self._A @ x)
 
+    def quad_tracker(self) -> Callable[[Any], float]:
+        """A function ``x -> x' A x`` that is cheap when ``x`` changes in few entries per call."""
+        return self.quad if self._compiled is None else self._compiled.tracker()
+
     def solve(self, rhs: Any, x0: Any, rho: float, eq: LinearOperatorPair | None,
               rho_eq: float, ineq: LinearOperatorPair | None, rho_ineq: float,
               tol: float, maxiter: int) -> PCGResult:
@@ -162,7 +184,7 @@ class GenericSystem:
         if self._compiled is not None and eq is None and ineq is None:
             res = self._compiled.pcg(2.0, np.array([rho]), rhs[None, :],
                                      None if x0 is None else x0[None, :], tol, maxiter)
-            return PCGResult(res.x[0], res.iterations, res.residual, res.converged)
+            return PCGResult(res.x[0], res.iterations, res.residual, res.converged, res.quad)
         diag = self._diag2 + rho
         if eq is not None:
             diag = diag + rho_eq * eq.col_sq
@@ -209,6 +231,10 @@ class OneHotKronSystem:
         if self._compiled is not None:
             return self._compiled.quad(x, self.k)
         return self.backend.dot(x, self.apply_A(x))
+
+    def quad_tracker(self) -> Callable[[Any], float]:
+        """A function ``x -> x' (L ⊗ I_k) x`` that is cheap when ``x`` changes in few entries."""
+        return self.quad if self._compiled is None else self._compiled.tracker(self.k)
 
     def solve(self, rhs: Any, x0: Any, rho: float, eq: LinearOperatorPair | None,
               rho_eq: float, ineq: LinearOperatorPair | None, rho_ineq: float,
