@@ -99,3 +99,25 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
     for kernel in (cpu_kernels.block_pcg, cpu_kernels.onehot_solve, cpu_kernels.quad_form,
                    kernels.icm_sweeps, kernels.fuse_level_sets, kernels.move_regions):
         assert kernel.signatures, kernel.py_func.__name__
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_quad_tracker_follows_a_sequence_of_sparse_changes(k):
+    L = _laplacian(200, 12)
+    system = GenericSystem(L, CPU) if k == 1 else OneHotKronSystem(L, k, CPU)
+    track = system.quad_tracker()
+    rng = np.random.default_rng(13)
+    x = (rng.random(200 * k) > 0.5).astype(float)
+    for step in range(6):
+        assert track(x) == pytest.approx(float(x @ system.apply_A(x)), rel=1e-10, abs=1e-9)
+        flip = rng.choice(x.size, size=1 + 7 * step, replace=False)
+        x = x.copy()
+        x[flip] = 1.0 - x[flip]
+
+
+def test_k2_solve_reports_the_quadratic_form_of_its_solution():
+    L = _laplacian(300, 14)
+    rng = np.random.default_rng(15)
+    sol = GenericSystem(L, CPU).solve(rng.normal(size=300), rng.random(300), 0.9, None, 0.0,
+                                      None, 0.0, 1e-6, 5)
+    assert sol.quad == pytest.approx(float(sol.x @ (L @ sol.x)), rel=1e-9)
