@@ -79,9 +79,10 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray, snapshots: Iterable
     free = np.flatnonzero(np.asarray(problem.hard).ravel() == 0)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
     csr, two_lam = kernels.csr_arrays(problem), 2.0 * problem.lam
+    scratch = kernels.fusion_scratch(problem.n)
     moved = 0
     for weights in snapshots:
         w = np.ascontiguousarray(weights, dtype=np.float32)
-        moved += kernels.fuse_level_sets(*csr, problem.unary, two_lam, lab, free, w, ts)
+        moved += kernels.fuse_level_sets(*csr, problem.unary, two_lam, lab, free, w, ts, scratch)
     log.debug("level-set fusion: %d regions taken", moved)
     return lab + 1, moved

@@ -79,8 +79,9 @@ def icm_sweeps(indptr, indices, data, unary, two_lam, lab, movable, width,
 
 
 @_jit
-def _components(indptr, indices, member, region, order, starts):  # pragma: no cover
-    """Connected components of the pixels with ``member[i]`` (graph restricted to them).
+def _components(indptr, indices, member, seeds, m, region, order, starts):  # pragma: no cover
+    """Connected components of the pixels with ``member[i]`` (graph restricted to them), which
+    are exactly ``seeds[:m]``; the work is proportional to them, not to the image.
 
     ``region`` (n,) must be -1 on entry at members; on exit it holds each member's component.
     ``order`` receives the members grouped by component, ``starts`` the offsets (length
@@ -89,8 +90,9 @@ def _components(indptr, indices, member, region, order, starts):  # pragma: no c
     nc = 0
     top = 0
     starts[0] = 0
-    for s in range(member.size):
-        if not member[s] or region[s] >= 0:
+    for t in range(m):
+        s = seeds[t]
+        if region[s] >= 0:
             continue
         region[s] = nc
         order[top] = s
@@ -127,7 +129,7 @@ def _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member, re
         return 0
     for t in range(m):
         member[idx[t]] = True
-    nc = _components(indptr, indices, member, region, order, starts)
+    nc = _components(indptr, indices, member, idx, m, region, order, starts)
     delta = np.zeros(nc)
     scale = 1.0
     for r in range(nc):
@@ -177,30 +179,58 @@ def fuse_candidate(indptr, indices, data, unary, two_lam, lab, idx, new):  # pra
 
 
 @_jit
-def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, free, weights,
-                    thresholds):  # pragma: no cover
+def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, free, weights, thresholds,
+                    scratch):  # pragma: no cover
     """Fuse ``lab`` with the proposals "label ``c`` wherever ``weights[:, c] > t``" on the pixels
     ``free`` (an index array), for every threshold ``t`` and label ``c`` in turn. Changes ``lab``
-    in place; returns the number of regions taken."""
-    n, k = weights.shape
-    idx = np.empty(n, np.int64)
-    newlab = np.zeros(n, np.int64)
-    member = np.zeros(n, np.bool_)
-    region = np.full(n, -1, np.int64)
-    order = np.empty(n, np.int64)
-    starts = np.empty(n + 1, np.int64)
+    in place; returns the number of regions taken. ``scratch`` comes from :func:`fusion_scratch`
+    and is left as found (so one serves many calls).
+
+    Only pixels where some other label's weight exceeds the lowest threshold can be proposed; they
+    are listed once, and pixels a taken region relabels join the list, so each proposal scans the
+    list instead of the image.
+    """
+    k = weights.shape[1]
+    idx, newlab, member, region, order, starts, span, listed = scratch
+    low = thresholds.min()
+    ns = 0
+    for i in free:
+        for c in range(k):
+            if c != lab[i] and weights[i, c] > low:
+                span[ns] = i
+                listed[i] = True
+                ns += 1
+                break
     taken = 0
     for t in thresholds:
         for c in range(k):
             m = 0
-            for i in free:
+            for q in range(ns):
+                i = span[q]
                 if lab[i] != c and weights[i, c] > t:
                     idx[m] = i
                     newlab[i] = c
                     m += 1
+            before = taken
             taken += _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member,
                            region, order, starts)
+            if taken > before:  # relabelled pixels may now differ from other proposals
+                for q in range(m):
+                    i = idx[q]
+                    if not listed[i] and lab[i] == c:
+                        span[ns] = i
+                        listed[i] = True
+                        ns += 1
+    for q in range(ns):
+        listed[span[q]] = False
     return taken
+
+
+def fusion_scratch(n: int) -> tuple[np.ndarray, ...]:
+    """Work arrays for :func:`fuse_level_sets` on ``n`` pixels."""
+    return (np.empty(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.bool_),
+            np.full(n, -1, np.int64), np.empty(n, np.int64), np.empty(n + 1, np.int64),
+            np.empty(n, np.int64), np.zeros(n, np.bool_))
 
 
 @_jit
@@ -212,16 +242,14 @@ def move_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard):  # 
     hard pixel stay. Changes ``lab`` in place; returns the number of regions moved.
     """
     n, k = unary.shape
-    m = 0
-    for i in range(n):
-        if mask[i]:
-            m += 1
+    seeds = np.flatnonzero(mask)
+    m = seeds.size
     if m == 0:
         return 0
     region = np.full(n, -1, np.int64)
     order = np.empty(m, np.int64)
     starts = np.empty(m + 1, np.int64)
-    nc = _components(indptr, indices, mask, region, order, starts)
+    nc = _components(indptr, indices, mask, seeds, m, region, order, starts)
     delta = np.zeros((nc, k))
     pinned = np.zeros(nc, np.bool_)
     border = np.zeros(k)
