@@ -200,3 +200,44 @@ def group_argmax_onehot(x, k):  # pragma: no cover
                 best = c
         out[i * k + best] = 1.0
     return out
+
+
+@_pjit
+def admm_rhs(z1, z2, y1, y2, b, rho):  # pragma: no cover
+    """Right-hand side of the x-update, ``rho (z1 + z2) - b - y1 - y2``, in one pass."""
+    out = np.empty(b.size)
+    for i in numba.prange(b.size):
+        out[i] = rho * (z1[i] + z2[i]) - b[i] - y1[i] - y2[i]
+    return out
+
+
+@_pjit
+def box_sphere_update(x, y1, y2, rho, gamma):  # pragma: no cover
+    """The z- and y-updates of ℓ2-box ADMM after an x-update, in two passes.
+
+    ``z1`` is the projection of ``x + y1 / rho`` onto the box, ``z2`` that of ``x + y2 / rho``
+    onto the sphere through the binary points (as :func:`solver.projections.project_lp_sphere`,
+    p = 2); the duals ``y1``, ``y2`` take their steps in place. Returns
+    ``(z1, z2, ||x - z1||^2, ||x - z2||^2, ||x||^2)``.
+    """
+    n = x.size
+    s = 0.0
+    for i in numba.prange(n):
+        v = x[i] + y2[i] / rho - 0.5
+        s += v * v
+    norm = np.sqrt(s)
+    scale = np.sqrt(n) / 2.0 / norm if norm > 0 else 0.0
+    z1, z2 = np.empty(n), np.empty(n)
+    d1 = d2 = xx = 0.0
+    for i in numba.prange(n):
+        a = min(max(x[i] + y1[i] / rho, 0.0), 1.0)
+        c = 0.5 + (x[i] + y2[i] / rho - 0.5) * scale if norm > 0 else 1.0
+        z1[i] = a
+        z2[i] = c
+        e1, e2 = x[i] - a, x[i] - c
+        y1[i] += gamma * rho * e1
+        y2[i] += gamma * rho * e2
+        d1 += e1 * e1
+        d2 += e2 * e2
+        xx += x[i] * x[i]
+    return z1, z2, d1, d2, xx

@@ -121,3 +121,23 @@ def test_k2_solve_reports_the_quadratic_form_of_its_solution():
     sol = GenericSystem(L, CPU).solve(rng.normal(size=300), rng.random(300), 0.9, None, 0.0,
                                       None, 0.0, 1e-6, 5)
     assert sol.quad == pytest.approx(float(sol.x @ (L @ sol.x)), rel=1e-9)
+
+
+def test_fused_box_sphere_step_matches_the_projections():
+    from solver import cpu_kernels
+    from solver.projections import project_box, project_lp_sphere
+
+    rng = np.random.default_rng(16)
+    x, y1, y2 = rng.normal(0.5, 0.6, 500), rng.normal(size=500), rng.normal(size=500)
+    rho, gamma = 2.5, 1.3
+    z1, z2 = project_box(x + y1 / rho), project_lp_sphere(x + y2 / rho)
+    y1_ref, y2_ref = y1 + gamma * rho * (x - z1), y2 + gamma * rho * (x - z2)
+    f1, f2, d1, d2, xx = cpu_kernels.box_sphere_update(x, y1, y2, rho, gamma)
+    np.testing.assert_allclose(f1, z1, atol=1e-12)
+    np.testing.assert_allclose(f2, z2, atol=1e-12)
+    np.testing.assert_allclose(y1, y1_ref, atol=1e-12)   # the duals step in place
+    np.testing.assert_allclose(y2, y2_ref, atol=1e-12)
+    assert (d1, d2, xx) == pytest.approx(
+        (np.sum((x - z1) ** 2), np.sum((x - z2) ** 2), np.sum(x * x)), rel=1e-12)
+    rhs = cpu_kernels.admm_rhs(z1, z2, y1, y2, x, rho)
+    np.testing.assert_allclose(rhs, rho * (z1 + z2) - x - y1 - y2, atol=1e-12)
