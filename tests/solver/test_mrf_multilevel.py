@@ -160,3 +160,47 @@ def test_coarse_to_fine_rejects_a_warm_start():
     p = random_problem((6, 6), k=2, seed=0)
     with pytest.raises(ValueError, match="warm start"):
         solve_mrf(p, "admm", coarse_to_fine=True, x0=np.full((36, 2), 0.5))
+
+
+def test_pixels_the_coarse_polish_relabelled_stay_free_at_the_next_level(monkeypatch):
+    """A block the coarsest polish moves to the label its data prefers is neither near a boundary
+    of the upsampled labels (inside) nor disputed by the data, so only the revisit frees it."""
+    import importlib
+
+    from solver.mrf import admm_mrf, multilevel
+
+    icm_module = importlib.import_module("solver.mrf.icm")
+    unary = np.zeros((200, 200, 2))
+    unary[..., 0] = 1.0                       # label 2 is cheaper everywhere ...
+    unary[60:140, 60:140] = (0.0, 0.2)        # ... except in a square that prefers label 1
+    p = problem_from_unary(np.zeros((200, 200)), unary, lam=50.0)
+    real_polish, real_solver = icm_module.polish_labels, admm_mrf.MRFADMM
+    flipped, free_masks = {}, []
+
+    def polish(level, labels, snapshots=(), max_rounds=3):
+        out = np.array(real_polish(level, labels, snapshots, max_rounds)).reshape(level.shape)
+        if not flipped:  # the coarsest level: a block inside the square goes to label 1
+            s = level.shape[0] / 200
+            lo, hi = int(70 * s), int(130 * s)
+            out[lo:hi, lo:hi] = 1
+            flipped["box"] = (2 * lo, 2 * hi)
+        return out
+
+    class Spy(real_solver):
+        def __init__(self, problem, *args, **kwargs):
+            free_masks.append(np.asarray(problem.hard).reshape(problem.shape) == 0)
+            super().__init__(problem, *args, **kwargs)
+
+    monkeypatch.setattr(icm_module, "polish_labels", polish)
+    monkeypatch.setattr(admm_mrf, "MRFADMM", Spy)
+
+    def next_level_free_in_block(radius):
+        flipped.clear()
+        free_masks.clear()
+        monkeypatch.setattr(multilevel, "REVISIT_RADIUS", radius)
+        solve_mrf(p, "admm", seed=0)
+        lo, hi = flipped["box"]
+        return free_masks[1][lo:hi, lo:hi]    # the first band level, twice as fine
+
+    assert next_level_free_in_block(multilevel.REVISIT_RADIUS).all()
+    assert not next_level_free_in_block(None)[6:-6, 6:-6].any()  # beyond the usual band
