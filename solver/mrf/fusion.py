@@ -15,6 +15,7 @@ import logging
 from collections.abc import Iterable
 
 import numpy as np
+from scipy import ndimage
 
 from . import kernels
 from .problem import MRFProblem
@@ -86,3 +87,52 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray, snapshots: Iterable
         moved += kernels.fuse_level_sets(*csr, problem.unary, two_lam, lab, free, w, ts, scratch)
     log.debug("level-set fusion: %d regions taken", moved)
     return lab + 1, moved
+
+
+#: Half-width of the closing in :func:`fuse_closings` (cameraman K = 3 at n = 1e4: 0.60% above
+#: alpha-expansion without, 0.22% with 2, 0.60% with 1 or 4; the seeded K = 3 shapes: seed 1
+#: 0.99% -> 0% with any of them).
+CLOSING_RADIUS = 2
+
+
+def fuse_closings(problem: MRFProblem, labels: np.ndarray,
+                  radius: int = CLOSING_RADIUS) -> tuple[np.ndarray, int]:
+    """Fill in each label's concavities: fuse with "label ``c`` on the closing of ``{labels == c}``".
+
+    A shape that ADMM bit a corner off, or left a notch in, is cheaper whole, but filling the
+    corner needs many pixels to move together (the first ones alone raise the energy), so no
+    single-pixel or boundary-cluster move starts it. The morphological closing (dilation then
+    erosion by a ``(2 radius + 1)``-square) proposes exactly those pixels; each connected region
+    of them is taken if it lowers the energy (exact, see :func:`fuse`).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    labels : numpy.ndarray
+        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    radius : int
+        Half-width of the closing's square.
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        ``(n,)`` int64 labels, energy no higher than the input's.
+    moved : int
+        Number of regions taken.
+    """
+    lab = np.array(labels, dtype=np.int64).ravel()
+    free = np.asarray(problem.hard).ravel() == 0
+    square = np.ones((3, 3), bool)
+    moved = 0
+    for c in range(1, problem.k + 1):
+        mask = (lab == c).reshape(problem.shape)
+        closed = ndimage.binary_closing(mask, square, iterations=radius).ravel()
+        idx = np.flatnonzero(closed & ~mask.ravel() & free)
+        if idx.size:
+            lab0 = lab - 1
+            moved += kernels.fuse_candidate(*kernels.csr_arrays(problem), problem.unary,
+                                            2.0 * problem.lam, lab0, idx,
+                                            np.full(idx.size, c - 1, np.int64))
+            lab = lab0 + 1
+    log.debug("closing fusion: %d regions taken", moved)
+    return lab, moved

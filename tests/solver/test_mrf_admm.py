@@ -29,15 +29,15 @@ def test_k2_admm_within_a_tenth_of_a_percent_of_mincut(backend, seed):
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_k3_admm_close_to_expansion(backend, seed):
-    """Per image, K = 3 stays within 2.5% of alpha-expansion. Issue #3 asks for 1%: seeds 0-3 give
-    0, 0.99, 0 and 0%; of seeds 0-11, seed 6 ends 12% above (ADMM cuts a corner off the middle-grey
-    square and the polish then drops the square), so 1% holds for the median (next test), not yet
-    for every image."""
+    """Per image, K = 3 stays within 1% of alpha-expansion (issue #3): seeds 0-3 give 0% (seed 1
+    was 0.99% before the closing fusion). Not every seed does: of seeds 0-11, seed 6 ends 12%
+    above (ADMM cuts a corner off the middle-grey square, a convex cut no closing fills, and the
+    polish then drops the square); the README says so."""
     image, truth, strokes = _synthetic(seed, 3, noise=0.12)
     p = build_problem(image, strokes, 3)
     ref = solve_mrf(p, "expansion")
     res = solve_mrf(p, "admm", backend=backend)
-    assert res.energy <= ref.energy + 0.025 * abs(ref.energy)
+    assert res.energy <= ref.energy + 0.01 * abs(ref.energy)
     assert np.mean(res.labels == truth) >= np.mean(ref.labels == truth) - 0.01
     assert set(np.unique(res.labels)) <= {1, 2, 3}
 

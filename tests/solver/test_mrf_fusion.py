@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from solver.mrf import MRFADMM, build_problem, solve_mrf
-from solver.mrf.fusion import SNAPSHOT_ITERATIONS, fuse, fuse_level_sets
-from solver.mrf.icm import polish_labels
+from solver.mrf import MRFADMM, build_problem, icm, problem_from_unary, solve_mrf
+from solver.mrf.fusion import SNAPSHOT_ITERATIONS, fuse, fuse_closings, fuse_level_sets
+from solver.mrf.icm import component_flips, polish_labels
 
 from ._mrf_helpers import random_problem, shapes_image
 
@@ -109,3 +109,36 @@ def test_fusion_lowers_admm_energy_on_noisy_shapes():
         assert fused <= plain + 1e-9
         assert fused <= ref + 1e-3 * abs(ref)
 
+
+
+def _bitten_square():
+    """A square whose data says fg, with a 3x4 bite out of its top edge where two isolated pixels
+    say fg strongly and the rest say bg weakly; the labels have the bite."""
+    unary = np.zeros((40, 40, 2))
+    unary[..., 0] = 1.0                                  # outside: background
+    unary[10:30, 10:30] = (0.0, 1.0)                     # the square: foreground
+    unary[10:13, 18:22] = (0.3, 0.0)                     # the bite: weakly background ...
+    unary[10, 18:22:2] = (0.0, 2.0)                      # ... but for two strong pixels
+    p = problem_from_unary(np.zeros((40, 40)), unary, lam=0.3)
+    labels = np.full((40, 40), 2)
+    labels[10:30, 10:30] = 1
+    labels[10:13, 18:22] = 2
+    return p, labels
+
+
+def test_closing_fusion_fills_a_bite_no_local_move_can():
+    p, bitten = _bitten_square()
+    bite = np.zeros((40, 40), bool)
+    bite[10:13, 18:22] = True
+    whole = bitten.copy()
+    whole[bite] = 1
+    assert p.energy(whole) < p.energy(bitten) - 1.0
+    stuck = component_flips(p, icm(p, bitten))
+    # ICM and region moves may nibble at the bite's rim, but most of it stays
+    assert (stuck[bite] == 2).sum() >= 8
+    assert p.energy(stuck) > p.energy(whole) + 1.0
+    filled, moved = fuse_closings(p, stuck)
+    assert moved >= 1
+    assert np.all(filled.reshape(40, 40)[bite] == 1)
+    assert p.energy(filled) < p.energy(stuck) - 1.0
+    assert np.all(polish_labels(p, bitten)[bite] == 1)
