@@ -248,11 +248,12 @@ class OneHotKronSystem:
             shift[0] += k * rho_eq
         if self._compiled is not None:
             c = self._compiled
-            x, it, worst = cpu_kernels.onehot_solve(
+            x, it, worst, quad = cpu_kernels.onehot_solve(
                 c.indptr, c.indices, c.data, c.diag, np.ascontiguousarray(rhs, dtype=np.float64),
                 np.zeros(rhs.size) if x0 is None else np.ascontiguousarray(x0, dtype=np.float64),
                 k, shift, float(tol), int(maxiter))
-            return PCGResult(x=x, iterations=int(it), residual=float(worst), converged=worst <= tol)
+            return PCGResult(x=x, iterations=int(it), residual=float(worst), converged=worst <= tol,
+                             quad=quad)
         shift = xp.asarray(shift)
         R = rhs.reshape(-1, k)
         rbar = R.mean(axis=1, keepdims=True)

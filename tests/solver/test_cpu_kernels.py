@@ -115,12 +115,15 @@ def test_quad_tracker_follows_a_sequence_of_sparse_changes(k):
         x[flip] = 1.0 - x[flip]
 
 
-def test_k2_solve_reports_the_quadratic_form_of_its_solution():
+@pytest.mark.parametrize("k", [1, 3, 4])
+def test_solve_reports_the_quadratic_form_of_its_solution(k):
     L = _laplacian(300, 14)
     rng = np.random.default_rng(15)
-    sol = GenericSystem(L, CPU).solve(rng.normal(size=300), rng.random(300), 0.9, None, 0.0,
-                                      None, 0.0, 1e-6, 5)
-    assert sol.quad == pytest.approx(float(sol.x @ (L @ sol.x)), rel=1e-9)
+    system = GenericSystem(L, CPU) if k == 1 else OneHotKronSystem(L, k, CPU)
+    eq = None if k == 1 else onehot_operator(300, k, CPU)
+    sol = system.solve(rng.normal(size=300 * k), rng.random(300 * k), 0.9, eq, 0.5, None, 0.0,
+                       1e-6, 5)
+    assert sol.quad == pytest.approx(float(sol.x @ system.apply_A(sol.x)), rel=1e-8)
 
 
 def test_fused_box_sphere_step_matches_the_projections():
