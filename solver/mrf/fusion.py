@@ -120,19 +120,16 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray,
     moved : int
         Number of regions taken.
     """
-    lab = np.array(labels, dtype=np.int64).ravel()
+    lab = np.array(labels, dtype=np.int64).ravel() - 1
     free = np.asarray(problem.hard).ravel() == 0
-    square = np.ones((3, 3), bool)
+    csr, two_lam = kernels.csr_arrays(problem), 2.0 * problem.lam
     moved = 0
-    for c in range(1, problem.k + 1):
+    for c in range(problem.k):
         mask = (lab == c).reshape(problem.shape)
-        closed = ndimage.binary_closing(mask, square, iterations=radius).ravel()
+        closed = ndimage.binary_closing(mask, np.ones((3, 3), bool), iterations=radius).ravel()
         idx = np.flatnonzero(closed & ~mask.ravel() & free)
         if idx.size:
-            lab0 = lab - 1
-            moved += kernels.fuse_candidate(*kernels.csr_arrays(problem), problem.unary,
-                                            2.0 * problem.lam, lab0, idx,
-                                            np.full(idx.size, c - 1, np.int64))
-            lab = lab0 + 1
+            moved += kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,
+                                            np.full(idx.size, c, np.int64))
     log.debug("closing fusion: %d regions taken", moved)
-    return lab, moved
+    return lab + 1, moved
