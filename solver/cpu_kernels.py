@@ -5,9 +5,12 @@ matrix: the hot loop of every ADMM iteration.
 (per-column step lengths, converged columns frozen, same stopping rule), for the operator
 ``a_scale * A + shift[c] I`` for each right-hand side ``c``, in three fused passes over memory
 per CG iteration instead of a dozen numpy temporaries; unsigned 32-bit column indices spare the
-inner loop numba's negative-index check (it then beats scipy's own ``csr_matvec``). The CG loops
-run on all cores (numba threads; ``NUMBA_NUM_THREADS`` limits them): on this project's 2-core
-machine a 1e5-row product takes 0.45 ms instead of 0.8 ms. The numpy/cupy :func:`solver.pcg.pcg` stays the
+inner loop numba's negative-index check (it then beats scipy's own ``csr_matvec``).
+
+The kernels are single-threaded on purpose. With numba's threads (OpenMP) a 1e5-pixel solve took
+0.8 s instead of 1.0 s on an idle 2-core machine, but with two other busy processes it took
+between 2 and 87 s (threads spinning at the barriers of thousands of short parallel loops),
+against 1.7-2.0 s single-threaded; the app's own GUI thread is such a competitor. The numpy/cupy :func:`solver.pcg.pcg` stays the
 reference and the GPU path; the tests hold the two to the same iterates.
 """
 
@@ -17,14 +20,13 @@ import numba
 import numpy as np
 
 _jit = numba.njit(cache=True, nogil=True, fastmath=False)
-_pjit = numba.njit(cache=True, nogil=True, parallel=True)
 
 
-@_pjit
+@_jit
 def _apply(indptr, indices, data, a_scale, shift, v, out):  # pragma: no cover
     """``out = a_scale * A @ v + shift * v``; returns ``v' out``."""
     vav = 0.0
-    for i in numba.prange(v.size):
+    for i in range(v.size):
         s = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             s += data[p] * v[indices[p]]
@@ -34,13 +36,13 @@ def _apply(indptr, indices, data, a_scale, shift, v, out):  # pragma: no cover
     return vav
 
 
-@_pjit
+@_jit
 def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, ap):  # pragma: no cover
     """One column of :func:`block_pcg`; returns ``(iterations, relative residual)``."""
     n = b.size
     _apply(indptr, indices, data, a_scale, shift, x, ap)
     bb = rr = 0.0
-    for i in numba.prange(n):
+    for i in range(n):
         r[i] = b[i] - ap[i]
         bb += b[i] * b[i]
         rr += r[i] * r[i]
@@ -49,7 +51,7 @@ def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, 
     if rel <= tol:
         return 0, rel
     rz = 0.0
-    for i in numba.prange(n):
+    for i in range(n):
         z = r[i] / (a_scale * diag[i] + shift)
         p[i] = z
         rz += r[i] * z
@@ -59,7 +61,7 @@ def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, 
         pap = _apply(indptr, indices, data, a_scale, shift, p, ap)
         alpha = rz / pap if pap > 0 else 0.0
         rr = rz_new = 0.0
-        for i in numba.prange(n):
+        for i in range(n):
             x[i] += alpha * p[i]
             ri = r[i] - alpha * ap[i]
             r[i] = ri
@@ -70,7 +72,7 @@ def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, 
             break
         beta = rz_new / rz if rz != 0 else 0.0
         rz = rz_new
-        for i in numba.prange(n):
+        for i in range(n):
             p[i] = r[i] / (a_scale * diag[i] + shift) + beta * p[i]
     return it, rel
 
@@ -211,16 +213,16 @@ def group_argmax_onehot(x, k):  # pragma: no cover
     return out
 
 
-@_pjit
+@_jit
 def admm_rhs(z1, z2, y1, y2, b, rho):  # pragma: no cover
     """Right-hand side of the x-update, ``rho (z1 + z2) - b - y1 - y2``, in one pass."""
     out = np.empty(b.size)
-    for i in numba.prange(b.size):
+    for i in range(b.size):
         out[i] = rho * (z1[i] + z2[i]) - b[i] - y1[i] - y2[i]
     return out
 
 
-@_pjit
+@_jit
 def box_sphere_update(x, y1, y2, rho, gamma):  # pragma: no cover
     """The z- and y-updates of ℓ2-box ADMM after an x-update, in two passes.
 
@@ -231,14 +233,14 @@ def box_sphere_update(x, y1, y2, rho, gamma):  # pragma: no cover
     """
     n = x.size
     s = 0.0
-    for i in numba.prange(n):
+    for i in range(n):
         v = x[i] + y2[i] / rho - 0.5
         s += v * v
     norm = np.sqrt(s)
     scale = np.sqrt(n) / 2.0 / norm if norm > 0 else 0.0
     z1, z2 = np.empty(n), np.empty(n)
     d1 = d2 = xx = 0.0
-    for i in numba.prange(n):
+    for i in range(n):
         a = min(max(x[i] + y1[i] / rho, 0.0), 1.0)
         c = 0.5 + (x[i] + y2[i] / rho - 0.5) * scale if norm > 0 else 1.0
         z1[i] = a
