@@ -37,13 +37,16 @@ def _apply(indptr, indices, data, a_scale, shift, v, out):  # pragma: no cover
 
 
 @_jit
-def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, ap):  # pragma: no cover
+def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, ap,
+         have_r):  # pragma: no cover
     """One column of :func:`block_pcg`; returns ``(iterations, relative residual)``."""
     n = b.size
-    _apply(indptr, indices, data, a_scale, shift, x, ap)
+    if not have_r:
+        _apply(indptr, indices, data, a_scale, shift, x, ap)
+        for i in range(n):
+            r[i] = b[i] - ap[i]
     bb = rr = 0.0
     for i in range(n):
-        r[i] = b[i] - ap[i]
         bb += b[i] * b[i]
         rr += r[i] * r[i]
     bnorm = np.sqrt(bb) if bb > 0 else 1.0
@@ -88,11 +91,12 @@ def quad_from_residual(b, r, x, a_scale, shift):  # pragma: no cover
 
 @_jit
 def block_pcg(indptr, indices, data, diag, a_scale, shift, B, X, tol, maxiter,
-              R, P, AP):  # pragma: no cover
+              R, P, AP, have_r=False):  # pragma: no cover
     """Solve ``(a_scale A + shift[c] I) X[c] = B[c]`` for every row ``c`` by Jacobi-preconditioned CG.
 
     Arrays are ``(m, n)``: one right-hand side per row. ``X`` holds the warm start and receives
-    the solution; ``R``, ``P``, ``AP`` are scratch (``R`` ends as the residual). ``indices`` must
+    the solution; ``R``, ``P``, ``AP`` are scratch (``R`` ends as the residual; with ``have_r``
+    it holds the warm start's residual on entry, which spares a product). ``indices`` must
     be unsigned (no negative-index checks in the inner loop). ``diag`` is the diagonal of ``A``.
     The columns are independent, so each runs until it converges; the count returned is the
     largest, as in :func:`solver.pcg.pcg`. Returns ``(iterations, largest relative residual)``.
@@ -100,7 +104,7 @@ def block_pcg(indptr, indices, data, diag, a_scale, shift, B, X, tol, maxiter,
     its, worst = 0, 0.0
     for c in range(B.shape[0]):
         it, rel = _pcg(indptr, indices, data, diag, a_scale, shift[c], B[c], X[c], tol, maxiter,
-                       R[c], P[c], AP[c])
+                       R[c], P[c], AP[c], have_r)
         its, worst = max(its, it), max(worst, rel)
     return its, worst
 

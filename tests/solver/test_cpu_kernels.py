@@ -144,3 +144,19 @@ def test_fused_box_sphere_step_matches_the_projections():
         (np.sum((x - z1) ** 2), np.sum((x - z2) ** 2), np.sum(x * x)), rel=1e-12)
     rhs = cpu_kernels.admm_rhs(z1, z2, y1, y2, x, rho)
     np.testing.assert_allclose(rhs, rho * (z1 + z2) - x - y1 - y2, atol=1e-12)
+
+
+def test_warm_start_from_the_last_solution_reuses_its_residual_exactly():
+    L = _laplacian(300, 17)
+    rng = np.random.default_rng(18)
+    reusing, fresh = GenericSystem(L, CPU), GenericSystem(L, CPU)
+    x = rng.random(300)
+    for step in range(5):  # an ADMM-like sequence: new right-hand side and shift, same start
+        rhs, shift = rng.normal(size=300), 0.5 * 1.3 ** step
+        a = reusing.solve(rhs, x, shift, None, 0.0, None, 0.0, 1e-10, 3)
+        fresh._compiled._last = None   # forces the residual to be computed with a product
+        b = fresh.solve(rhs, x, shift, None, 0.0, None, 0.0, 1e-10, 3)
+        assert a.iterations == b.iterations
+        np.testing.assert_allclose(a.x, b.x, rtol=1e-10, atol=1e-12)
+        x = a.x
+    assert reusing._compiled._reused == 4
