@@ -53,9 +53,11 @@ def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, 
     rel = np.sqrt(rr) / bnorm
     if rel <= tol:
         return 0, rel
+    minv = np.empty(n)  # the Jacobi preconditioner, inverted once
     rz = 0.0
     for i in range(n):
-        z = r[i] / (a_scale * diag[i] + shift)
+        minv[i] = 1.0 / (a_scale * diag[i] + shift)
+        z = r[i] * minv[i]
         p[i] = z
         rz += r[i] * z
     it = 0
@@ -69,14 +71,14 @@ def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, 
             ri = r[i] - alpha * ap[i]
             r[i] = ri
             rr += ri * ri
-            rz_new += ri * ri / (a_scale * diag[i] + shift)
+            rz_new += ri * ri * minv[i]
         rel = np.sqrt(rr) / bnorm
         if rel <= tol or it == maxiter:
             break
         beta = rz_new / rz if rz != 0 else 0.0
         rz = rz_new
         for i in range(n):
-            p[i] = r[i] / (a_scale * diag[i] + shift) + beta * p[i]
+            p[i] = r[i] * minv[i] + beta * p[i]
     return it, rel
 
 
