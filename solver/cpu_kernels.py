@@ -23,11 +23,12 @@ _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 
 
 @_jit
-def _apply(indptr, indices, data, a_scale, shift, v, out):  # pragma: no cover
-    """``out = a_scale * A @ v + shift * v``; returns ``v' out``."""
+def _apply(indptr, indices, data, diag, a_scale, shift, v, out):  # pragma: no cover
+    """``out = a_scale * A @ v + shift * v`` with ``A``'s off-diagonal part in CSR and its
+    diagonal apart; returns ``v' out``."""
     vav = 0.0
     for i in range(v.size):
-        s = 0.0
+        s = diag[i] * v[i]
         for p in range(indptr[i], indptr[i + 1]):
             s += data[p] * v[indices[p]]
         s = a_scale * s + shift * v[i]
@@ -42,7 +43,7 @@ def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, 
     """One column of :func:`block_pcg`; returns ``(iterations, relative residual)``."""
     n = b.size
     if not have_r:
-        _apply(indptr, indices, data, a_scale, shift, x, ap)
+        _apply(indptr, indices, data, diag, a_scale, shift, x, ap)
         for i in range(n):
             r[i] = b[i] - ap[i]
     bb = rr = 0.0
@@ -63,7 +64,7 @@ def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, 
     it = 0
     while it < maxiter:
         it += 1
-        pap = _apply(indptr, indices, data, a_scale, shift, p, ap)
+        pap = _apply(indptr, indices, data, diag, a_scale, shift, p, ap)
         alpha = rz / pap if pap > 0 else 0.0
         rr = rz_new = 0.0
         for i in range(n):
@@ -99,7 +100,8 @@ def block_pcg(indptr, indices, data, diag, a_scale, shift, B, X, tol, maxiter,
     Arrays are ``(m, n)``: one right-hand side per row. ``X`` holds the warm start and receives
     the solution; ``R``, ``P``, ``AP`` are scratch (``R`` ends as the residual; with ``have_r``
     it holds the warm start's residual on entry, which spares a product). ``indices`` must
-    be unsigned (no negative-index checks in the inner loop). ``diag`` is the diagonal of ``A``.
+    be unsigned (no negative-index checks in the inner loop). The CSR arrays hold ``A``'s
+    off-diagonal part and ``diag`` its diagonal (a contiguous read instead of a gather per row).
     The columns are independent, so each runs until it converges; the count returned is the
     largest, as in :func:`solver.pcg.pcg`. Returns ``(iterations, largest relative residual)``.
     """

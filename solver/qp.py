@@ -102,7 +102,8 @@ RESIDUAL_REFRESH = 16
 class _CompiledCSR:
     """A host CSR matrix with the compiled CG and quadratic form of :mod:`solver.cpu_kernels`.
 
-    Right-hand sides are the rows of ``(m, n)`` arrays (each one contiguous).
+    Right-hand sides are the rows of ``(m, n)`` arrays (each one contiguous). The CG takes the
+    off-diagonal part (``off_*``) and the diagonal apart; the quadratic forms the whole matrix.
     """
 
     def __init__(self, A: sp.spmatrix) -> None:
@@ -111,6 +112,11 @@ class _CompiledCSR:
         self.indices = A.indices.astype(np.uint32 if A.shape[1] < 2**32 else np.uint64)
         self.data = A.data
         self.diag = np.asarray(A.diagonal(), dtype=np.float64)
+        off = (A - sp.diags(self.diag)).tocsr()
+        off.eliminate_zeros()
+        self.off_indptr = off.indptr.astype(np.int64)
+        self.off_indices = off.indices.astype(self.indices.dtype)
+        self.off_data = off.data
         self._last: tuple | None = None  # (x, b, residual, shift, a_scale) of the last solve
         self._reused = 0
 
@@ -138,7 +144,7 @@ class _CompiledCSR:
             self._reused += 1
         else:
             self._reused = 0
-        it, res = cpu_kernels.block_pcg(self.indptr, self.indices, self.data, self.diag,
+        it, res = cpu_kernels.block_pcg(self.off_indptr, self.off_indices, self.off_data, self.diag,
                                         float(a_scale), shift, B, X, float(tol), int(maxiter),
                                         R, P, AP, have_r)
         self._last = (X.copy(), B, R, shift, a_scale)
@@ -274,7 +280,8 @@ class OneHotKronSystem:
         if self._compiled is not None:
             c = self._compiled
             x, it, worst, quad = cpu_kernels.onehot_solve(
-                c.indptr, c.indices, c.data, c.diag, np.ascontiguousarray(rhs, dtype=np.float64),
+                c.off_indptr, c.off_indices, c.off_data, c.diag,
+                np.ascontiguousarray(rhs, dtype=np.float64),
                 np.zeros(rhs.size) if x0 is None else np.ascontiguousarray(x0, dtype=np.float64),
                 k, shift, float(tol), int(maxiter))
             return PCGResult(x=x, iterations=int(it), residual=float(worst), converged=worst <= tol,
