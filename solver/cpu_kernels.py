@@ -150,33 +150,30 @@ def quad_update(indptr, indices, data, k, x_old, x_new, v, q):  # pragma: no cov
 
 
 @_jit
-def onehot_solve(indptr, indices, data, diag, rhs, x0, k, shift, tol, maxiter):  # pragma: no cover
-    """The x-update of :class:`solver.qp.OneHotKronSystem` (see there) for pixel-major ``rhs``:
-    split into the mean and ``k - 1`` label directions, solve each by CG, recombine.
-
-    ``shift[0]`` belongs to the mean direction, ``shift[c]`` to the others. Returns
-    ``(x, iterations, largest relative residual, x' (A ⊗ I_k) x)``; the last comes from the CG
-    residuals (``A X[c] = (B[c] - R[c] - shift[c] X[c]) / 2``), with no further product: with
-    ``x_c = u + w_c`` and ``sum_c w_c = 0`` it is ``k u'Au + sum_c w_c' A w_c``.
-    """
-    n = rhs.size // k
-    B = np.empty((k, n))
-    X = np.empty((k, n))
+def onehot_split(v, k):  # pragma: no cover
+    """Pixel-major ``v`` (``v.reshape(-1, k)``) to the label directions of
+    :class:`solver.qp.OneHotKronSystem`: row 0 the mean over labels, row ``c`` (1 .. k-1)
+    ``v_c - mean`` for label ``c - 1``. Returns a ``(k, n)`` array."""
+    n = v.size // k
+    out = np.empty((k, n))
     for i in range(n):
-        rbar = 0.0
-        ubar = 0.0
+        mean = 0.0
         for c in range(k):
-            rbar += rhs[i * k + c]
-            ubar += x0[i * k + c]
-        rbar /= k
-        ubar /= k
-        B[0, i] = rbar
-        X[0, i] = ubar
+            mean += v[i * k + c]
+        mean /= k
+        out[0, i] = mean
         for c in range(1, k):
-            B[c, i] = rhs[i * k + c - 1] - rbar
-            X[c, i] = x0[i * k + c - 1] - ubar
-    R, P, AP = np.empty((k, n)), np.empty((k, n)), np.empty((k, n))
-    its, worst = block_pcg(indptr, indices, data, diag, 2.0, shift, B, X, tol, maxiter, R, P, AP)
+            out[c, i] = v[i * k + c - 1] - mean
+    return out
+
+
+@_jit
+def onehot_merge(B, X, R, shift):  # pragma: no cover
+    """Recombine the label directions ``X`` (see :func:`onehot_split`) into pixel-major ``x``
+    (``x_c = u + w_c``, the last label ``u - sum_c w_c``) and get ``x' (A ⊗ I_k) x`` from the CG
+    residuals, ``A X[c] = (B[c] - R[c] - shift[c] X[c]) / 2``, with no further product: since
+    ``sum_c w_c = 0`` it is ``k u'Au + sum_c w_c' A w_c``. Returns ``(x, quad)``."""
+    k, n = X.shape
     x = np.empty(n * k)
     quad = 0.0
     for i in range(n):
@@ -191,7 +188,7 @@ def onehot_solve(indptr, indices, data, diag, rhs, x0, k, shift, tol, maxiter): 
                 a_rest += ax
         x[i * k + k - 1] = X[0, i] - rest
         quad += rest * a_rest   # w_k = -rest, A w_k = -a_rest
-    return x, its, worst, quad
+    return x, quad
 
 
 @_jit

@@ -119,6 +119,7 @@ class _CompiledCSR:
         self.off_data = off.data
         self._last: tuple | None = None  # (x, b, residual, shift, a_scale) of the last solve
         self._reused = 0
+        self._onehot_last: tuple | None = None  # (pixel-major x, label directions) of the last
 
     def pcg(self, a_scale: float, shift: np.ndarray, B: np.ndarray, X0: np.ndarray | None,
             tol: float, maxiter: int) -> PCGResult:
@@ -153,6 +154,28 @@ class _CompiledCSR:
             quad = cpu_kernels.quad_from_residual(B[0], R[0], X[0], float(a_scale), float(shift[0]))
         return PCGResult(x=X, iterations=int(it), residual=float(res), converged=res <= tol,
                          quad=quad)
+
+    def onehot_solve(self, rhs: np.ndarray, x0: np.ndarray | None, k: int, shift: np.ndarray,
+                     tol: float, maxiter: int) -> PCGResult:
+        """The x-update of :class:`OneHotKronSystem`: split, one CG per label direction, merge.
+
+        A warm start equal to the last solution reuses that solution's label directions, so the
+        CG can reuse its residual too (see :meth:`pcg`).
+        """
+        rhs = np.ascontiguousarray(rhs, dtype=np.float64)
+        last = self._onehot_last
+        if x0 is None:
+            X0 = np.zeros((k, rhs.size // k))
+        elif last is not None and last[0].shape == x0.shape and np.array_equal(last[0], x0):
+            X0 = last[1]
+        else:
+            X0 = cpu_kernels.onehot_split(np.ascontiguousarray(x0, dtype=np.float64), k)
+        B = cpu_kernels.onehot_split(rhs, k)
+        res = self.pcg(2.0, shift, B, X0, tol, maxiter)
+        x, quad = cpu_kernels.onehot_merge(B, res.x, self._last[2], self._last[3])
+        self._onehot_last = (x.copy(), res.x.copy())
+        return PCGResult(x=x, iterations=res.iterations, residual=res.residual,
+                         converged=res.converged, quad=quad)
 
     def quad(self, x: np.ndarray, k: int = 1) -> float:
         """``x' (A ⊗ I_k) x`` for a pixel-major vector ``x``."""
@@ -278,14 +301,7 @@ class OneHotKronSystem:
         if eq is not None:
             shift[0] += k * rho_eq
         if self._compiled is not None:
-            c = self._compiled
-            x, it, worst, quad = cpu_kernels.onehot_solve(
-                c.off_indptr, c.off_indices, c.off_data, c.diag,
-                np.ascontiguousarray(rhs, dtype=np.float64),
-                np.zeros(rhs.size) if x0 is None else np.ascontiguousarray(x0, dtype=np.float64),
-                k, shift, float(tol), int(maxiter))
-            return PCGResult(x=x, iterations=int(it), residual=float(worst), converged=worst <= tol,
-                             quad=quad)
+            return self._compiled.onehot_solve(rhs, x0, k, shift, tol, maxiter)
         shift = xp.asarray(shift)
         R = rhs.reshape(-1, k)
         rbar = R.mean(axis=1, keepdims=True)

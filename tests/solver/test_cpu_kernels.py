@@ -96,7 +96,7 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
     from solver.mrf import kernels, warm_up
 
     assert warm_up(3) > 0
-    for kernel in (cpu_kernels.block_pcg, cpu_kernels.onehot_solve, cpu_kernels.quad_form,
+    for kernel in (cpu_kernels.block_pcg, cpu_kernels.onehot_merge, cpu_kernels.quad_form,
                    kernels.icm_sweeps, kernels.fuse_level_sets, kernels.move_regions):
         assert kernel.signatures, kernel.py_func.__name__
 
@@ -146,17 +146,23 @@ def test_fused_box_sphere_step_matches_the_projections():
     np.testing.assert_allclose(rhs, rho * (z1 + z2) - x - y1 - y2, atol=1e-12)
 
 
-def test_warm_start_from_the_last_solution_reuses_its_residual_exactly():
+@pytest.mark.parametrize("k", [1, 3])
+def test_warm_start_from_the_last_solution_reuses_its_residual_exactly(k):
     L = _laplacian(300, 17)
     rng = np.random.default_rng(18)
-    reusing, fresh = GenericSystem(L, CPU), GenericSystem(L, CPU)
-    x = rng.random(300)
+
+    def system():
+        return GenericSystem(L, CPU) if k == 1 else OneHotKronSystem(L, k, CPU)
+    reusing, fresh = system(), system()
+    eq = None if k == 1 else onehot_operator(300, k, CPU)
+    x = rng.random(300 * k)
     for step in range(5):  # an ADMM-like sequence: new right-hand side and shift, same start
-        rhs, shift = rng.normal(size=300), 0.5 * 1.3 ** step
-        a = reusing.solve(rhs, x, shift, None, 0.0, None, 0.0, 1e-10, 3)
-        fresh._compiled._last = None   # forces the residual to be computed with a product
-        b = fresh.solve(rhs, x, shift, None, 0.0, None, 0.0, 1e-10, 3)
+        rhs, shift = rng.normal(size=300 * k), 0.5 * 1.3 ** step
+        a = reusing.solve(rhs, x, shift, eq, 0.2, None, 0.0, 1e-10, 3)
+        fresh._compiled._last = fresh._compiled._onehot_last = None  # residual by a product
+        b = fresh.solve(rhs, x, shift, eq, 0.2, None, 0.0, 1e-10, 3)
         assert a.iterations == b.iterations
-        np.testing.assert_allclose(a.x, b.x, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(a.x, b.x, rtol=1e-9, atol=1e-11)
+        assert a.quad == pytest.approx(float(a.x @ reusing.apply_A(a.x)), rel=1e-8)
         x = a.x
     assert reusing._compiled._reused == 4
