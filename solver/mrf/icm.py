@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from . import kernels
-from .fusion import fuse_closings, fuse_level_sets
+from .fusion import fuse_boxes, fuse_closings, fuse_level_sets
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -105,8 +105,8 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
 
 def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   snapshots: Sequence[np.ndarray] = (), max_rounds: int = 3) -> np.ndarray:
-    """ICM, filled concavities, whole-region moves, then level-set fusion with ADMM's iterates;
-    never raises the energy.
+    """ICM, filled concavities and box completions, whole-region moves, then level-set fusion
+    with ADMM's iterates; never raises the energy.
 
     Parameters
     ----------
@@ -125,6 +125,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         ``(H, W)`` int32 labels.
     """
     lab = icm(problem, fuse_closings(problem, icm(problem, labels))[0])
+    lab = icm(problem, fuse_boxes(problem, lab)[0])
     lab = component_flips(problem, lab)
     if len(snapshots):
         snapshots = list(snapshots)  # built once for all rounds

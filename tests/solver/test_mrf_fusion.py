@@ -5,7 +5,8 @@ import pytest
 from scipy import ndimage
 
 from solver.mrf import MRFADMM, build_problem, icm, problem_from_unary, solve_mrf
-from solver.mrf.fusion import SNAPSHOT_ITERATIONS, fuse, fuse_closings, fuse_level_sets
+from solver.mrf.fusion import (SNAPSHOT_ITERATIONS, fuse, fuse_boxes, fuse_closings,
+                               fuse_level_sets)
 from solver.mrf.icm import component_flips, polish_labels
 
 from ._mrf_helpers import random_problem, shapes_image
@@ -142,3 +143,29 @@ def test_closing_fusion_fills_a_bite_no_local_move_can():
     assert np.all(filled.reshape(40, 40)[bite] == 1)
     assert p.energy(filled) < p.energy(stuck) - 1.0
     assert np.all(polish_labels(p, bitten)[bite] == 1)
+
+
+def test_box_fusion_restores_a_corner_that_a_closing_cannot():
+    """A corner cut off a square is a convex cut: the closing leaves it, the box fills it."""
+    rr, cc = np.mgrid[0:40, 0:40]
+    corner = (rr >= 10) & (cc >= 10) & ((rr - 10) + (cc - 10) < 6)
+    unary = np.zeros((40, 40, 2))
+    unary[..., 0] = 1.0                                  # outside: background
+    unary[10:30, 10:30] = (0.0, 1.0)                     # the square: foreground
+    unary[corner] = (0.3, 0.0)                           # the corner: weakly background ...
+    unary[corner & (rr % 2 == 0) & (cc % 2 == 0)] = (0.0, 2.0)  # ... but for isolated pixels
+    p = problem_from_unary(np.zeros((40, 40)), unary, lam=0.3)
+    cut = np.full((40, 40), 2)
+    cut[10:30, 10:30] = 1
+    cut[corner] = 2
+    whole = cut.copy()
+    whole[corner] = 1
+    assert p.energy(whole) < p.energy(cut) - 1.0
+    stuck = component_flips(p, icm(p, cut))
+    assert (stuck[corner] == 2).sum() >= corner.sum() - 3
+    closed, _ = fuse_closings(p, stuck)
+    assert (closed.reshape(40, 40)[corner] == 2).sum() >= corner.sum() - 3
+    boxed, moved = fuse_boxes(p, stuck)
+    assert moved >= 1 and np.all(boxed.reshape(40, 40)[corner] == 1)
+    assert p.energy(boxed) < p.energy(stuck) - 1.0
+    assert np.all(polish_labels(p, cut)[corner] == 1)
