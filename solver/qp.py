@@ -148,7 +148,7 @@ class _CompiledCSR:
         it, res = cpu_kernels.block_pcg(self.off_indptr, self.off_indices, self.off_data, self.diag,
                                         float(a_scale), shift, B, X, float(tol), int(maxiter),
                                         R, P, AP, have_r)
-        self._last = (X.copy(), B, R, shift, a_scale)
+        self._last = (X.copy(), B.copy(), R, shift, a_scale)  # copies: callers may reuse theirs
         quad = None
         if B.shape[0] == 1:  # x'Ax from the residual, sparing a product
             quad = cpu_kernels.quad_from_residual(B[0], R[0], X[0], float(a_scale), float(shift[0]))
