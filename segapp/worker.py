@@ -18,8 +18,8 @@ from PyQt6.QtCore import QObject, QThread, pyqtSignal, pyqtSlot
 
 log = logging.getLogger(__name__)
 
-FRAME_INTERVAL = 1.0 / 15.0   # at most ~15 frames a second
-RECORD_INTERVAL = 1.0 / 30.0  # energy batches at most ~30 times a second
+FRAME_INTERVAL = 1.0 / 10.0   # at most ~10 frames a second
+RECORD_INTERVAL = 1.0 / 10.0  # energy batches (and plot redraws) at most ~10 times a second
 
 
 @dataclass
