@@ -30,6 +30,13 @@ SNAPSHOT_ITERATIONS = frozenset((1, 2, 3, 5, 8, 12, 17, 25, 35, 50, 70, 100, 140
 THRESHOLDS = (0.2, 0.5, 0.8)
 
 
+def _start(problem: MRFProblem, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple, float]:
+    """What every fusion works on: a 0-based copy of the labels, the free-pixel mask, the
+    Laplacian's CSR arrays and ``2 lam``."""
+    return (np.array(labels, dtype=np.int64).ravel() - 1, np.asarray(problem.hard).ravel() == 0,
+            kernels.csr_arrays(problem), 2.0 * problem.lam)
+
+
 def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tuple[np.ndarray, int]:
     """Take ``candidate`` on each 8-connected region where it differs, if that lowers the energy.
 
@@ -46,11 +53,10 @@ def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tupl
     moved : int
         Number of regions taken.
     """
-    lab = np.array(labels, dtype=np.int64).ravel() - 1
+    lab, free, csr, two_lam = _start(problem, labels)
     c = np.asarray(candidate, dtype=np.int64).ravel() - 1
-    idx = np.flatnonzero((lab != c) & (np.asarray(problem.hard).ravel() == 0))
-    moved = kernels.fuse_candidate(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab, idx,
-                                   c[idx])
+    idx = np.flatnonzero((lab != c) & free)
+    moved = kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx, c[idx])
     return lab + 1, moved
 
 
@@ -76,10 +82,9 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray, snapshots: Iterable
     moved : int
         Number of regions taken.
     """
-    lab = np.array(labels, dtype=np.int64).ravel() - 1
-    free = np.flatnonzero(np.asarray(problem.hard).ravel() == 0)
+    lab, free, csr, two_lam = _start(problem, labels)
+    free = np.flatnonzero(free)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
-    csr, two_lam = kernels.csr_arrays(problem), 2.0 * problem.lam
     scratch = kernels.fusion_scratch(problem.n)
     moved = 0
     for weights in snapshots:
@@ -120,9 +125,7 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray,
     moved : int
         Number of regions taken.
     """
-    lab = np.array(labels, dtype=np.int64).ravel() - 1
-    free = np.asarray(problem.hard).ravel() == 0
-    csr, two_lam = kernels.csr_arrays(problem), 2.0 * problem.lam
+    lab, free, csr, two_lam = _start(problem, labels)
     moved = 0
     for c in range(problem.k):
         mask = (lab == c).reshape(problem.shape)
@@ -161,9 +164,8 @@ def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
         Number of pieces taken.
     """
     h, w = problem.shape
-    lab = np.array(labels, dtype=np.int64).ravel() - 1
-    free = (np.asarray(problem.hard).ravel() == 0).reshape(h, w)
-    csr, two_lam = kernels.csr_arrays(problem), 2.0 * problem.lam
+    lab, free, csr, two_lam = _start(problem, labels)
+    free = free.reshape(h, w)
     moved = 0
     for c in range(problem.k):
         comp, nc = ndimage.label((lab == c).reshape(h, w), structure=np.ones((3, 3), bool))
