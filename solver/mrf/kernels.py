@@ -285,16 +285,38 @@ def move_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard):  # 
 
 
 @_jit
+def _on_boundary(indptr, indices, lab, i):  # pragma: no cover
+    """Whether pixel ``i`` has a neighbour of another label."""
+    for p in range(indptr[i], indptr[i + 1]):
+        if lab[indices[p]] != lab[i]:
+            return True
+    return False
+
+
+@_jit
+def _add_border_costs(indptr, indices, data, two_lam, lab, i, skip, cost):  # pragma: no cover
+    """Add to ``cost[c]`` what pixel ``i``'s edges (but the one to ``skip``) cost if it takes
+    label ``c``, given its neighbours' current labels."""
+    for p in range(indptr[i], indptr[i + 1]):
+        m = indices[p]
+        if m != i and m != skip:
+            for c in range(cost.size):
+                if lab[m] != c:
+                    cost[c] -= two_lam * data[p]
+
+
+@_jit
 def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):  # pragma: no cover
     """Move two neighbouring pixels of one label together to another label when that lowers the
     energy (a move single-pixel ICM cannot make when each pixel alone would raise it).
 
-    The edge between the two keeps its state; every other edge of either pixel is priced
-    exactly against its neighbour's current label. Sweeps until nothing moves or
-    ``max_sweeps``; changes ``lab`` in place and returns the number of pairs moved.
+    Only pairs with a pixel on a label boundary are tried. The edge between the two keeps its
+    state; every other edge of either pixel is priced exactly against its neighbour's current
+    label. Sweeps until nothing moves or ``max_sweeps``; changes ``lab`` in place and returns
+    the number of pairs moved.
     """
     n, k = unary.shape
-    cost_i = np.zeros(k)
+    cost = np.zeros(k)
     moves = 0
     for _ in range(max_sweeps):
         moved = 0
@@ -302,42 +324,22 @@ def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):
             if not movable[i]:
                 continue
             a = lab[i]
-            edge_i = False  # pairs away from every boundary are left to the region moves
-            for q in range(indptr[i], indptr[i + 1]):
-                if lab[indices[q]] != a:
-                    edge_i = True
-                    break
+            edge_i = _on_boundary(indptr, indices, lab, i)
             for q in range(indptr[i], indptr[i + 1]):
                 j = indices[q]
                 if j <= i or lab[j] != a or not movable[j]:
                     continue
-                if not edge_i:
-                    edge_j = False
-                    for p in range(indptr[j], indptr[j + 1]):
-                        if lab[indices[p]] != a:
-                            edge_j = True
-                            break
-                    if not edge_j:
-                        continue
+                if not edge_i and not _on_boundary(indptr, indices, lab, j):
+                    continue  # pairs away from every boundary are left to the region moves
                 for c in range(k):
-                    cost_i[c] = unary[i, c] + unary[j, c]
-                for p in range(indptr[i], indptr[i + 1]):
-                    m = indices[p]
-                    if m != i and m != j:
-                        for c in range(k):
-                            if lab[m] != c:
-                                cost_i[c] -= two_lam * data[p]
-                for p in range(indptr[j], indptr[j + 1]):
-                    m = indices[p]
-                    if m != i and m != j:
-                        for c in range(k):
-                            if lab[m] != c:
-                                cost_i[c] -= two_lam * data[p]
+                    cost[c] = unary[i, c] + unary[j, c]
+                _add_border_costs(indptr, indices, data, two_lam, lab, i, j, cost)
+                _add_border_costs(indptr, indices, data, two_lam, lab, j, i, cost)
                 best = a
                 for c in range(k):
-                    if cost_i[c] < cost_i[best]:
+                    if cost[c] < cost[best]:
                         best = c
-                if best != a and cost_i[best] < cost_i[a] - 1e-12 * max(1.0, abs(cost_i[a])):
+                if best != a and cost[best] < cost[a] - 1e-12 * max(1.0, abs(cost[a])):
                     lab[i] = best
                     lab[j] = best
                     moved += 1
