@@ -30,11 +30,12 @@ SNAPSHOT_ITERATIONS = frozenset((1, 2, 3, 5, 8, 12, 17, 25, 35, 50, 70, 100, 140
 THRESHOLDS = (0.2, 0.5, 0.8)
 
 
-def _start(problem: MRFProblem, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple, float]:
+def _start(problem: MRFProblem, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple, float,
+                                                              tuple]:
     """What every fusion works on: a 0-based copy of the labels, the free-pixel mask, the
-    Laplacian's CSR arrays and ``2 lam``."""
+    Laplacian's CSR arrays, ``2 lam`` and one set of kernel work arrays for all its proposals."""
     return (np.array(labels, dtype=np.int64).ravel() - 1, np.asarray(problem.hard).ravel() == 0,
-            kernels.csr_arrays(problem), 2.0 * problem.lam)
+            kernels.csr_arrays(problem), 2.0 * problem.lam, kernels.fusion_scratch(problem.n))
 
 
 def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tuple[np.ndarray, int]:
@@ -53,10 +54,10 @@ def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tupl
     moved : int
         Number of regions taken.
     """
-    lab, free, csr, two_lam = _start(problem, labels)
+    lab, free, csr, two_lam, scratch = _start(problem, labels)
     c = np.asarray(candidate, dtype=np.int64).ravel() - 1
     idx = np.flatnonzero((lab != c) & free)
-    moved = kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx, c[idx])
+    moved = kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx, c[idx], scratch)
     return lab + 1, moved
 
 
@@ -82,10 +83,9 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray, snapshots: Iterable
     moved : int
         Number of regions taken.
     """
-    lab, free, csr, two_lam = _start(problem, labels)
+    lab, free, csr, two_lam, scratch = _start(problem, labels)
     free = np.flatnonzero(free)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
-    scratch = kernels.fusion_scratch(problem.n)
     moved = 0
     for weights in snapshots:
         w = np.ascontiguousarray(weights, dtype=np.float32)
@@ -125,7 +125,7 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray,
     moved : int
         Number of regions taken.
     """
-    lab, free, csr, two_lam = _start(problem, labels)
+    lab, free, csr, two_lam, scratch = _start(problem, labels)
     moved = 0
     for c in range(problem.k):
         mask = (lab == c).reshape(problem.shape)
@@ -133,7 +133,7 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray,
         idx = np.flatnonzero(closed & ~mask.ravel() & free)
         if idx.size:
             moved += kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,
-                                            np.full(idx.size, c, np.int64))
+                                            np.full(idx.size, c, np.int64), scratch)
     log.debug("closing fusion: %d regions taken", moved)
     return lab + 1, moved
 
@@ -164,7 +164,7 @@ def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
         Number of pieces taken.
     """
     h, w = problem.shape
-    lab, free, csr, two_lam = _start(problem, labels)
+    lab, free, csr, two_lam, scratch = _start(problem, labels)
     free = free.reshape(h, w)
     moved = 0
     for c in range(problem.k):
@@ -178,6 +178,6 @@ def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
             ys, xs = np.nonzero((box != c) & free[rows, cols])
             idx = (ys + rows.start) * w + xs + cols.start
             moved += kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,
-                                            np.full(idx.size, c, np.int64))
+                                            np.full(idx.size, c, np.int64), scratch)
     log.debug("box fusion: %d pieces taken", moved)
     return lab + 1, moved

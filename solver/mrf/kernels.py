@@ -163,19 +163,19 @@ def _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member, re
 
 
 @_jit
-def fuse_candidate(indptr, indices, data, unary, two_lam, lab, idx, new):  # pragma: no cover
+def fuse_candidate(indptr, indices, data, unary, two_lam, lab, idx, new,
+                   scratch):  # pragma: no cover
     """Take label ``new[t]`` at pixel ``idx[t]`` on each connected region of ``idx`` where that
     lowers the energy (regions never touch, so each one's change is exact and independent).
 
-    Changes ``lab`` in place; returns the number of regions taken.
+    Changes ``lab`` in place; returns the number of regions taken. ``scratch`` comes from
+    :func:`fusion_scratch` and is left as found, so many calls share one set of work arrays.
     """
-    n, m = lab.size, idx.size
-    newlab = np.zeros(n, np.int64)
-    for t in range(m):
+    _, newlab, member, region, order, starts, _, _ = scratch
+    for t in range(idx.size):
         newlab[idx[t]] = new[t]
-    return _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab,
-                 np.zeros(n, np.bool_), np.full(n, -1, np.int64), np.empty(m, np.int64),
-                 np.empty(m + 1, np.int64))
+    return _fuse(indptr, indices, data, unary, two_lam, lab, idx, idx.size, newlab, member,
+                 region, order, starts)
 
 
 @_jit
