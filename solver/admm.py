@@ -123,6 +123,42 @@ class ADMMParams:
         return asdict(self)
 
 
+@dataclass
+class ADMMState:
+    """Where an ℓp-box ADMM run stands after an iteration: enough to go on from there.
+
+    Arrays live on the run's backend and are over the free variables (``y3`` over the equality
+    rows, ``z3``, ``y4`` over the inequality rows). A caller may slice every variable-sized
+    array to a subset of the variables before resuming (early fixing), as long as the system it
+    resumes with is the restriction to that subset.
+
+    Attributes
+    ----------
+    x, z1, z2, y1, y2 : array
+        Iterate, box and sphere copies, and their duals.
+    y3, z3, y4 : array or None
+        Constraint duals and slack.
+    rho : float
+        Penalty for the next iteration (absolute, not relative to the scale).
+    iteration : int
+        Iterations done so far.
+    recent : list of float
+        Rounded objectives of the last iterations (for the stagnation test).
+    """
+
+    x: Any
+    z1: Any
+    z2: Any
+    y1: Any
+    y2: Any
+    y3: Any
+    z3: Any
+    y4: Any
+    rho: float
+    iteration: int
+    recent: list[float]
+
+
 class LpBoxADMM:
     """ℓp-box ADMM on a prepared problem (see :func:`solver.solve_bqp` for the usual entry).
 
@@ -142,6 +178,10 @@ class LpBoxADMM:
         Maps a numpy vector over the free variables to one over all variables.
     params : ADMMParams
     backend : Backend or str
+    fixed_norm_sq : float
+        Squared norm of variables already eliminated from the problem at binary values (early
+        fixing): ``||x||`` in the relative residuals counts them, so the stopping test means the
+        same as on the whole problem.
     simplex_groups : int, optional
         Group size ``k`` of a one-hot structure laid out in consecutive groups (``x.reshape(-1, k)``
         rows sum to 1). Then ``z1`` is projected onto the product of simplices instead of the box:
@@ -154,7 +194,7 @@ class LpBoxADMM:
                  ineq: LinearOperatorPair | None = None, scale: float = 1.0,
                  constant: float = 0.0, expand: Callable[[np.ndarray], np.ndarray] | None = None,
                  params: ADMMParams | None = None, backend: Backend | str = "cpu",
-                 simplex_groups: int | None = None) -> None:
+                 simplex_groups: int | None = None, fixed_norm_sq: float = 0.0) -> None:
         self.backend = get_backend(backend)
         self.system = system
         self.b = self.backend.asarray(b, dtype=np.float64)
@@ -165,6 +205,7 @@ class LpBoxADMM:
         self.params = (params or ADMMParams()).validated()
         self.n = int(self.b.shape[0])
         self.simplex_groups = simplex_groups
+        self.fixed_norm_sq = float(fixed_norm_sq)
 
     # ------------------------------------------------------------------ helpers
     def objective(self, x: Any) -> float:
@@ -223,7 +264,8 @@ class LpBoxADMM:
     # ------------------------------------------------------------------ main loop
     def run(self, x0: Any = None, seed: int | None = None,
             callback: Callable[[IterationState], bool | None] | None = None,
-            setup_time_s: float = 0.0) -> ADMMResult:
+            setup_time_s: float = 0.0, *, resume: ADMMState | None = None,
+            pause_at: int | None = None) -> ADMMResult:
         """Iterate until convergence, the iteration limit, or a stop request.
 
         Parameters
@@ -238,6 +280,12 @@ class LpBoxADMM:
             True (or call ``state.request_stop()``) to stop.
         setup_time_s : float
             Set-up time to report in the result.
+        resume : ADMMState, optional
+            Go on from this state (a previous result's ``state``) instead of starting; ``x0``
+            and ``seed`` are then ignored. Iterations keep their numbers and the penalty its
+            schedule, so pausing and resuming gives the same iterates as one run.
+        pause_at : int, optional
+            Stop with status ``"paused"`` after this iteration (counted from the first start).
 
         Returns
         -------
@@ -246,22 +294,29 @@ class LpBoxADMM:
         xp, P, be = self.backend.xp, self.params, self.backend
         t0 = time.perf_counter()
         eq, ineq = self.eq, self.ineq
-        x = self._initial_x(x0, seed)
-        z1, z2 = self._project_z1(x), project_lp_sphere(x, P.p)
-        y1, y2 = xp.zeros(self.n), xp.zeros(self.n)
-        y3 = xp.zeros(eq.m) if eq is not None else None
-        y4 = xp.zeros(ineq.m) if ineq is not None else None
-        z3 = project_nonneg(ineq.d - ineq.matvec(x)) if ineq is not None else None
-        rho = P.rho0 * self.scale
+        if resume is None:
+            x = self._initial_x(x0, seed)
+            z1, z2 = self._project_z1(x), project_lp_sphere(x, P.p)
+            y1, y2 = xp.zeros(self.n), xp.zeros(self.n)
+            y3 = xp.zeros(eq.m) if eq is not None else None
+            y4 = xp.zeros(ineq.m) if ineq is not None else None
+            z3 = project_nonneg(ineq.d - ineq.matvec(x)) if ineq is not None else None
+            rho, start, recent = P.rho0 * self.scale, 0, []
+        else:
+            if resume.x.shape != (self.n,):
+                raise ValueError(f"resume state has {resume.x.shape[0]} variables, "
+                                 f"the problem {self.n}")
+            x, z1, z2, y1, y2 = resume.x, resume.z1, resume.z2, resume.y1, resume.y2
+            y3, z3, y4 = resume.y3, resume.z3, resume.y4
+            rho, start, recent = resume.rho, resume.iteration, list(resume.recent)
         rho_cap = P.rho_max * self.scale
         history: list[IterationRecord] = []
         best = (math.inf, math.inf, None, 0)  # (violation, objective, x, iteration)
         rounded_quad = self.system.quad_tracker()  # rounded iterates change in few entries
-        recent: list[float] = []
         status = "max_iter"
         # on the CPU the box/sphere steps run as compiled loops (same arithmetic, fewer passes)
         fused = not be.is_gpu and not self.simplex_groups
-        for it in range(1, P.max_iter + 1):
+        for it in range(start + 1, P.max_iter + 1):
             rc = rho * P.rho_constraints
             if fused:
                 rhs = cpu_kernels.admm_rhs(z1, z2, y1, y2, self.b, rho)
@@ -275,14 +330,14 @@ class LpBoxADMM:
             x = sol.x
             if fused:
                 z1, z2, d1, d2, xx = cpu_kernels.box_sphere_update(x, y1, y2, rho, P.gamma)
-                xnorm = max(math.sqrt(xx), 1.0)
+                xnorm = max(math.sqrt(xx + self.fixed_norm_sq), 1.0)
                 r1, r2 = math.sqrt(d1) / xnorm, math.sqrt(d2) / xnorm
             else:
                 z1 = self._project_z1(x + y1 / rho)
                 z2 = project_lp_sphere(x + y2 / rho, P.p)
                 y1 += P.gamma * rho * (x - z1)
                 y2 += P.gamma * rho * (x - z2)
-                xnorm = max(be.norm(x), 1.0)
+                xnorm = max(math.sqrt(be.norm(x) ** 2 + self.fixed_norm_sq), 1.0)
                 r1 = be.norm(x - z1) / xnorm
                 r2 = be.norm(x - z2) / xnorm
             cres = 0.0
@@ -318,6 +373,9 @@ class LpBoxADMM:
                 break
             if it % P.rho_every == 0:
                 rho = min(rho * P.rho_growth, rho_cap)
+            if pause_at is not None and it >= pause_at:
+                status = "paused"
+                break
         elapsed = time.perf_counter() - t0
         viol, obj, xbest, best_it = best
         x_host = self.backend.to_numpy(xbest if xbest is not None else self.round(x))
@@ -331,4 +389,5 @@ class LpBoxADMM:
             iterations=len(history), converged=status == "converged", status=status,
             time_s=elapsed, setup_time_s=setup_time_s, history=history,
             x_continuous=x_cont, best_iteration=best_it, backend=self.backend.name,
+            state=ADMMState(x, z1, z2, y1, y2, y3, z3, y4, rho, start + len(history), recent),
         )

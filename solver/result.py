@@ -113,7 +113,7 @@ class ADMMResult:
     converged : bool
         True when the stopping tests were met, False at the iteration limit or on a stop request.
     status : str
-        ``"converged"``, ``"max_iter"`` or ``"stopped"``.
+        ``"converged"``, ``"max_iter"``, ``"stopped"`` or ``"paused"``.
     time_s : float
         Wall time of the iterations (set-up excluded; see ``setup_time_s``).
     setup_time_s : float
@@ -126,6 +126,10 @@ class ADMMResult:
         Iteration at which ``x`` was found.
     backend : str
         ``"cpu"`` or ``"gpu"``.
+    state : ADMMState or None
+        The iterate, splitting variables, duals and penalty after the last iteration (on the
+        backend), from which :meth:`solver.admm.LpBoxADMM.run` can resume; ``status`` is
+        ``"paused"`` when the run stopped at its ``pause_at`` iteration.
     """
 
     x: np.ndarray
@@ -140,6 +144,7 @@ class ADMMResult:
     x_continuous: np.ndarray | None = None
     best_iteration: int = 0
     backend: str = "cpu"
+    state: Any = None
 
     @property
     def pcg_iterations(self) -> int:

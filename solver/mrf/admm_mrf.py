@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from ..admm import ADMMParams, LpBoxADMM
+from ..admm import ADMMParams, ADMMState, LpBoxADMM
 from ..backend import Backend, get_backend
 from ..qp import GenericSystem, OneHotKronSystem, onehot_operator, problem_scale
 from ..result import ADMMResult, IterationRecord, IterationState
-from . import multilevel
+from . import freeze, multilevel
 from .fusion import SNAPSHOT_ITERATIONS
 from .icm import polish_labels
 from .problem import MRFProblem
@@ -128,20 +128,30 @@ class MRFADMM:
     problem : MRFProblem
     backend : {"cpu", "gpu", "auto"} or Backend
     params : ADMMParams, optional
+    onehot : {"penalty", "simplex"}
+        How K > 2 keeps each pixel's weights on the simplex.
+    early_fixing : bool, optional
+        Fix settled pixels during :meth:`run` (default :data:`solver.mrf.freeze.ENABLED`).
+    scale : float, optional
+        Problem scale of the penalties (default: from this problem); a sub-problem made by early
+        fixing keeps its parent's, so the penalty cap does not move.
     """
 
     def __init__(self, problem: MRFProblem, backend: str | Backend = "cpu",
-                 params: ADMMParams | None = None, onehot: str = ONEHOT_DEFAULT) -> None:
+                 params: ADMMParams | None = None, onehot: str = ONEHOT_DEFAULT, *,
+                 early_fixing: bool | None = None, scale: float | None = None) -> None:
         if onehot not in ("simplex", "penalty"):
             raise ValueError(f"onehot must be 'simplex' or 'penalty', got {onehot!r}")
         t0 = time.perf_counter()
         self.problem = problem
+        self.onehot = onehot
+        self.early_fixing = freeze.ENABLED if early_fixing is None else early_fixing
         self.backend = get_backend(backend)
         self.params = (params or ADMMParams()).validated()
         k, lam = problem.k, problem.lam
         hard = np.asarray(problem.hard).ravel()
         self.free = np.flatnonzero(hard == 0)
-        self.snapshots: list[np.ndarray] = []
+        self.snapshots: list[tuple[MRFADMM, np.ndarray]] = []
         fix = np.flatnonzero(hard > 0)
         L = problem.laplacian.tocsr()
         L_f = L[self.free]
@@ -152,13 +162,11 @@ class MRFADMM:
         d = problem.unary
         constant = lam * float(np.sum(Xc * (L[fix][:, fix] @ Xc))) + float(np.sum(d[fix] * Xc))
         B = d[self.free] + coupling
-        be = self.backend
         if k == 2:
             # x2 = 1 - x1; L_ff 1 = 0 only without fixed pixels, so keep its terms
             A = (2.0 * lam) * L_ff
             row = np.asarray(L_ff.sum(axis=1)).ravel()
             b = B[:, 0] - B[:, 1] - 2.0 * lam * row
-            system, eq = GenericSystem(A, be), None
             constant += float(B[:, 1].sum()) + lam * float(row.sum())
         else:
             # sum_k x_ik = 1, so a per-pixel constant in the unaries changes nothing but the
@@ -167,13 +175,64 @@ class MRFADMM:
             constant += float(mean.sum())
             A = lam * L_ff
             b = (B - mean).ravel()
-            system = OneHotKronSystem(A, k, be)
-            eq = onehot_operator(self.free.size, k, be) if onehot == "penalty" else None
-        self.admm = LpBoxADMM(system, b, eq=eq, scale=problem_scale(A, b), constant=constant,
-                              params=self.params, backend=be,
-                              simplex_groups=k if k > 2 and onehot == "simplex" else None)
+        # the objective over the free variables, kept on the host for early fixing
+        self._A, self._b, self._constant = A, b, constant
+        self._scale = problem_scale(A, b) if scale is None else scale
+        self._fixed_norm_sq = 0.0  # of the variables early fixing removed
+        self._build()
         self._fixed_labels = hard
         self.setup_time_s = time.perf_counter() - t0
+
+    def _build(self) -> None:
+        """The x-update system and the ADMM solver of the objective ``x'Ax + b'x + constant``."""
+        k, be = self.problem.k, self.backend
+        if k == 2:
+            system, eq = GenericSystem(self._A, be), None
+        else:
+            system = OneHotKronSystem(self._A, k, be)
+            eq = onehot_operator(self.free.size, k, be) if self.onehot == "penalty" else None
+        self.admm = LpBoxADMM(system, self._b, eq=eq, scale=self._scale, constant=self._constant,
+                              params=self.params, backend=be,
+                              simplex_groups=k if k > 2 and self.onehot == "simplex" else None,
+                              fixed_norm_sq=self._fixed_norm_sq)
+
+    def _restricted(self, keep: np.ndarray, x: np.ndarray) -> MRFADMM:
+        """This solver with every free pixel outside ``keep`` fixed to the label ``x`` rounds to.
+
+        The objective over the pixels left is the restriction of this one (``A_kk``, and the
+        coupling ``2 A_kr x_r`` moved into ``b``), so nothing is rebuilt from the whole image.
+
+        Parameters
+        ----------
+        keep : numpy.ndarray
+            Sorted positions (among the free pixels) of those that stay free.
+        x : numpy.ndarray
+            Host vector over the free variables.
+        """
+        t0 = time.perf_counter()
+        k, m = self.problem.k, self.free.size
+        out = np.ones(m, dtype=bool)
+        out[keep] = False
+        gone = np.flatnonzero(out)
+        lab = freeze.one_hot_distance(x, k)[0][gone]
+        X = np.zeros((m, k))
+        X[gone, lab] = 1.0
+        xr = X[:, 0] if k == 2 else X.ravel()
+        V = self._A @ (X[:, :1] if k == 2 else X)
+        B = self._b.reshape(m, -1)
+        child = object.__new__(MRFADMM)
+        hard = self._fixed_labels.copy()
+        hard[self.free[gone]] = lab + 1
+        child.__dict__.update(
+            problem=replace(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
+            backend=self.backend, params=self.params, free=self.free[keep], snapshots=[],
+            _fixed_labels=hard, _scale=self._scale,
+            _fixed_norm_sq=self._fixed_norm_sq + float(xr @ xr),
+            _A=self._A[keep][:, keep].tocsr(), _b=(B[keep] + 2.0 * V[keep]).ravel(),
+            _constant=self._constant + float(np.sum(X[:, :B.shape[1]] * V)) + float(self._b @ xr))
+        child._build()
+        child.setup_time_s = time.perf_counter() - t0
+        return child
 
     # -------------------------------------------------------------- variable mapping
     def probabilities(self, x_free: np.ndarray) -> np.ndarray:
@@ -219,53 +278,112 @@ class MRFADMM:
 
         ``view`` holds extra :class:`MRFIterationState` fields (pixel map, iteration offset,
         level) that let a coarse level report in full-image terms. ``time_s`` includes set-up.
+        With ``early_fixing`` the run pauses every :func:`solver.mrf.freeze.check_interval`
+        iterations and goes on with the settled pixels fixed; ``admm`` in the result then spans
+        all the pieces (its ``x`` and ``x_continuous`` over this problem's free variables).
         """
+        t_start = time.perf_counter()
         start = None if x0 is None else self.start_vector(x0)
         if start is None and seed is None:
             # the centre of the feasible set: 1/2 for K = 2, 1/K for each one-hot group
             start = np.full(self.admm.n, 1.0 / self.problem.k)
         self.snapshots = []
-
-        def inner_cb(state: IterationState) -> bool | None:
-            if state.record.iteration in SNAPSHOT_ITERATIONS:
-                self.snapshots.append(self.backend.to_numpy(state.x).astype(np.float32))
-            if callback is not None:
-                return callback(MRFIterationState(state, self, **(view or {})))
-            return None
         if self.free.size == 0:
             labels = self._fixed_labels.reshape(self.problem.shape).astype(np.int32)
             return MRFResult(labels, self.problem.energy(labels), "admm", self.backend.name, 0,
                              self.setup_time_s, True, x_continuous=self.probabilities(np.zeros(0)))
-        res = self.admm.run(x0=start, seed=seed, callback=inner_cb,
-                            setup_time_s=self.setup_time_s)
-        labels = self.labels(res.x)
+        active, state, previous = self, None, None
+        history: list[IterationRecord] = []
+        best: tuple[float, int, MRFADMM, np.ndarray] | None = None  # objective, iteration, x
+        x_cont = None
+        while True:
+            pause = None
+            if self.early_fixing:
+                pause = ((0 if state is None else state.iteration)
+                         + freeze.check_interval(self.params))
+            res = active.admm.run(x0=start, seed=seed, callback=self._inner_callback(
+                active, callback, view), resume=state, pause_at=pause)
+            history += res.history
+            if res.history and (best is None or res.objective < best[0]):
+                best = (res.objective, res.best_iteration, active, res.x)
+            if res.status != "paused":
+                break
+            state = res.state
+            x_now = active.backend.to_numpy(state.x)
+            if previous is not None and state.rho >= freeze.MIN_RHO * self._scale:
+                done = freeze.settled(x_now, previous, self.problem.k, freeze.DELTA)
+                if done.all():  # every pixel settled: that labelling is the answer
+                    x_cont = self._on_free(active.probabilities(x_now))
+                    break
+                if done.sum() >= freeze.MIN_FRACTION * done.size:
+                    keep = np.flatnonzero(~done)
+                    log.debug("early fixing: %d of %d free pixels settled at iteration %d",
+                              done.size - keep.size, done.size, state.iteration)
+                    active = active._restricted(keep, x_now)
+                    state = freeze.restrict_state(state, keep, self.problem.k, active.backend.xp)
+                    x_now = x_now[freeze.variable_rows(keep, self.problem.k)]
+            previous = x_now
+        assert best is not None
+        labels = best[2].labels(best[3])
         energy = self.problem.energy(labels)
-        if abs(energy - res.objective) > 1e-6 * max(1.0, abs(energy)):
-            log.warning("ADMM objective %.9g differs from the MRF energy %.9g", res.objective, energy)
-        energy_admm, time_s = energy, res.time_s + self.setup_time_s
+        if abs(energy - best[0]) > 1e-6 * max(1.0, abs(energy)):
+            log.warning("ADMM objective %.9g differs from the MRF energy %.9g", best[0], energy)
+        if x_cont is None:
+            x_cont = self._on_free(active.probabilities(active.backend.to_numpy(res.state.x)))
+        res = replace(res, x=self._onehot(labels).astype(np.int8), objective=best[0],
+                      best_iteration=best[1], iterations=len(history), history=history,
+                      status="converged" if res.status == "paused" else res.status,
+                      converged=res.status in ("paused", "converged"), x_continuous=x_cont,
+                      time_s=time.perf_counter() - t_start)
+        energy_admm = energy
         if polish and res.status != "stopped":
-            t0 = time.perf_counter()
             labels = polish_labels(self.problem, labels, self.snapshot_weights())
             energy = self.problem.energy(labels)
-            time_s += time.perf_counter() - t0
-        return MRFResult(labels, energy, "admm", self.backend.name, res.iterations, time_s,
-                         res.converged, res.history, self.probabilities(res.x_continuous)
-                         .reshape(self.problem.n, self.problem.k), res, energy_admm)
+        return MRFResult(labels, energy, "admm", self.backend.name, res.iterations,
+                         self.setup_time_s + time.perf_counter() - t_start, res.converged,
+                         history, self.probabilities(x_cont).reshape(self.problem.n,
+                                                                     self.problem.k),
+                         res, energy_admm)
+
+    def _inner_callback(self, active: MRFADMM,
+                        callback: Callable[[MRFIterationState], bool | None] | None,
+                        view: dict[str, Any] | None) -> Callable[[IterationState], bool | None]:
+        """The LpBoxADMM callback of one piece of a run: snapshots, then the user's callback."""
+        def inner_cb(state: IterationState) -> bool | None:
+            if state.record.iteration in SNAPSHOT_ITERATIONS:
+                self.snapshots.append((active, active.backend.to_numpy(state.x)
+                                       .astype(np.float32)))
+            if callback is not None:
+                return callback(MRFIterationState(state, active, **(view or {})))
+            return None
+        return inner_cb
+
+    def _onehot(self, labels: np.ndarray) -> np.ndarray:
+        """A labelling as a vector over this problem's free variables."""
+        lab = np.asarray(labels).ravel()[self.free] - 1
+        if self.problem.k == 2:
+            return (lab == 0).astype(np.float64)
+        return np.eye(self.problem.k)[lab].ravel()
+
+    def _on_free(self, weights: np.ndarray) -> np.ndarray:
+        """``(H, W, K)`` label weights as a vector over this problem's free variables."""
+        W = np.asarray(weights, dtype=np.float64).reshape(-1, self.problem.k)[self.free]
+        return W[:, 0].copy() if self.problem.k == 2 else W.ravel()
 
 
 class _Weights(Sequence):
     """Read-only sequence of a solver's snapshots as ``(n, K)`` label weights (built when read)."""
 
     def __init__(self, solver: MRFADMM) -> None:
-        self._solver = solver
         self._xs = list(solver.snapshots)
 
     def __len__(self) -> int:
         return len(self._xs)
 
     def __getitem__(self, i: int) -> np.ndarray:  # type: ignore[override]
-        p = self._solver.problem
-        return self._solver.probabilities(self._xs[i]).reshape(p.n, p.k)
+        owner, x = self._xs[i]  # the solver (maybe an early-fixed piece) whose variables x has
+        p = owner.problem
+        return owner.probabilities(x).reshape(p.n, p.k)
 
 
 def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu",

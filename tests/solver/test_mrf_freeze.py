@@ -1,0 +1,85 @@
+"""Early fixing: pausing and resuming ADMM, restricting the objective, and whole solves."""
+
+import numpy as np
+import pytest
+
+from solver import ADMMParams
+from solver.mrf import MRFADMM, build_problem, freeze, solve_mrf
+
+from ._mrf_helpers import random_problem, shapes_image
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_pause_and_resume_give_the_same_iterates_as_one_run(backend, k):
+    p = random_problem((12, 13), k=k, seed=4, hard_fraction=0.1)
+    params = ADMMParams(max_iter=60, tol=1e-12)  # no early stop: both runs do all 60
+    straight = MRFADMM(p, backend, params, early_fixing=False).admm.run(seed=1)
+    solver = MRFADMM(p, backend, params, early_fixing=False)
+    first = solver.admm.run(seed=1, pause_at=17)
+    assert first.status == "paused" and first.iterations == 17 and first.state.iteration == 17
+    rest = solver.admm.run(resume=first.state)
+    records = first.history + rest.history
+    assert [r.iteration for r in records] == list(range(1, 61))
+    np.testing.assert_allclose([r.objective for r in records],
+                               [r.objective for r in straight.history], rtol=1e-10)
+    np.testing.assert_allclose(rest.x_continuous, straight.x_continuous, atol=1e-10)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_restricted_objective_equals_the_whole_one_with_the_fixed_pixels(k):
+    p = random_problem((9, 11), k=k, seed=7, hard_fraction=0.15)
+    solver = MRFADMM(p, "cpu", early_fixing=False)
+    rng = np.random.default_rng(0)
+    m = solver.free.size
+    x = rng.random(solver.admm.n)
+    keep = np.sort(rng.choice(m, size=m // 2, replace=False))
+    child = solver._restricted(keep, x)
+    assert np.array_equal(child.free, solver.free[keep])
+    labels, _ = freeze.one_hot_distance(x, k)
+    gone = np.setdiff1d(np.arange(m), keep)
+    assert np.array_equal(child.problem.hard.ravel()[solver.free[gone]], labels[gone] + 1)
+    for trial in range(3):
+        y = rng.random(child.admm.n)  # any point of the smaller problem, not only binary ones
+        full = np.zeros((m, k))
+        full[gone, labels[gone]] = 1.0
+        full[keep] = y.reshape(keep.size, -1) if k > 2 else np.c_[y, 1 - y]
+        x_full = full[:, 0] if k == 2 else full.ravel()
+        assert child.admm.objective(y) == pytest.approx(solver.admm.objective(x_full),
+                                                        rel=1e-10, abs=1e-9)
+    binary = rng.integers(0, k, size=keep.size)
+    y = np.eye(k)[binary]
+    y = y[:, 0] if k == 2 else y.ravel()
+    assert child.admm.objective(y) == pytest.approx(p.energy(child.labels(y)), rel=1e-10)
+
+
+def test_settled_needs_the_same_label_near_its_corner_at_both_checks():
+    x_prev = np.array([0.98, 0.97, 0.02, 0.5, 0.99])
+    x_now = np.array([0.99, 0.90, 0.01, 0.99, 0.01])
+    np.testing.assert_array_equal(freeze.settled(x_now, x_prev, 2, 0.05),
+                                  [True, False, True, False, False])
+    X_prev = np.array([[0.97, 0.02, 0.01], [0.5, 0.3, 0.2], [0.0, 0.02, 0.98]])
+    X_now = np.array([[0.99, 0.0, 0.01], [0.99, 0.0, 0.01], [0.0, 0.06, 0.94]])
+    np.testing.assert_array_equal(freeze.settled(X_now.ravel(), X_prev.ravel(), 3, 0.05),
+                                  [True, False, False])
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_early_fixing_shrinks_the_system_and_keeps_the_answer(backend, k):
+    image, _, strokes = shapes_image(seed=2, k=k, size=96, noise=0.15)
+    p = build_problem(image, strokes, k)
+    sizes, weights = [], []
+
+    def watch(state):
+        sizes.append(state.inner.x.size)
+        if state.iteration % 25 == 0:
+            weights.append(state.probabilities())
+    fixed = MRFADMM(p, backend, early_fixing=True).run(seed=0, callback=watch)
+    whole = MRFADMM(p, backend, early_fixing=False).run(seed=0)
+    assert sizes[0] == MRFADMM(p, backend).admm.n
+    assert sizes[-1] < sizes[0] / 2                      # most pixels left the system
+    assert all(a >= b for a, b in zip(sizes, sizes[1:]))  # and never came back
+    assert all(w.shape == (*p.shape, k) for w in weights)  # the live view still sees every pixel
+    assert fixed.iterations == len(fixed.history) == len(sizes)
+    assert fixed.admm.objective == pytest.approx(min(r.energy_rounded for r in fixed.history))
+    assert fixed.energy_admm == pytest.approx(fixed.admm.objective)
+    assert fixed.energy <= whole.energy + 0.001 * abs(whole.energy)
