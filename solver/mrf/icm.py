@@ -17,7 +17,8 @@ from .problem import MRFProblem
 log = logging.getLogger(__name__)
 
 
-def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30) -> np.ndarray:
+def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
+        since: np.ndarray | None = None) -> np.ndarray:
     """Improve a labelling by colour-parallel ICM; hard-constrained pixels never change.
 
     No two pixels of the same colour class ``(row % 2, col % 2)`` are 8-neighbours, so all pixels
@@ -32,6 +33,10 @@ def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30) -> np.nda
         ``(H, W)`` or ``(n,)`` labels in 1..K.
     max_sweeps : int
         Limit on full sweeps over the four colour classes.
+    since : numpy.ndarray, optional
+        A labelling that ICM cannot improve and from which ``labels`` was made (by some other
+        move): only the pixels that changed and their neighbours can move, so only they are
+        evaluated at first. The result is the same as without ``since``, for less work.
 
     Returns
     -------
@@ -41,8 +46,14 @@ def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30) -> np.nda
     """
     lab = np.asarray(labels).reshape(-1).astype(np.int64) - 1
     movable = np.asarray(problem.hard).ravel() == 0
-    moves = kernels.icm_sweeps(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam,
-                               lab, movable, problem.shape[1], max_sweeps)
+    csr = kernels.csr_arrays(problem)
+    if since is None:
+        active = movable.copy()
+    else:
+        before = np.asarray(since).reshape(-1).astype(np.int64) - 1
+        active = kernels.around_changes(csr[0], csr[1], lab, before, movable)
+    moves = kernels.icm_sweeps(*csr, problem.unary, 2.0 * problem.lam, lab, movable, active,
+                               problem.shape[1], max_sweeps)
     log.debug("ICM: %d moves", moves)
     return (lab + 1).astype(np.int32).reshape(problem.shape)
 
@@ -60,7 +71,8 @@ def _move_regions(problem: MRFProblem, lab: np.ndarray, mask: np.ndarray, a: int
                                 np.ascontiguousarray(mask), a, hard)
 
 
-def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10) -> np.ndarray:
+def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10, *,
+               icm_optimal: bool = False) -> np.ndarray:
     """Move two neighbouring pixels of one label together, then ICM again if any moved.
 
     A sliver two pixels wide can cost less in the other label while each of its pixels alone
@@ -74,6 +86,8 @@ def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10) ->
         ``(H, W)`` or ``(n,)`` labels in 1..K.
     max_sweeps : int
         Limit on sweeps over the pixels.
+    icm_optimal : bool
+        ``labels`` is an ICM result, so the ICM afterwards need only look around the moves.
 
     Returns
     -------
@@ -81,14 +95,18 @@ def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10) ->
         ``(H, W)`` int32 labels with energy no higher than the input's.
     """
     lab = np.asarray(labels).reshape(-1).astype(np.int64) - 1
+    before = lab + 1 if icm_optimal else None
     movable = np.asarray(problem.hard).ravel() == 0
     moved = kernels.pair_moves(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam,
                                lab, movable, max_sweeps)
     log.debug("pair moves: %d", moved)
-    return icm(problem, lab + 1) if moved else (lab + 1).astype(np.int32).reshape(problem.shape)
+    if not moved:
+        return (lab + 1).astype(np.int32).reshape(problem.shape)
+    return icm(problem, lab + 1, since=before)
 
 
-def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10) -> np.ndarray:
+def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10, *,
+                    icm_optimal: bool = False) -> np.ndarray:
     """Relabel whole regions when that lowers the energy; hard pixels never change.
 
     Two families of regions are tried, label by label: every 8-connected region of label ``a``
@@ -104,6 +122,9 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
         ``(H, W)`` or ``(n,)`` labels in 1..K.
     max_rounds : int
         Limit on rounds.
+    icm_optimal : bool
+        ``labels`` is an ICM result, so the ICM after the first round need only look around
+        the moves (after later rounds it always does).
 
     Returns
     -------
@@ -117,6 +138,7 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
     prefer = np.argmin(problem.unary, axis=1)
     moved_total = 0
     for _ in range(max_rounds):
+        before = lab + 1 if icm_optimal else None
         moved = 0
         for a in range(k):
             moved += _move_regions(problem, lab, lab == a, a, hard)
@@ -126,7 +148,8 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
         moved_total += moved
         if moved == 0:
             break
-        lab = icm(problem, lab + 1).reshape(-1).astype(np.int64) - 1
+        lab = icm(problem, lab + 1, since=before).reshape(-1).astype(np.int64) - 1
+        icm_optimal = True
     log.debug("region moves: %d regions moved", moved_total)
     return (lab + 1).astype(np.int32).reshape(h, w)
 
@@ -152,15 +175,16 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     numpy.ndarray
         ``(H, W)`` int32 labels.
     """
-    lab = pair_moves(problem, icm(problem, labels))
-    lab = icm(problem, fuse_closings(problem, lab)[0])
-    lab = icm(problem, fuse_boxes(problem, lab)[0])
-    lab = component_flips(problem, lab)
+    # each step starts from an ICM fixed point, so each ICM after it looks only around its moves
+    lab = pair_moves(problem, icm(problem, labels), icm_optimal=True)
+    lab = icm(problem, fuse_closings(problem, lab)[0], since=lab)
+    lab = icm(problem, fuse_boxes(problem, lab)[0], since=lab)
+    lab = component_flips(problem, lab, icm_optimal=True)
     if len(snapshots):
         snapshots = list(snapshots)  # built once for all rounds
     for _ in range(max_rounds if len(snapshots) else 0):
         fused, moved = fuse_level_sets(problem, lab, snapshots)
         if moved == 0:
             break
-        lab = component_flips(problem, icm(problem, fused))
+        lab = component_flips(problem, icm(problem, fused, since=lab), icm_optimal=True)
     return lab

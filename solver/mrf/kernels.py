@@ -28,17 +28,31 @@ def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @_jit
-def icm_sweeps(indptr, indices, data, unary, two_lam, lab, movable, width,
+def around_changes(indptr, indices, lab, before, movable):  # pragma: no cover
+    """Movable pixels whose label differs between ``lab`` and ``before``, and their neighbours:
+    the only pixels whose best single-pixel move can differ between the two labellings."""
+    out = np.zeros(lab.size, np.bool_)
+    for i in range(lab.size):
+        if lab[i] != before[i]:
+            out[i] = movable[i]
+            for p in range(indptr[i], indptr[i + 1]):
+                if movable[indices[p]]:
+                    out[indices[p]] = True
+    return out
+
+
+@_jit
+def icm_sweeps(indptr, indices, data, unary, two_lam, lab, movable, active, width,
                max_sweeps):  # pragma: no cover
     """Colour-parallel ICM on a grid: sweeps over the four classes ``(row % 2, col % 2)``.
 
     No two pixels of one class are 8-neighbours, so visiting a class in any order is the same as
-    moving all its pixels at once. Only active pixels are evaluated: all movable pixels at first,
-    then the neighbours of pixels that moved. Changes ``lab`` in place; returns the moves.
+    moving all its pixels at once. Only active pixels are evaluated: those of ``active`` at first
+    (changed in place), then the neighbours of pixels that moved. Changes ``lab`` in place;
+    returns the moves.
     """
     n, k = unary.shape
     height = n // width
-    active = movable.copy()
     agree = np.zeros(k)
     moves = 0
     for _ in range(max_sweeps):
@@ -306,22 +320,36 @@ def _add_border_costs(indptr, indices, data, two_lam, lab, i, skip, cost):  # pr
 
 
 @_jit
+def _mark_two_steps(indptr, indices, movable, i, mark):  # pragma: no cover
+    """Mark the movable pixels within two steps of ``i``: the pairs whose price a move of ``i``
+    changes (a pair's price reads the neighbours of both its pixels)."""
+    for p in range(indptr[i], indptr[i + 1]):
+        m = indices[p]
+        for q in range(indptr[m], indptr[m + 1]):
+            if movable[indices[q]]:
+                mark[indices[q]] = True
+
+
+@_jit
 def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):  # pragma: no cover
     """Move two neighbouring pixels of one label together to another label when that lowers the
     energy (a move single-pixel ICM cannot make when each pixel alone would raise it).
 
     Only pairs with a pixel on a label boundary are tried. The edge between the two keeps its
     state; every other edge of either pixel is priced exactly against its neighbour's current
-    label. Sweeps until nothing moves or ``max_sweeps``; changes ``lab`` in place and returns
-    the number of pairs moved.
+    label. The first sweep visits every movable pixel, later ones only those within two steps
+    of a pair that moved. Sweeps until nothing moves or ``max_sweeps``; changes ``lab`` in place
+    and returns the number of pairs moved.
     """
     n, k = unary.shape
     cost = np.zeros(k)
+    active = movable.copy()
+    marked = np.zeros(n, np.bool_)
     moves = 0
     for _ in range(max_sweeps):
         moved = 0
         for i in range(n):
-            if not movable[i]:
+            if not active[i]:
                 continue
             a = lab[i]
             edge_i = _on_boundary(indptr, indices, lab, i)
@@ -343,8 +371,12 @@ def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):
                     lab[i] = best
                     lab[j] = best
                     moved += 1
+                    _mark_two_steps(indptr, indices, movable, i, marked)
+                    _mark_two_steps(indptr, indices, movable, j, marked)
                     break
         moves += moved
         if moved == 0:
             break
+        active, marked = marked, active
+        marked[:] = False
     return moves

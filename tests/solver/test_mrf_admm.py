@@ -100,6 +100,22 @@ def test_icm_ends_where_no_single_pixel_move_helps(k):
             trial[i] = c
             assert p.energy(trial) >= e - 1e-9
 
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_icm_since_a_fixed_point_looks_only_around_the_changes_and_ends_the_same(k):
+    p = random_problem((40, 37), k=k, seed=20 + k, hard_fraction=0.1)
+    rng = np.random.default_rng(k)
+    base = icm(p, rng.integers(1, k + 1, size=p.shape), max_sweeps=1000)
+    moved = base.copy().ravel()
+    spots = rng.choice(p.n, size=25, replace=False)
+    moved[spots] = rng.integers(1, k + 1, size=25)
+    hard = p.hard.ravel()
+    moved[hard > 0] = hard[hard > 0]
+    full = icm(p, moved, max_sweeps=1000)
+    assert not np.array_equal(full.ravel(), moved)  # the test means something: ICM moves pixels
+    np.testing.assert_array_equal(icm(p, moved, max_sweeps=1000, since=base), full)
+
+
 @pytest.mark.parametrize("k", [2, 3])
 def test_hard_constraints_honoured_by_admm(backend, k):
     p = random_problem((6, 7), k=k, seed=k, hard_fraction=0.3)
@@ -228,5 +244,5 @@ def test_pair_moves_take_a_two_pixel_sliver_icm_keeps(monkeypatch):
     p = build_problem(image, strokes, 2)
     best = solve_mrf(p, "mincut").energy
     assert solve_mrf(p, "admm").energy <= best + 1e-6 * abs(best)
-    monkeypatch.setattr(icm_module, "pair_moves", lambda problem, labels: labels)
+    monkeypatch.setattr(icm_module, "pair_moves", lambda problem, labels, **kw: labels)
     assert solve_mrf(p, "admm").energy > best + 0.01 * abs(best)
