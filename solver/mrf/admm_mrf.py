@@ -310,7 +310,8 @@ class MRFADMM:
                 break
             state = res.state
             x_now = active.backend.to_numpy(state.x)
-            if previous is not None and state.rho >= freeze.MIN_RHO * self._scale:
+            if previous is not None and (x0 is not None
+                                         or state.rho >= freeze.MIN_RHO * self._scale):
                 done = freeze.settled(x_now, previous, self.problem.k, freeze.DELTA)
                 if done.all():  # every pixel settled: that labelling is the answer
                     x_cont = self._on_free(active.probabilities(x_now))
