@@ -1,14 +1,31 @@
 """Fixtures for the solver tests: every backend test runs on the CPU, and on the GPU when present."""
 
 import itertools
+import types
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from solver import gpu_available
+from solver.backend import Backend
+
+def _host_gpu() -> Backend:
+    """A backend that takes the GPU code paths (``is_gpu``) with numpy and scipy arrays.
+
+    No GPU has been lent to this project so far, so the CuPy branches (numpy PCG instead of
+    the compiled kernels, unfused ADMM steps, transfers) would otherwise never run in CI; this
+    runs their logic on the host. CuPy's own API is covered only by the real "gpu" backend.
+    """
+    xp = types.ModuleType("numpy_as_cupy")
+    xp.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+    xp.asnumpy = np.asarray
+    return Backend("gpu", xp, sp)
+
 
 BACKENDS = [
     "cpu",
+    pytest.param(_host_gpu(), id="gpu-paths-on-host"),
     pytest.param("gpu", marks=pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")),
 ]
 
