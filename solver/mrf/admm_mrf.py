@@ -17,12 +17,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..admm import ADMMParams, ADMMState, LpBoxADMM
 from ..backend import Backend, get_backend
 from ..qp import GenericSystem, OneHotKronSystem, onehot_operator, problem_scale
 from ..result import ADMMResult, IterationRecord, IterationState
-from . import freeze, multilevel
+from . import freeze, kernels, multilevel
 from .fusion import SNAPSHOT_ITERATIONS
 from .icm import polish_labels
 from .problem import MRFProblem
@@ -154,14 +155,13 @@ class MRFADMM:
         self.snapshots: list[tuple[MRFADMM, np.ndarray]] = []
         fix = np.flatnonzero(hard > 0)
         L = problem.laplacian.tocsr()
-        L_f = L[self.free]
-        L_ff = L_f[:, self.free].tocsr()
-        Xc = np.zeros((fix.size, k))
-        Xc[np.arange(fix.size), hard[fix] - 1] = 1.0
-        coupling = 2.0 * lam * (L_f[:, fix] @ Xc)  # gradient of the pairwise term
+        ptr, idx, val, coupling, same = kernels.split_by_fixed(L.indptr, L.indices, L.data,
+                                                               hard.astype(np.int64), k)
+        L_ff = sp.csr_matrix((val, idx, ptr), shape=(self.free.size, self.free.size))
         d = problem.unary
-        constant = lam * float(np.sum(Xc * (L[fix][:, fix] @ Xc))) + float(np.sum(d[fix] * Xc))
-        B = d[self.free] + coupling
+        # the pairwise term of the fixed pixels among themselves, lam X_c' L_cc X_c, and their data
+        constant = lam * same + float(d[fix, hard[fix] - 1].sum())
+        B = d[self.free] + 2.0 * lam * coupling  # 2 lam L_fc X_c: gradient of the pairwise term
         if k == 2:
             # x2 = 1 - x1; L_ff 1 = 0 only without fixed pixels, so keep its terms
             A = (2.0 * lam) * L_ff

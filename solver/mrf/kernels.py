@@ -28,6 +28,51 @@ def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @_jit
+def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
+    """The Laplacian split by the fixed pixels (``hard > 0``), in one pass over its entries.
+
+    Returns ``L_ff`` over the free pixels as CSR arrays (columns renumbered in pixel order), the
+    free rows' coupling to the fixed labels ``L_fc X_c`` as an ``(m, k)`` array (``X_c`` one-hot
+    rows of the fixed labels), and ``X_c' L_cc X_c = sum of L_ij over fixed i, j of one label``.
+    """
+    n = hard.size
+    pos = np.full(n, -1, np.int64)
+    m = 0
+    nnz = 0
+    for i in range(n):
+        if hard[i] == 0:
+            pos[i] = m
+            m += 1
+            for p in range(indptr[i], indptr[i + 1]):
+                if hard[indices[p]] == 0:
+                    nnz += 1
+    ff_indptr = np.zeros(m + 1, np.int64)
+    ff_indices = np.empty(nnz, np.int64)
+    ff_data = np.empty(nnz)
+    coupling = np.zeros((m, k))
+    same = 0.0
+    r = 0
+    q = 0
+    for i in range(n):
+        if hard[i] == 0:
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if hard[j] == 0:
+                    ff_indices[q] = pos[j]
+                    ff_data[q] = data[p]
+                    q += 1
+                else:
+                    coupling[r, hard[j] - 1] += data[p]
+            r += 1
+            ff_indptr[r] = q
+        else:
+            for p in range(indptr[i], indptr[i + 1]):
+                if hard[indices[p]] == hard[i]:
+                    same += data[p]
+    return ff_indptr, ff_indices, ff_data, coupling, same
+
+
+@_jit
 def around_changes(indptr, indices, lab, before, movable):  # pragma: no cover
     """Movable pixels whose label differs between ``lab`` and ``before``, and their neighbours:
     the only pixels whose best single-pixel move can differ between the two labellings."""

@@ -281,15 +281,17 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         labels = res.labels
         stopped = res.admm is not None and res.admm.status == "stopped"
         if li == 0:
-            energy_admm = level.energy(labels)
+            energy_admm = res.energy  # (run without polish: the energy of ADMM's labels)
         if stopped:
             break
         if li > 0 or polish:
             unpolished = np.asarray(labels).ravel()
             labels = polish_labels(level, labels, solver.snapshot_weights())
             revisit = unpolished != np.asarray(labels).ravel()
-        log.info("coarse-to-fine level %d (%d pixels, %d free): energy %.6g after %d iterations",
-                 li, level.n, solver.free.size, level.energy(labels), res.iterations)
+        if log.isEnabledFor(logging.INFO):  # (the energy costs a pass over the image)
+            log.info("coarse-to-fine level %d (%d pixels, %d free): energy %.6g after %d "
+                     "iterations", li, level.n, solver.free.size, level.energy(labels),
+                     res.iterations)
     fine = labels.ravel()[maps[li]].astype(np.int32)
     hard = np.asarray(problem.hard).ravel()
     fine[hard > 0] = hard[hard > 0]  # a stop at a coarse level: blocks with mixed hard pixels
