@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,7 +24,7 @@ from ..backend import Backend, get_backend
 from ..qp import GenericSystem, OneHotKronSystem, onehot_operator, problem_scale
 from ..result import ADMMResult, IterationRecord, IterationState
 from . import freeze, kernels, multilevel
-from .fusion import SNAPSHOT_ITERATIONS
+from .fusion import SNAPSHOT_ITERATIONS, Snapshot
 from .icm import polish_labels
 from .problem import MRFProblem
 
@@ -235,20 +235,23 @@ class MRFADMM:
         return child
 
     # -------------------------------------------------------------- variable mapping
+    def free_weights(self, x_free: np.ndarray) -> np.ndarray:
+        """``(m, K)`` float32 label weights of the free pixels from a host vector over them."""
+        k = self.problem.k
+        x = np.clip(np.asarray(x_free, dtype=np.float32), 0.0, 1.0)
+        if k == 2:
+            return np.stack([x, 1.0 - x], axis=1)
+        X = x.reshape(-1, k)
+        s = X.sum(axis=1, keepdims=True)
+        return np.where(s > 0, X / np.where(s > 0, s, 1.0), 1.0 / k).astype(np.float32)
+
     def probabilities(self, x_free: np.ndarray) -> np.ndarray:
         """Map a host vector over the free variables to ``(H, W, K)`` float32 label weights."""
         p = self.problem
         out = np.zeros((p.n, p.k), dtype=np.float32)
         fixed = self._fixed_labels > 0
         out[np.flatnonzero(fixed), self._fixed_labels[fixed] - 1] = 1.0
-        x = np.clip(np.asarray(x_free, dtype=np.float32), 0.0, 1.0)
-        if p.k == 2:
-            out[self.free, 0] = x
-            out[self.free, 1] = 1.0 - x
-        else:
-            X = x.reshape(-1, p.k)
-            s = X.sum(axis=1, keepdims=True)
-            out[self.free] = np.where(s > 0, X / np.where(s > 0, s, 1.0), 1.0 / p.k)
+        out[self.free] = self.free_weights(x_free)
         return out.reshape(*p.shape, p.k)
 
     def labels(self, x_free: np.ndarray) -> np.ndarray:
@@ -256,10 +259,12 @@ class MRFADMM:
         probs = self.probabilities(x_free).reshape(self.problem.n, self.problem.k)
         return (np.argmax(probs, axis=1) + 1).astype(np.int32).reshape(self.problem.shape)
 
-    def snapshot_weights(self) -> Sequence[np.ndarray]:
+    def snapshot_weights(self) -> list[Snapshot]:
         """The continuous iterates kept by the last :meth:`run` (at
-        :data:`solver.mrf.fusion.SNAPSHOT_ITERATIONS`), as ``(n, K)`` label weights, made on access."""
-        return _Weights(self)
+        :data:`solver.mrf.fusion.SNAPSHOT_ITERATIONS`), as label weights on the pixels free at
+        the time (:class:`solver.mrf.fusion.Snapshot`; ``.dense()`` gives ``(n, K)``)."""
+        return [Snapshot(owner.free, owner.free_weights(x), owner._fixed_labels)
+                for owner, x in self.snapshots]
 
     def start_vector(self, x0: np.ndarray) -> np.ndarray:
         """Free-variable start vector from ``(H, W, K)`` / ``(n, K)`` label weights."""
@@ -370,21 +375,6 @@ class MRFADMM:
         """``(H, W, K)`` label weights as a vector over this problem's free variables."""
         W = np.asarray(weights, dtype=np.float64).reshape(-1, self.problem.k)[self.free]
         return W[:, 0].copy() if self.problem.k == 2 else W.ravel()
-
-
-class _Weights(Sequence):
-    """Read-only sequence of a solver's snapshots as ``(n, K)`` label weights (built when read)."""
-
-    def __init__(self, solver: MRFADMM) -> None:
-        self._xs = list(solver.snapshots)
-
-    def __len__(self) -> int:
-        return len(self._xs)
-
-    def __getitem__(self, i: int) -> np.ndarray:  # type: ignore[override]
-        owner, x = self._xs[i]  # the solver (maybe an early-fixed piece) whose variables x has
-        p = owner.problem
-        return owner.probabilities(x).reshape(p.n, p.k)
 
 
 def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu",

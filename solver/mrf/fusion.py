@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 from scipy import ndimage
@@ -28,6 +29,42 @@ log = logging.getLogger(__name__)
 SNAPSHOT_ITERATIONS = frozenset((1, 2, 3, 5, 8, 12, 17, 25, 35, 50, 70, 100, 140, 200))
 #: Level-set thresholds used on every snapshot.
 THRESHOLDS = (0.2, 0.5, 0.8)
+
+
+class Snapshot(NamedTuple):
+    """A continuous iterate as label weights on the pixels its solver had free; every other pixel
+    has weight 1 on the label it was fixed to. Kept this way, a snapshot of a band level costs
+    memory for the band only.
+
+    Attributes
+    ----------
+    pixels : numpy.ndarray
+        ``(m,)`` int64 pixel indices.
+    weights : numpy.ndarray
+        ``(m, K)`` float32 label weights of those pixels.
+    fixed : numpy.ndarray
+        ``(n,)`` int labels (1..K) of the other pixels, 0 at ``pixels``.
+    """
+
+    pixels: np.ndarray
+    weights: np.ndarray
+    fixed: np.ndarray
+
+    @classmethod
+    def from_dense(cls, weights: np.ndarray) -> Snapshot:
+        """A snapshot with weights on every pixel, from an ``(n, K)`` array."""
+        w = np.asarray(weights, dtype=np.float32)
+        w = w.reshape(-1, w.shape[-1])
+        return cls(np.arange(w.shape[0], dtype=np.int64), w, np.zeros(w.shape[0], np.int64))
+
+    def dense(self) -> np.ndarray:
+        """The ``(n, K)`` float32 label weights of every pixel."""
+        k = self.weights.shape[1]
+        out = np.zeros((self.fixed.size, k), dtype=np.float32)
+        fixed = np.flatnonzero(self.fixed > 0)
+        out[fixed, self.fixed[fixed] - 1] = 1.0
+        out[self.pixels] = self.weights
+        return out
 
 
 def _start(problem: MRFProblem, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple, float,
@@ -61,7 +98,8 @@ def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tupl
     return lab + 1, moved
 
 
-def fuse_level_sets(problem: MRFProblem, labels: np.ndarray, snapshots: Iterable[np.ndarray],
+def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
+                    snapshots: Iterable[Snapshot | np.ndarray],
                     thresholds: Iterable[float] = THRESHOLDS) -> tuple[np.ndarray, int]:
     """Fuse ``labels`` with every level-set proposal of every snapshot, in turn.
 
@@ -72,8 +110,8 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray, snapshots: Iterable
     problem : MRFProblem
     labels : numpy.ndarray
         ``(H, W)`` or ``(n,)`` labels in 1..K.
-    snapshots : iterable of numpy.ndarray
-        ``(n, K)`` label weights of continuous iterates.
+    snapshots : iterable of Snapshot or numpy.ndarray
+        Continuous iterates: :class:`Snapshot` or ``(n, K)`` label weights.
     thresholds : iterable of float
 
     Returns
@@ -84,12 +122,15 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray, snapshots: Iterable
         Number of regions taken.
     """
     lab, free, csr, two_lam, scratch = _start(problem, labels)
-    free = np.flatnonzero(free)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
     moved = 0
-    for weights in snapshots:
-        w = np.ascontiguousarray(weights, dtype=np.float32)
-        moved += kernels.fuse_level_sets(*csr, problem.unary, two_lam, lab, free, w, ts, scratch)
+    for snap in snapshots:
+        if not isinstance(snap, Snapshot):
+            snap = Snapshot.from_dense(snap)
+        moved += kernels.fuse_level_sets(*csr, problem.unary, two_lam, lab, free,
+                                         np.asarray(snap.pixels, dtype=np.int64),
+                                         np.ascontiguousarray(snap.weights, dtype=np.float32),
+                                         np.asarray(snap.fixed, dtype=np.int64), ts, scratch)
     log.debug("level-set fusion: %d regions taken", moved)
     return lab + 1, moved
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from . import kernels
-from .fusion import fuse_boxes, fuse_closings, fuse_level_sets
+from .fusion import Snapshot, fuse_boxes, fuse_closings, fuse_level_sets
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,8 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
 
 
 def polish_labels(problem: MRFProblem, labels: np.ndarray,
-                  snapshots: Sequence[np.ndarray] = (), max_rounds: int = 3) -> np.ndarray:
+                  snapshots: Sequence[Snapshot | np.ndarray] = (),
+                  max_rounds: int = 3) -> np.ndarray:
     """ICM and pair moves, filled concavities and box completions, whole-region moves, then
     level-set fusion with ADMM's iterates; never raises the energy.
 
@@ -164,9 +165,9 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     problem : MRFProblem
     labels : numpy.ndarray
         ``(H, W)`` or ``(n,)`` labels in 1..K.
-    snapshots : sequence of numpy.ndarray
-        ``(n, K)`` label weights of continuous ADMM iterates, for
-        :func:`solver.mrf.fusion.fuse_level_sets`; empty: ICM and region moves only.
+    snapshots : sequence of Snapshot or numpy.ndarray
+        Continuous ADMM iterates (:class:`solver.mrf.fusion.Snapshot`, or ``(n, K)`` label
+        weights), for :func:`solver.mrf.fusion.fuse_level_sets`; empty: no level-set fusion.
     max_rounds : int
         Limit on rounds of fusion, each followed by ICM and region moves.
 

@@ -230,7 +230,7 @@ def fuse_candidate(indptr, indices, data, unary, two_lam, lab, idx, new,
     Changes ``lab`` in place; returns the number of regions taken. ``scratch`` comes from
     :func:`fusion_scratch` and is left as found, so many calls share one set of work arrays.
     """
-    _, newlab, member, region, order, starts, _, _ = scratch
+    _, newlab, member, region, order, starts, _, _, _ = scratch
     for t in range(idx.size):
         newlab[idx[t]] = new[t]
     return _fuse(indptr, indices, data, unary, two_lam, lab, idx, idx.size, newlab, member,
@@ -238,35 +238,54 @@ def fuse_candidate(indptr, indices, data, unary, two_lam, lab, idx, new,
 
 
 @_jit
-def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, free, weights, thresholds,
-                    scratch):  # pragma: no cover
-    """Fuse ``lab`` with the proposals "label ``c`` wherever ``weights[:, c] > t``" on the pixels
-    ``free`` (an index array), for every threshold ``t`` and label ``c`` in turn. Changes ``lab``
-    in place; returns the number of regions taken. ``scratch`` comes from :func:`fusion_scratch`
-    and is left as found (so one serves many calls).
+def _weight(weights, row, fixed, i, c):  # pragma: no cover
+    """Weight of label ``c`` at pixel ``i`` in a sparse snapshot (see :func:`fuse_level_sets`)."""
+    q = row[i]
+    if q >= 0:
+        return weights[q, c]
+    return 1.0 if fixed[i] - 1 == c else 0.0
 
-    Only pixels where some other label's weight exceeds the lowest threshold can be proposed; they
-    are listed once, and pixels a taken region relabels join the list, so each proposal scans the
-    list instead of the image.
+
+@_jit
+def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, movable, pixels, weights, fixed,
+                    thresholds, scratch):  # pragma: no cover
+    """Fuse ``lab`` with the proposals "label ``c`` wherever its weight exceeds ``t``", for every
+    threshold ``t`` and label ``c`` in turn, on the ``movable`` pixels. Changes ``lab`` in place;
+    returns the number of regions taken. ``scratch`` comes from :func:`fusion_scratch` and is left
+    as found (so one serves many calls).
+
+    The snapshot is sparse: ``weights[q]`` are the label weights of pixel ``pixels[q]``; any other
+    pixel has weight 1 on its label ``fixed[i]`` (1-based; the solver had fixed it). Only pixels
+    where some other label's weight exceeds the lowest threshold can be proposed; they are listed
+    once, and pixels a taken region relabels join the list, so each proposal scans the list
+    instead of the image.
     """
     k = weights.shape[1]
-    idx, newlab, member, region, order, starts, span, listed = scratch
+    idx, newlab, member, region, order, starts, span, listed, row = scratch
     low = thresholds.min()
     ns = 0
-    for i in free:
-        for c in range(k):
-            if c != lab[i] and weights[i, c] > low:
-                span[ns] = i
-                listed[i] = True
-                ns += 1
-                break
+    for q in range(pixels.size):
+        i = pixels[q]
+        row[i] = q
+        if movable[i]:
+            for c in range(k):
+                if c != lab[i] and weights[q, c] > low:
+                    span[ns] = i
+                    listed[i] = True
+                    ns += 1
+                    break
+    for i in range(lab.size):
+        if fixed[i] > 0 and movable[i] and fixed[i] - 1 != lab[i]:
+            span[ns] = i
+            listed[i] = True
+            ns += 1
     taken = 0
     for t in thresholds:
         for c in range(k):
             m = 0
             for q in range(ns):
                 i = span[q]
-                if lab[i] != c and weights[i, c] > t:
+                if lab[i] != c and _weight(weights, row, fixed, i, c) > t:
                     idx[m] = i
                     newlab[i] = c
                     m += 1
@@ -282,6 +301,8 @@ def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, free, weights, t
                         ns += 1
     for q in range(ns):
         listed[span[q]] = False
+    for q in range(pixels.size):
+        row[pixels[q]] = -1
     return taken
 
 
@@ -289,7 +310,7 @@ def fusion_scratch(n: int) -> tuple[np.ndarray, ...]:
     """Work arrays for :func:`fuse_level_sets` on ``n`` pixels."""
     return (np.empty(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.bool_),
             np.full(n, -1, np.int64), np.empty(n, np.int64), np.empty(n + 1, np.int64),
-            np.empty(n, np.int64), np.zeros(n, np.bool_))
+            np.empty(n, np.int64), np.zeros(n, np.bool_), np.full(n, -1, np.int64))
 
 
 @_jit

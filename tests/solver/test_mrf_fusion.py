@@ -91,7 +91,7 @@ def test_admm_keeps_its_early_iterates_for_fusion():
     res = solver.run(polish=False)
     kept = solver.snapshot_weights()
     assert len(kept) == sum(1 for i in SNAPSHOT_ITERATIONS if i <= res.iterations)
-    first = kept[0]
+    first = kept[0].dense()
     assert first.shape == (p.n, 2)
     assert np.all((first >= 0) & (first <= 1))
     np.testing.assert_allclose(first.sum(axis=1), 1.0, atol=1e-6)
