@@ -389,5 +389,7 @@ class LpBoxADMM:
             iterations=len(history), converged=status == "converged", status=status,
             time_s=elapsed, setup_time_s=setup_time_s, history=history,
             x_continuous=x_cont, best_iteration=best_it, backend=self.backend.name,
-            state=ADMMState(x, z1, z2, y1, y2, y3, z3, y4, rho, start + len(history), recent),
+            # kept only for a paused run, so a finished result holds no solver-sized arrays
+            state=(ADMMState(x, z1, z2, y1, y2, y3, z3, y4, rho, start + len(history), recent)
+                   if status == "paused" else None),
         )

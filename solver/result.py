@@ -127,9 +127,9 @@ class ADMMResult:
     backend : str
         ``"cpu"`` or ``"gpu"``.
     state : ADMMState or None
-        The iterate, splitting variables, duals and penalty after the last iteration (on the
-        backend), from which :meth:`solver.admm.LpBoxADMM.run` can resume; ``status`` is
-        ``"paused"`` when the run stopped at its ``pause_at`` iteration.
+        For a run that stopped at its ``pause_at`` iteration (``status == "paused"``): the
+        iterate, splitting variables, duals and penalty (on the backend), from which
+        :meth:`solver.admm.LpBoxADMM.run` can resume. None otherwise.
     """
 
     x: np.ndarray

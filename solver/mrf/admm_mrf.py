@@ -335,12 +335,12 @@ class MRFADMM:
         if abs(energy - best[0]) > 1e-6 * max(1.0, abs(energy)):
             log.warning("ADMM objective %.9g differs from the MRF energy %.9g", best[0], energy)
         if x_cont is None:
-            x_cont = self._on_free(active.probabilities(active.backend.to_numpy(res.state.x)))
+            x_cont = self._on_free(active.probabilities(res.x_continuous))
         res = replace(res, x=self._onehot(labels).astype(np.int8), objective=best[0],
                       best_iteration=best[1], iterations=len(history), history=history,
                       status="converged" if res.status == "paused" else res.status,
                       converged=res.status in ("paused", "converged"), x_continuous=x_cont,
-                      time_s=time.perf_counter() - t_start)
+                      time_s=time.perf_counter() - t_start, state=None)
         energy_admm = energy
         if polish and res.status != "stopped":
             labels = polish_labels(self.problem, labels, self.snapshot_weights())

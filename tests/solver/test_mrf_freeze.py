@@ -23,6 +23,7 @@ def test_pause_and_resume_give_the_same_iterates_as_one_run(backend, k):
     np.testing.assert_allclose([r.objective for r in records],
                                [r.objective for r in straight.history], rtol=1e-10)
     np.testing.assert_allclose(rest.x_continuous, straight.x_continuous, atol=1e-10)
+    assert rest.state is None and straight.state is None  # finished runs keep no solver arrays
 
 
 @pytest.mark.parametrize("k", [2, 3])
