@@ -55,3 +55,34 @@ def test_admm_close_to_expansion_on_the_smallest_k4_size():
     ref = solve_mrf(problem, "expansion").energy
     got = solve_mrf(problem, "admm", seed=0).energy
     assert got <= ref + 0.01 * abs(ref)
+
+
+def _ablation():
+    spec = importlib.util.spec_from_file_location(
+        "ablation", Path(__file__).resolve().parents[1] / "benchmarks" / "ablation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ablation_runs_variants_side_by_side_and_sets_attributes(capsys):
+    from solver.mrf import freeze
+
+    ablation = _ablation()
+    assert ablation.parse_cases("2:1e4,3:5e3") == [(2, 10000), (3, 5000)]
+    try:
+        assert ablation.main(["--cases", "2:400", "solver.mrf.freeze.ENABLED=False", ""]) == 0
+        assert freeze.ENABLED is False  # settings stay applied (documented)
+    finally:
+        freeze.ENABLED = True
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+    assert len(lines) == 2
+    assert lines[0].startswith("[solver.mrf.freeze.ENABLED=False] mean gap")
+    assert "K2 400:" in lines[1]
+
+
+def test_ablation_rejects_an_unknown_setting():
+    import pytest
+
+    with pytest.raises(SystemExit, match="no attribute"):
+        _ablation().apply("solver.mrf.freeze.NO_SUCH_THING=1")
