@@ -16,6 +16,9 @@ from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
 
+#: Whether :func:`polish_labels` tries :func:`split_moves` (when asked to: the final polish).
+SPLIT = True
+
 
 def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
         since: np.ndarray | None = None) -> np.ndarray:
@@ -154,11 +157,39 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
     return (lab + 1).astype(np.int32).reshape(h, w)
 
 
+def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
+                sweeps: int = 10) -> tuple[np.ndarray, int]:
+    """Re-split whole regions between two labels when that lowers the energy.
+
+    Each 8-connected region of each label (at least ``min_size`` pixels) is relabelled by ICM
+    restricted to each pair of labels among its own and its neighbours' (from the data's
+    cheaper label of the pair), the rest of the image fixed; the best result is taken if it
+    lowers the energy (:func:`solver.mrf.kernels.split_regions`). A region that the yardstick
+    splits between two neighbouring labels while ADMM gave it a third is such a move.
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        ``(H, W)`` int32 labels, energy no higher than the input's.
+    moved : int
+        Regions re-split.
+    """
+    lab = np.asarray(labels).reshape(-1).astype(np.int64) - 1
+    hard = np.asarray(problem.hard).ravel()
+    moved = 0
+    for a in range(problem.k):
+        moved += kernels.split_regions(*kernels.csr_arrays(problem), problem.unary,
+                                       2.0 * problem.lam, lab, np.ascontiguousarray(lab == a), a,
+                                       hard, min_size, sweeps)
+    log.debug("split moves: %d regions", moved)
+    return (lab + 1).astype(np.int32).reshape(problem.shape), moved
+
+
 def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   snapshots: Sequence[Snapshot | np.ndarray] = (),
-                  max_rounds: int = 3) -> np.ndarray:
-    """ICM and pair moves, filled concavities and box completions, whole-region moves, then
-    level-set fusion with ADMM's iterates; never raises the energy.
+                  max_rounds: int = 3, split: bool = True) -> np.ndarray:
+    """ICM and pair moves, filled concavities and box completions, whole-region moves, region
+    splits, then level-set fusion with ADMM's iterates; never raises the energy.
 
     Parameters
     ----------
@@ -170,6 +201,10 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         weights), for :func:`solver.mrf.fusion.fuse_level_sets`; empty: no level-set fusion.
     max_rounds : int
         Limit on rounds of fusion, each followed by ICM and region moves.
+    split : bool
+        Try :func:`split_moves` (if :data:`SPLIT`). The coarse-to-fine solver asks for them in
+        the final polish only: at coarser levels they changed which regions the next level
+        saw, which made some sizes better and others worse.
 
     Returns
     -------
@@ -181,6 +216,10 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     lab = icm(problem, fuse_closings(problem, lab)[0], since=lab)
     lab = icm(problem, fuse_boxes(problem, lab)[0], since=lab)
     lab = component_flips(problem, lab, icm_optimal=True)
+    if SPLIT and split:
+        resplit, moved = split_moves(problem, lab)
+        if moved:
+            lab = component_flips(problem, icm(problem, resplit, since=lab), icm_optimal=True)
     if len(snapshots):
         snapshots = list(snapshots)  # built once for all rounds
     for _ in range(max_rounds if len(snapshots) else 0):

@@ -446,3 +446,120 @@ def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):
         active, marked = marked, active
         marked[:] = False
     return moves
+
+
+@_jit
+def _split_icm(indptr, indices, data, unary, two_lam, lab, region, r, order, s0, s1, b, c,
+               prop, sweeps):  # pragma: no cover
+    """ICM restricted to labels ``{b, c}`` on region ``r`` (pixels ``order[s0:s1]``), from each
+    pixel's cheaper label by its data; pixels outside the region keep ``lab``."""
+    for q in range(s0, s1):
+        i = order[q]
+        prop[i] = b if unary[i, b] <= unary[i, c] else c
+    for _ in range(sweeps):
+        changed = 0
+        for q in range(s0, s1):
+            i = order[q]
+            cost_b = unary[i, b]
+            cost_c = unary[i, c]
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if j == i:
+                    continue
+                lj = prop[j] if region[j] == r else lab[j]
+                if lj != b:
+                    cost_b -= two_lam * data[p]
+                if lj != c:
+                    cost_c -= two_lam * data[p]
+            new = b if cost_b <= cost_c else c
+            if new != prop[i]:
+                prop[i] = new
+                changed += 1
+        if changed == 0:
+            break
+
+
+@_jit
+def _split_delta(indptr, indices, data, unary, two_lam, lab, region, r, order, s0, s1, a,
+                 prop):  # pragma: no cover
+    """Exact energy change of relabelling region ``r`` (all ``a`` now) to ``prop``."""
+    delta = 0.0
+    for q in range(s0, s1):
+        i = order[q]
+        delta += unary[i, prop[i]] - unary[i, a]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j == i:
+                continue
+            w = -data[p]
+            if region[j] == r:
+                if prop[i] != prop[j]:
+                    delta += 0.5 * two_lam * w  # an inner edge is seen from both ends
+            else:
+                delta += two_lam * w * ((1.0 if prop[i] != lab[j] else 0.0)
+                                        - (1.0 if a != lab[j] else 0.0))
+    return delta
+
+
+@_jit
+def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min_size,
+                  sweeps):  # pragma: no cover
+    """Re-split each connected region of ``mask`` (pixels all labelled ``a``) between two labels.
+
+    For every pair of labels among ``a`` and the labels around the region, the region is
+    relabelled by ICM restricted to that pair (from each pixel's cheaper label by its data, the
+    rest of the image fixed); the best such labelling is taken if it lowers the energy (exact).
+    Regions of one mask never touch, so their moves are independent. Regions smaller than
+    ``min_size`` or holding a hard pixel stay. Changes ``lab`` in place; returns the regions moved.
+    """
+    n, k = unary.shape
+    seeds = np.flatnonzero(mask)
+    m = seeds.size
+    if m == 0:
+        return 0
+    region = np.full(n, -1, np.int64)
+    order = np.empty(m, np.int64)
+    starts = np.empty(m + 1, np.int64)
+    nc = _components(indptr, indices, mask, seeds, m, region, order, starts)
+    prop = np.empty(n, np.int64)
+    best = np.empty(n, np.int64)
+    near = np.zeros(k, np.bool_)
+    moved = 0
+    for r in range(nc):
+        s0, s1 = starts[r], starts[r + 1]
+        if s1 - s0 < min_size:
+            continue
+        pinned = False
+        near[:] = False
+        near[a] = True
+        for q in range(s0, s1):
+            i = order[q]
+            if hard[i] > 0:
+                pinned = True
+            for p in range(indptr[i], indptr[i + 1]):
+                if region[indices[p]] != r:
+                    near[lab[indices[p]]] = True
+        if pinned:
+            continue
+        best_delta = 0.0
+        found = False
+        for b in range(k):
+            if not near[b]:
+                continue
+            for c in range(b + 1, k):
+                if not near[c]:
+                    continue
+                _split_icm(indptr, indices, data, unary, two_lam, lab, region, r, order, s0, s1,
+                           b, c, prop, sweeps)
+                delta = _split_delta(indptr, indices, data, unary, two_lam, lab, region, r,
+                                     order, s0, s1, a, prop)
+                if delta < best_delta - 1e-9 * max(1.0, abs(delta)):
+                    best_delta = delta
+                    found = True
+                    for q in range(s0, s1):
+                        best[order[q]] = prop[order[q]]
+        if found:
+            moved += 1
+            for q in range(s0, s1):
+                lab[order[q]] = best[order[q]]
+    return moved

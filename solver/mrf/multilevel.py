@@ -286,7 +286,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             break
         if li > 0 or polish:
             unpolished = np.asarray(labels).ravel()
-            labels = polish_labels(level, labels, solver.snapshot_weights())
+            labels = polish_labels(level, labels, solver.snapshot_weights(), split=li == 0)
             revisit = unpolished != np.asarray(labels).ravel()
         if log.isEnabledFor(logging.INFO):  # (the energy costs a pass over the image)
             log.info("coarse-to-fine level %d (%d pixels, %d free): energy %.6g after %d "

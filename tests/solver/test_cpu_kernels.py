@@ -96,8 +96,12 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
     from solver.mrf import kernels, warm_up
 
     assert warm_up(3) > 0
-    for kernel in (cpu_kernels.block_pcg, cpu_kernels.onehot_merge, cpu_kernels.quad_form,
-                   kernels.icm_sweeps, kernels.fuse_level_sets, kernels.move_regions):
+    # the kernels a segmentation solve calls (quad_form is for LpBoxADMM.objective only: the
+    # solve takes x'Ax from the CG residual)
+    for kernel in (cpu_kernels.block_pcg, cpu_kernels.onehot_merge, cpu_kernels.quad_update,
+                   kernels.icm_sweeps, kernels.fuse_level_sets, kernels.move_regions,
+                   kernels.split_regions, kernels.split_by_fixed, kernels.around_changes,
+                   kernels.pair_moves):
         assert kernel.signatures, kernel.py_func.__name__
 
 

@@ -246,3 +246,47 @@ def test_pair_moves_take_a_two_pixel_sliver_icm_keeps(monkeypatch):
     assert solve_mrf(p, "admm").energy <= best + 1e-6 * abs(best)
     monkeypatch.setattr(icm_module, "pair_moves", lambda problem, labels, **kw: labels)
     assert solve_mrf(p, "admm").energy > best + 0.01 * abs(best)
+
+
+def test_split_moves_share_a_third_label_region_between_its_neighbours():
+    """A band of label 3 between regions of 1 and 2, whose data prefer 3 pixel by pixel but
+    whose left part is nearly as cheap as 1 and right part as 2: splitting it saves a boundary.
+    No single-pixel, pair, whole-region, closing or box move does it."""
+    from solver.mrf import problem_from_unary
+    from solver.mrf.fusion import fuse_boxes, fuse_closings
+    from solver.mrf.icm import component_flips, pair_moves, polish_labels, split_moves
+
+    unary = np.zeros((20, 20, 3))
+    unary[:, :10] = (0.0, 5.0, 5.0)
+    unary[:, 10:] = (5.0, 0.0, 5.0)
+    unary[:, 7:10] = (0.2, 3.0, 0.0)
+    unary[:, 10:13] = (3.0, 0.2, 0.0)
+    p = problem_from_unary(np.zeros((20, 20)), unary, lam=1.0)
+    start = np.ones((20, 20), np.int32)
+    start[:, 13:] = 2
+    start[:, 7:13] = 3
+    for move in (icm, pair_moves, component_flips):
+        np.testing.assert_array_equal(move(p, start), start)
+    for fusion in (fuse_closings, fuse_boxes):
+        np.testing.assert_array_equal(fusion(p, start)[0].reshape(20, 20), start)
+    split, moved = split_moves(p, start)
+    assert moved == 1
+    assert np.all(split[:, :10] == 1) and np.all(split[:, 10:] == 2)
+    assert p.energy(split) < p.energy(start) - 50
+    assert p.energy(polish_labels(p, start, split=False)) == pytest.approx(p.energy(start))
+    assert p.energy(polish_labels(p, start)) == pytest.approx(p.energy(split))
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_split_moves_never_raise_the_energy_and_keep_hard_pixels(k):
+    from solver.mrf.icm import split_moves
+
+    for seed in range(4):
+        p = random_problem((14, 15), k=k, seed=seed, hard_fraction=0.1)
+        rng = np.random.default_rng(seed)
+        start = np.repeat(rng.integers(1, k + 1, size=(14, 3)), 5, axis=1)  # wide regions
+        hard = p.hard.reshape(p.shape)
+        start[hard > 0] = hard[hard > 0]
+        out, _ = split_moves(p, start, min_size=4)
+        assert p.energy(out) <= p.energy(start) + 1e-9
+        np.testing.assert_array_equal(out[hard > 0], hard[hard > 0])

@@ -177,8 +177,9 @@ def test_pixels_the_coarse_polish_relabelled_stay_free_at_the_next_level(monkeyp
     real_polish, real_solver = icm_module.polish_labels, admm_mrf.MRFADMM
     flipped, free_masks = {}, []
 
-    def polish(level, labels, snapshots=(), max_rounds=3):
-        out = np.array(real_polish(level, labels, snapshots, max_rounds)).reshape(level.shape)
+    def polish(level, labels, snapshots=(), max_rounds=3, **kwargs):
+        out = np.array(real_polish(level, labels, snapshots, max_rounds, **kwargs)).reshape(
+            level.shape)
         if not flipped:  # the coarsest level: a block inside the square goes to label 1
             s = level.shape[0] / 200
             lo, hi = int(70 * s), int(130 * s)
