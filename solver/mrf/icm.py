@@ -159,13 +159,13 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
 
 def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
                 sweeps: int = 10) -> tuple[np.ndarray, int]:
-    """Re-split whole regions between two labels when that lowers the energy.
+    """Re-split whole regions between two other labels when that lowers the energy.
 
     Each 8-connected region of each label (at least ``min_size`` pixels) is relabelled by ICM
-    restricted to each pair of labels among its own and its neighbours' (from the data's
-    cheaper label of the pair), the rest of the image fixed; the best result is taken if it
-    lowers the energy (:func:`solver.mrf.kernels.split_regions`). A region that the yardstick
-    splits between two neighbouring labels while ADMM gave it a third is such a move.
+    restricted to each pair of the other labels around it (from the data's cheaper label of
+    the pair), the rest of the image fixed; the best result is taken if it lowers the energy
+    (:func:`solver.mrf.kernels.split_regions`). A region that the yardstick splits between two
+    neighbouring labels while ADMM gave it a third is such a move. K = 2 has no such pairs.
 
     Returns
     -------

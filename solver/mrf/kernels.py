@@ -504,11 +504,12 @@ def _split_delta(indptr, indices, data, unary, two_lam, lab, region, r, order, s
 @_jit
 def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min_size,
                   sweeps):  # pragma: no cover
-    """Re-split each connected region of ``mask`` (pixels all labelled ``a``) between two labels.
+    """Re-split each connected region of ``mask`` (pixels all labelled ``a``) between two other
+    labels.
 
-    For every pair of labels among ``a`` and the labels around the region, the region is
-    relabelled by ICM restricted to that pair (from each pixel's cheaper label by its data, the
-    rest of the image fixed); the best such labelling is taken if it lowers the energy (exact).
+    For every pair of labels other than ``a`` found around the region, the region is relabelled
+    by ICM restricted to that pair (from each pixel's cheaper label by its data, the rest of the
+    image fixed); the best such labelling is taken if it lowers the energy (exact).
     Regions of one mask never touch, so their moves are independent. Regions smaller than
     ``min_size`` or holding a hard pixel stay. Changes ``lab`` in place; returns the regions moved.
     """
@@ -531,7 +532,6 @@ def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min
             continue
         pinned = False
         near[:] = False
-        near[a] = True
         for q in range(s0, s1):
             i = order[q]
             if hard[i] > 0:
@@ -544,10 +544,10 @@ def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min
         best_delta = 0.0
         found = False
         for b in range(k):
-            if not near[b]:
+            if b == a or not near[b]:
                 continue
             for c in range(b + 1, k):
-                if not near[c]:
+                if c == a or not near[c]:
                     continue
                 _split_icm(indptr, indices, data, unary, two_lam, lab, region, r, order, s0, s1,
                            b, c, prop, sweeps)

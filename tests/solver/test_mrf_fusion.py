@@ -69,10 +69,9 @@ def _square_problem():
 def test_level_set_fusion_recovers_a_region_no_local_move_can():
     p, _ = _square_problem()
     best = solve_mrf(p, "mincut")
-    # the optimum with the square erased: ICM and region moves keep it erased (a split move,
-    # ICM over the whole region from the data's choice, would find it: leave those out here)
+    # the optimum with the square erased: ICM and region moves keep it erased
     start = np.full(p.n, 2)
-    stuck = polish_labels(p, start, split=False)
+    stuck = polish_labels(p, start)
     assert p.energy(stuck) > best.energy + 1.0
     # a blurred indicator of the square, as an early ADMM iterate would look
     square = (best.labels == 1).astype(float)
@@ -81,7 +80,7 @@ def test_level_set_fusion_recovers_a_region_no_local_move_can():
     fused, moved = fuse_level_sets(p, stuck, [weights])
     assert moved >= 1
     assert p.energy(fused) < p.energy(stuck) - 1.0
-    polished = polish_labels(p, start, [weights], split=False)
+    polished = polish_labels(p, start, [weights])
     assert p.energy(polished) <= p.energy(fused) + 1e-9
     assert p.energy(polished) <= best.energy + 1e-3 * abs(best.energy)
 
