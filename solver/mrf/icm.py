@@ -177,7 +177,7 @@ def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
     lab = np.asarray(labels).reshape(-1).astype(np.int64) - 1
     hard = np.asarray(problem.hard).ravel()
     moved = 0
-    for a in range(problem.k):
+    for a in range(problem.k if problem.k > 2 else 0):
         moved += kernels.split_regions(*kernels.csr_arrays(problem), problem.unary,
                                        2.0 * problem.lam, lab, np.ascontiguousarray(lab == a), a,
                                        hard, min_size, sweeps)
