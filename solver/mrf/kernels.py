@@ -172,6 +172,19 @@ def _components(indptr, indices, member, seeds, m, region, order, starts):  # pr
 
 
 @_jit
+def _mask_components(indptr, indices, mask):  # pragma: no cover
+    """Connected components of all the pixels of ``mask``: ``(region, order, starts, count)`` as
+    :func:`_components` fills them (``region`` is image-sized, -1 off the mask)."""
+    seeds = np.flatnonzero(mask)
+    m = seeds.size
+    region = np.full(mask.size, -1, np.int64)
+    order = np.empty(m, np.int64)
+    starts = np.empty(m + 1, np.int64)
+    nc = _components(indptr, indices, mask, seeds, m, region, order, starts) if m else 0
+    return region, order, starts, nc
+
+
+@_jit
 def _ne(a, b):  # pragma: no cover
     return 1.0 if a != b else 0.0
 
@@ -322,14 +335,9 @@ def move_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard):  # 
     hard pixel stay. Changes ``lab`` in place; returns the number of regions moved.
     """
     n, k = unary.shape
-    seeds = np.flatnonzero(mask)
-    m = seeds.size
-    if m == 0:
+    region, order, starts, nc = _mask_components(indptr, indices, mask)
+    if nc == 0:
         return 0
-    region = np.full(n, -1, np.int64)
-    order = np.empty(m, np.int64)
-    starts = np.empty(m + 1, np.int64)
-    nc = _components(indptr, indices, mask, seeds, m, region, order, starts)
     delta = np.zeros((nc, k))
     pinned = np.zeros(nc, np.bool_)
     border = np.zeros(k)
@@ -514,14 +522,9 @@ def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min
     ``min_size`` or holding a hard pixel stay. Changes ``lab`` in place; returns the regions moved.
     """
     n, k = unary.shape
-    seeds = np.flatnonzero(mask)
-    m = seeds.size
-    if m == 0:
+    region, order, starts, nc = _mask_components(indptr, indices, mask)
+    if nc == 0:
         return 0
-    region = np.full(n, -1, np.int64)
-    order = np.empty(m, np.int64)
-    starts = np.empty(m + 1, np.int64)
-    nc = _components(indptr, indices, mask, seeds, m, region, order, starts)
     prop = np.empty(n, np.int64)
     best = np.empty(n, np.int64)
     near = np.zeros(k, np.bool_)
