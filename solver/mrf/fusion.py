@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import ndimage
 
-from . import kernels
+from . import kernels, region_kernels
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def _start(problem: MRFProblem, labels: np.ndarray) -> tuple[np.ndarray, np.ndar
     """What every fusion works on: a 0-based copy of the labels, the free-pixel mask, the
     Laplacian's CSR arrays, ``2 lam`` and one set of kernel work arrays for all its proposals."""
     return (np.array(labels, dtype=np.int64).ravel() - 1, np.asarray(problem.hard).ravel() == 0,
-            kernels.csr_arrays(problem), 2.0 * problem.lam, kernels.fusion_scratch(problem.n))
+            kernels.csr_arrays(problem), 2.0 * problem.lam, region_kernels.fusion_scratch(problem.n))
 
 
 def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tuple[np.ndarray, int]:
@@ -94,7 +94,7 @@ def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tupl
     lab, free, csr, two_lam, scratch = _start(problem, labels)
     c = np.asarray(candidate, dtype=np.int64).ravel() - 1
     idx = np.flatnonzero((lab != c) & free)
-    moved = kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx, c[idx], scratch)
+    moved = region_kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx, c[idx], scratch)
     return lab + 1, moved
 
 
@@ -127,7 +127,7 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
     for snap in snapshots:
         if not isinstance(snap, Snapshot):
             snap = Snapshot.from_dense(snap)
-        moved += kernels.fuse_level_sets(*csr, problem.unary, two_lam, lab, free,
+        moved += region_kernels.fuse_level_sets(*csr, problem.unary, two_lam, lab, free,
                                          np.asarray(snap.pixels, dtype=np.int64),
                                          np.ascontiguousarray(snap.weights, dtype=np.float32),
                                          np.asarray(snap.fixed, dtype=np.int64), ts, scratch)
@@ -173,7 +173,7 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray,
         closed = ndimage.binary_closing(mask, np.ones((3, 3), bool), iterations=radius).ravel()
         idx = np.flatnonzero(closed & ~mask.ravel() & free)
         if idx.size:
-            moved += kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,
+            moved += region_kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,
                                             np.full(idx.size, c, np.int64), scratch)
     log.debug("closing fusion: %d regions taken", moved)
     return lab + 1, moved
@@ -218,7 +218,7 @@ def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
             box = lab.reshape(h, w)[rows, cols]
             ys, xs = np.nonzero((box != c) & free[rows, cols])
             idx = (ys + rows.start) * w + xs + cols.start
-            moved += kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,
+            moved += region_kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,
                                             np.full(idx.size, c, np.int64), scratch)
     log.debug("box fusion: %d pieces taken", moved)
     return lab + 1, moved

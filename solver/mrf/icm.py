@@ -10,7 +10,7 @@ import logging
 from collections.abc import Sequence
 
 import numpy as np
-from . import kernels
+from . import kernels, region_kernels
 from .fusion import Snapshot, fuse_boxes, fuse_closings, fuse_level_sets
 from .problem import MRFProblem
 
@@ -70,7 +70,7 @@ def _move_regions(problem: MRFProblem, lab: np.ndarray, mask: np.ndarray, a: int
     plus ``2 lam`` times (the weight of its border with label ``a`` minus that with label ``c``).
     Changes ``lab`` (0-based) in place and returns the number of regions moved.
     """
-    return kernels.move_regions(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab,
+    return region_kernels.move_regions(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab,
                                 np.ascontiguousarray(mask), a, hard)
 
 
@@ -164,7 +164,7 @@ def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
     Each 8-connected region of each label (at least ``min_size`` pixels) is relabelled by ICM
     restricted to each pair of the other labels around it (from the data's cheaper label of
     the pair), the rest of the image fixed; the best result is taken if it lowers the energy
-    (:func:`solver.mrf.kernels.split_regions`). A region that the yardstick splits between two
+    (:func:`solver.mrf.region_kernels.split_regions`). A region that the yardstick splits between two
     neighbouring labels while ADMM gave it a third is such a move. K = 2 has no such pairs.
 
     Returns
@@ -178,7 +178,7 @@ def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
     hard = np.asarray(problem.hard).ravel()
     moved = 0
     for a in range(problem.k if problem.k > 2 else 0):
-        moved += kernels.split_regions(*kernels.csr_arrays(problem), problem.unary,
+        moved += region_kernels.split_regions(*kernels.csr_arrays(problem), problem.unary,
                                        2.0 * problem.lam, lab, np.ascontiguousarray(lab == a), a,
                                        hard, min_size, sweeps)
     log.debug("split moves: %d regions", moved)
