@@ -401,9 +401,9 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         ``callback(state)`` each ADMM iteration with an :class:`MRFIterationState`; return True to stop.
     polish : bool
         Finish ADMM's best labelling with :func:`solver.mrf.icm.polish_labels`: colour-parallel
-        ICM and pair moves, closing and box fusion, whole-region moves and level-set fusion with
-        ADMM's early iterates, none of which raises the energy; ``result.energy_admm`` keeps
-        ADMM's own energy.
+        ICM and pair moves, closing and box fusion, whole-region moves, region splits (K > 2)
+        and level-set fusion with ADMM's early iterates, none of which raises the energy;
+        ``result.energy_admm`` keeps ADMM's own energy.
     coarse_to_fine : bool, optional
         Solve a halved pyramid coarse to fine, leaving only a band around the boundaries free
         at the finer levels (:func:`solver.mrf.multilevel.solve_coarse_to_fine`). Default: on
