@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .grid_kernels import laplacian_csr
+
 __all__ = [
     "GridGraph",
     "NEIGHBOUR_OFFSETS",
@@ -242,15 +244,20 @@ def laplacian(graph: GridGraph) -> sp.csr_matrix:
     Returns
     -------
     scipy.sparse.csr_matrix
-        The Laplacian, float64.
+        The Laplacian, float64, with sorted columns; repeated edges are summed.
+
+    Raises
+    ------
+    ValueError
+        If an edge does not join two 8-neighbour pixels.
     """
     n = graph.n
-    w = graph.weights
-    degree = np.bincount(graph.i, weights=w, minlength=n) + np.bincount(
-        graph.j, weights=w, minlength=n
-    )
-    diag = np.arange(n, dtype=np.int64)
-    rows = np.concatenate([graph.i, graph.j, diag])
-    cols = np.concatenate([graph.j, graph.i, diag])
-    vals = np.concatenate([-w, -w, degree])
-    return sp.csr_matrix(sp.coo_matrix((vals, (rows, cols)), shape=(n, n)))
+    if 9 * n >= 2**31:
+        raise ValueError(f"image too large for a 32-bit sparse index: {n} pixels")
+    indptr, indices, data, bad = laplacian_csr(np.asarray(graph.i, np.int64),
+                                               np.asarray(graph.j, np.int64),
+                                               np.asarray(graph.weights, np.float64),
+                                               (int(graph.shape[0]), int(graph.shape[1])))
+    if bad:
+        raise ValueError(f"{bad} edges of the graph are not 8-neighbour pixel pairs")
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n))

@@ -17,11 +17,11 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from scipy import ndimage
 
 from ..admm import ADMMParams
 from .graph import GridGraph, laplacian
+from .grid_kernels import coarsen_edges
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -75,15 +75,12 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
     unary = np.stack([np.bincount(block, weights=problem.unary[:, c], minlength=nc)
                       for c in range(k)], axis=1)
     g = problem.graph
-    bi, bj = block[g.i], block[g.j]
-    cross = bi != bj
-    lo, hi = np.minimum(bi[cross], bj[cross]), np.maximum(bi[cross], bj[cross])
-    # CSR conversion sums duplicate (lo, hi) pairs with a counting sort, no comparison sort
-    wc = sp.csr_matrix((g.weights[cross], (lo, hi)), shape=(nc, nc))
-    wc.sum_duplicates()
-    ci = np.repeat(np.arange(nc, dtype=np.int64), np.diff(wc.indptr))
-    graph = GridGraph(shape=cshape, i=ci, j=wc.indices.astype(np.int64), weights=wc.data,
-                      beta=g.beta)
+    lo, hi, weights, bad = coarsen_edges(np.asarray(g.i, np.int64), np.asarray(g.j, np.int64),
+                                         np.asarray(g.weights, np.float64),
+                                         (int(problem.shape[0]), int(problem.shape[1])), factor)
+    if bad:
+        raise ValueError(f"{bad} edges of the graph are not 8-neighbour pixel pairs")
+    graph = GridGraph(shape=cshape, i=lo, j=hi, weights=weights, beta=g.beta)
     hard = np.asarray(problem.hard).ravel()
     counts = np.bincount(block * (k + 1) + hard, minlength=nc * (k + 1)).reshape(nc, k + 1)
     named = counts[:, 1:] > 0

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from ._checks import MAX_LABELS, check_rect, check_scalar, label_image, seed_map
 from .colour import fit_colour_models, unary_costs
 from .graph import GridGraph, build_grid_graph, image_to_float, laplacian
+from .grid_kernels import potts_energy
 
 __all__ = [
     "DEFAULT_LAMBDA", "MAX_LABELS", "MRFProblem", "build_problem", "problem_from_unary",
@@ -98,10 +99,7 @@ class MRFProblem:
         """
         lab = self._flat_labels(labels)
         g = self.graph
-        cut = lab[g.i] != lab[g.j]
-        pairwise = 2.0 * float(g.weights[cut].sum())
-        data = float(self.unary[np.arange(self.n), lab - 1].sum())
-        return self.lam * pairwise + data
+        return float(potts_energy(g.i, g.j, g.weights, self.unary, lab - 1, float(self.lam)))
 
     def continuous_energy(self, x: np.ndarray) -> float:
         """``lam * x^T (I_K kron L) x + d^T x`` for a relaxed assignment.

@@ -1,0 +1,81 @@
+"""The graph-building kernels against plain scipy/numpy constructions of the same arrays."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from solver.mrf.graph import GridGraph, grid_edges, laplacian
+from solver.mrf.grid_kernels import coarsen_edges, laplacian_csr, potts_energy
+from solver.mrf.multilevel import block_index
+
+
+def _reference_laplacian(n, i, j, w):
+    W = sp.coo_matrix((w, (i, j)), shape=(n, n)).tocsr()
+    W = W + W.T
+    return (sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W).tocsr()
+
+
+@pytest.mark.parametrize("shape", [(6, 7), (5, 2), (1, 6), (4, 1), (3, 3)])
+def test_laplacian_csr_matches_scipy_with_repeats_and_missing_edges(shape):
+    i, j, _ = grid_edges(shape)
+    rng = np.random.default_rng(shape[0])
+    keep = rng.random(i.size) > 0.2           # some pixel pairs without an edge
+    keep[0] = True
+    i, j = i[keep], j[keep]
+    i = np.concatenate([i, j[:3]])            # three pairs again, reversed
+    j = np.concatenate([j, i[:3]])
+    w = rng.random(i.size)
+    n = shape[0] * shape[1]
+    indptr, indices, data, bad = laplacian_csr(i.astype(np.int64), j.astype(np.int64), w, shape)
+    assert bad == 0
+    L = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+    assert L.has_sorted_indices
+    for r in range(n):  # each row: distinct sorted columns, its diagonal included
+        row = indices[indptr[r]:indptr[r + 1]]
+        assert np.all(np.diff(row) > 0) and r in row
+    ref = _reference_laplacian(n, i, j, w)
+    np.testing.assert_allclose(L.toarray(), ref.toarray(), atol=1e-12)
+    assert L.nnz == (ref + sp.eye(n)).nnz  # no entry for a pair without an edge
+
+
+def test_laplacian_of_a_graph_with_a_non_neighbour_edge_is_refused():
+    i, j, _ = grid_edges((4, 4))
+    graph = GridGraph(shape=(4, 4), i=np.append(i, 0), j=np.append(j, 10),
+                      weights=np.ones(i.size + 1), beta=1.0)
+    with pytest.raises(ValueError, match="1 edges of the graph are not 8-neighbour"):
+        laplacian(graph)
+
+
+@pytest.mark.parametrize(("shape", "factor"), [((9, 11), 2), ((8, 8), 2), ((7, 10), 3),
+                                               ((5, 1), 2), ((1, 7), 2), ((6, 3), 2), ((4, 4), 4)])
+def test_coarsen_edges_sums_the_fine_edges_between_each_pair_of_blocks(shape, factor):
+    i, j, _ = grid_edges(shape)
+    w = np.random.default_rng(0).random(i.size)
+    block, cshape = block_index(shape, factor)
+    expected: dict = {}
+    for a, b, x in zip(block[i].tolist(), block[j].tolist(), w.tolist()):
+        if a != b:
+            key = (min(a, b), max(a, b))
+            expected[key] = expected.get(key, 0.0) + x
+    lo, hi, cw, bad = coarsen_edges(i.astype(np.int64), j.astype(np.int64), w, shape, factor)
+    assert bad == 0
+    got = list(zip(lo.tolist(), hi.tolist()))
+    assert got == sorted(expected)  # each pair once, ordered by lo then hi
+    np.testing.assert_allclose(cw, [expected[key] for key in got], rtol=1e-14)
+    # the block grid of 8-neighbour fine edges is an 8-neighbour grid again
+    ci, cj, _ = grid_edges(cshape)
+    assert sorted(zip(ci.tolist(), cj.tolist())) == got
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_potts_energy_matches_the_direct_sum(k):
+    rng = np.random.default_rng(k)
+    shape = (70, 90)                       # more than one 4096-term block of edges and pixels
+    i, j, _ = grid_edges(shape)
+    w = rng.random(i.size)
+    unary = rng.normal(size=(shape[0] * shape[1], k))
+    lab = rng.integers(0, k, shape[0] * shape[1])
+    cut = lab[i] != lab[j]
+    expected = 3.5 * 2.0 * w[cut].sum() + unary[np.arange(lab.size), lab].sum()
+    got = potts_energy(i.astype(np.int64), j.astype(np.int64), w, unary, lab, 3.5)
+    assert got == pytest.approx(expected, rel=1e-13)
