@@ -257,3 +257,37 @@ def box_sphere_update(x, y1, y2, rho, gamma):  # pragma: no cover
         d2 += e2 * e2
         xx += x[i] * x[i]
     return z1, z2, d1, d2, xx
+
+
+@_jit
+def split_diagonal(indptr, indices, data):  # pragma: no cover
+    """A square CSR matrix as the kernels take it, in one pass: ``(indptr, indices, diag,
+    off_indptr, off_indices, off_data)`` with int64 row pointers, uint32 column indices, the
+    diagonal apart, and the off-diagonal part without its explicit zeros."""
+    n = indptr.size - 1
+    full_indptr = np.empty(n + 1, np.int64)
+    full_indices = np.empty(indices.size, np.uint32)
+    diag = np.zeros(n)
+    m = 0
+    for p in range(indices.size):
+        full_indices[p] = indices[p]
+    for i in range(n):
+        full_indptr[i] = indptr[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            if indices[p] == i:
+                diag[i] += data[p]
+            elif data[p] != 0.0:
+                m += 1
+    full_indptr[n] = indptr[n]
+    off_indptr = np.zeros(n + 1, np.int64)
+    off_indices = np.empty(m, np.uint32)
+    off_data = np.empty(m)
+    q = 0
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            if indices[p] != i and data[p] != 0.0:
+                off_indices[q] = indices[p]
+                off_data[q] = data[p]
+                q += 1
+        off_indptr[i + 1] = q
+    return full_indptr, full_indices, diag, off_indptr, off_indices, off_data

@@ -108,15 +108,19 @@ class _CompiledCSR:
 
     def __init__(self, A: sp.spmatrix) -> None:
         A = sp.csr_matrix(A, dtype=np.float64)
-        self.indptr = A.indptr.astype(np.int64)
-        self.indices = A.indices.astype(np.uint32 if A.shape[1] < 2**32 else np.uint64)
         self.data = A.data
-        self.diag = np.asarray(A.diagonal(), dtype=np.float64)
-        off = (A - sp.diags(self.diag)).tocsr()
-        off.eliminate_zeros()
-        self.off_indptr = off.indptr.astype(np.int64)
-        self.off_indices = off.indices.astype(self.indices.dtype)
-        self.off_data = off.data
+        if A.shape[1] < 2**32:  # one compiled pass (scipy's subtraction took ~1 ms per 1e5 rows)
+            (self.indptr, self.indices, self.diag, self.off_indptr, self.off_indices,
+             self.off_data) = cpu_kernels.split_diagonal(A.indptr, A.indices, A.data)
+        else:
+            self.indptr = A.indptr.astype(np.int64)
+            self.indices = A.indices.astype(np.uint64)
+            self.diag = np.asarray(A.diagonal(), dtype=np.float64)
+            off = (A - sp.diags(self.diag)).tocsr()
+            off.eliminate_zeros()
+            self.off_indptr = off.indptr.astype(np.int64)
+            self.off_indices = off.indices.astype(np.uint64)
+            self.off_data = off.data
         self._last: tuple | None = None  # (x, b, residual, shift, a_scale) of the last solve
         self._reused = 0
         self._onehot_last: tuple | None = None  # (pixel-major x, label directions) of the last

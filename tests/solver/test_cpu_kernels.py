@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solver import pcg
+from solver import cpu_kernels, pcg
 from solver.backend import CPU
 from solver.qp import GenericSystem, OneHotKronSystem, _CompiledCSR, onehot_operator
 
@@ -103,7 +103,7 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    region_kernels.move_regions,
                    region_kernels.split_regions, kernels.split_by_fixed, kernels.around_changes,
                    kernels.pair_moves, grid_kernels.laplacian_csr, grid_kernels.coarsen_edges,
-                   grid_kernels.potts_energy):
+                   grid_kernels.potts_energy, cpu_kernels.split_diagonal):
         assert kernel.signatures, kernel.py_func.__name__
 
 
@@ -172,3 +172,19 @@ def test_warm_start_from_the_last_solution_reuses_its_residual_exactly(k):
         assert a.quad == pytest.approx(float(a.x @ reusing.apply_A(a.x)), rel=1e-8)
         x = a.x
     assert reusing._compiled._reused == 4
+
+
+def test_split_diagonal_matches_scipy_and_drops_explicit_zeros():
+    L = _laplacian(120, 21)
+    L.data[::7] = 0.0  # explicit zeros, on and off the diagonal
+    indptr, indices, diag, off_indptr, off_indices, off_data = cpu_kernels.split_diagonal(
+        L.indptr, L.indices, L.data)
+    assert indptr.dtype == np.int64 and indices.dtype == np.uint32
+    np.testing.assert_array_equal(indptr, L.indptr)
+    np.testing.assert_array_equal(indices, L.indices)
+    np.testing.assert_array_equal(diag, L.diagonal())
+    off = (L - sp.diags(L.diagonal())).tocsr()
+    off.eliminate_zeros()
+    np.testing.assert_array_equal(off_indptr, off.indptr)
+    np.testing.assert_array_equal(off_indices, off.indices)
+    np.testing.assert_array_equal(off_data, off.data)
