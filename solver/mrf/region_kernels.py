@@ -204,49 +204,112 @@ def fusion_scratch(n: int) -> tuple[np.ndarray, ...]:
             np.empty(n, np.int64), np.zeros(n, np.bool_), np.full(n, -1, np.int64))
 
 
+def region_scratch(n: int) -> tuple[np.ndarray, ...]:
+    """Work arrays for :func:`move_regions` on ``n`` pixels (left as found by each call)."""
+    return (np.full(n, -1, np.int64), np.empty(n, np.int64), np.empty(n + 1, np.int64),
+            np.empty(n, np.int64))
+
+
 @_jit
-def move_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard):  # pragma: no cover
-    """Move each connected region of ``mask`` (pixels all labelled ``a``) to its best label.
+def _capped_components(indptr, indices, mask, seeds, cap, region, order, starts,
+                       big):  # pragma: no cover
+    """Connected components of ``mask`` that hold a pixel of ``seeds`` and at most ``cap``
+    pixels, as :func:`_components` fills ``region``, ``order``, ``starts``.
+
+    A search that passes ``cap`` pixels, or meets a pixel of a component already found too big,
+    stops; its pixels are marked -2 in ``region`` and listed in ``big``, so the work on a big
+    component is at most ``cap`` pixels plus one step per seed in it. Returns
+    ``(components, big pixels)``.
+    """
+    nc, top, nbig = 0, 0, 0
+    starts[0] = 0
+    for t in range(seeds.size):
+        s = seeds[t]
+        if region[s] != -1:
+            continue
+        head = top
+        region[s] = nc
+        order[top] = s
+        top += 1
+        too_big = False
+        while head < top and not too_big:
+            i = order[head]
+            head += 1
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if mask[j]:
+                    if region[j] == -2:
+                        too_big = True
+                    elif region[j] == -1:
+                        region[j] = nc
+                        order[top] = j
+                        top += 1
+            if top - starts[nc] > cap:
+                too_big = True
+        if too_big:
+            for q in range(starts[nc], top):
+                region[order[q]] = -2
+                big[nbig] = order[q]
+                nbig += 1
+            top = starts[nc]
+        else:
+            nc += 1
+            starts[nc] = top
+    return nc, nbig
+
+
+@_jit
+def move_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, seeds, cap,
+                 scratch):  # pragma: no cover
+    """Move each connected region of ``mask`` (pixels all labelled ``a``) that holds a pixel of
+    ``seeds`` and at most ``cap`` pixels to its best label.
 
     Moving region ``R`` from ``a`` to ``c`` changes the energy by its unary difference plus
     ``2 lam`` times (its border weight to label ``a`` minus that to label ``c``). Regions holding a
-    hard pixel stay. Changes ``lab`` in place; returns the number of regions moved.
+    hard pixel stay. Changes ``lab`` in place; returns the number of regions moved. ``scratch``
+    comes from :func:`region_scratch` and is left as found.
     """
     n, k = unary.shape
-    region, order, starts, nc = _mask_components(indptr, indices, mask)
-    if nc == 0:
-        return 0
-    delta = np.zeros((nc, k))
-    pinned = np.zeros(nc, np.bool_)
-    border = np.zeros(k)
-    scale = 1.0
-    for r in range(nc):
-        border[:] = 0.0
-        for q in range(starts[r], starts[r + 1]):
-            i = order[q]
-            if hard[i] > 0:
-                pinned[r] = True
-            for c in range(k):
-                delta[r, c] += unary[i, c] - unary[i, a]
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if j != i and not mask[j]:
-                    border[lab[j]] -= data[p]
-        for c in range(k):
-            delta[r, c] += two_lam * (border[a] - border[c])
-            scale = max(scale, abs(delta[r, c]))
+    region, order, starts, big = scratch
+    nc, nbig = _capped_components(indptr, indices, mask, seeds, cap, region, order, starts, big)
     moved = 0
-    for r in range(nc):
-        if pinned[r]:
-            continue
-        best = a
-        for c in range(k):
-            if delta[r, c] < delta[r, best]:
-                best = c
-        if best != a and delta[r, best] < -1e-9 * scale:
-            moved += 1
+    if nc > 0:
+        delta = np.zeros((nc, k))
+        pinned = np.zeros(nc, np.bool_)
+        scale = np.ones(nc)
+        border = np.zeros(k)
+        for r in range(nc):
+            border[:] = 0.0
             for q in range(starts[r], starts[r + 1]):
-                lab[order[q]] = best
+                i = order[q]
+                if hard[i] > 0:
+                    pinned[r] = True
+                for c in range(k):
+                    delta[r, c] += unary[i, c] - unary[i, a]
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    if j != i and not mask[j]:
+                        border[lab[j]] -= data[p]
+            for c in range(k):
+                delta[r, c] += two_lam * (border[a] - border[c])
+                scale[r] = max(scale[r], abs(delta[r, c]))
+        for r in range(nc):
+            if pinned[r]:
+                continue
+            best = a
+            for c in range(k):
+                if delta[r, c] < delta[r, best]:
+                    best = c
+            # (each region's own tolerance: a move's decision must not depend on which other
+            # regions were evaluated with it)
+            if best != a and delta[r, best] < -1e-9 * scale[r]:
+                moved += 1
+                for q in range(starts[r], starts[r + 1]):
+                    lab[order[q]] = best
+    for q in range(starts[nc]):
+        region[order[q]] = -1
+    for q in range(nbig):
+        region[big[q]] = -1
     return moved
 
 

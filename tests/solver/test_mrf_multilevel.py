@@ -108,6 +108,62 @@ def test_component_flips_never_raise_energy_and_keep_hard_pixels():
         p.check_hard(out)
 
 
+@pytest.mark.parametrize("k", [2, 3])
+def test_settle_regions_since_a_settled_labelling_gives_the_full_result(k):
+    from solver.mrf.icm import settle_regions
+    for seed in range(4):
+        p = random_problem((30, 34), k=k, seed=seed)
+        settled, ok = settle_regions(p, icm(p, np.argmin(p.unary, axis=1) + 1))
+        assert ok
+        rng = np.random.default_rng(seed)
+        changed = settled.copy()
+        r, c = rng.integers(0, 26, 2)
+        changed[r:r + 4, c:c + 5] = rng.integers(1, k + 1)      # a block relabelled ...
+        changed.ravel()[rng.integers(0, p.n, 12)] = 1            # ... and scattered pixels
+        start = icm(p, changed)
+        full, _ = settle_regions(p, start, icm_optimal=True)
+        near, _ = settle_regions(p, start, icm_optimal=True, since=settled)
+        np.testing.assert_array_equal(near, full)
+
+
+def test_region_moves_leave_out_regions_above_the_cap(monkeypatch):
+    import importlib
+    icm_module = importlib.import_module("solver.mrf.icm")  # (solver.mrf.icm is also a function)
+    p, lab = _island_problem()
+    island = int((lab == 2).sum())
+    monkeypatch.setattr(icm_module, "REGION_CAP", 0.0)
+    monkeypatch.setattr(icm_module, "REGION_CAP_MIN", island - 1)
+    assert np.array_equal(component_flips(p, lab), lab)        # too big: not considered
+    monkeypatch.setattr(icm_module, "REGION_CAP_MIN", island)
+    assert (component_flips(p, lab) == 1).all()                # at the cap: moved
+
+
+def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found():
+    from solver.mrf import kernels, region_kernels
+    p = random_problem((20, 20), k=2, seed=0)
+    mask = np.zeros((20, 20), bool)
+    mask[2:4, 2:4] = True       # 4 pixels
+    mask[10:18, 10:18] = True   # 64 pixels
+    mask[0, 19] = True          # 1 pixel, never seeded
+    mask = mask.ravel()
+    indptr, indices, data = kernels.csr_arrays(p)
+    region, order, starts, big = scratch = region_kernels.region_scratch(p.n)
+    seeds = np.array([2 * 20 + 2, 3 * 20 + 3, 12 * 20 + 12, 17 * 20 + 17], np.int64)
+    nc, nbig = region_kernels._capped_components(indptr, indices, mask, seeds, 10, region,
+                                                 order, starts, big)
+    assert nc == 1  # the small square; the big one's searches stopped past 10 pixels
+    assert 10 < nbig < 64
+    square = np.zeros((20, 20), bool)
+    square[10:18, 10:18] = True
+    assert square.ravel()[big[:nbig]].all()
+    assert sorted(order[:starts[1]]) == [42, 43, 62, 63]
+    lab = np.zeros(p.n, np.int64)
+    region.fill(-1)
+    region_kernels.move_regions(indptr, indices, data, p.unary, 2.0 * p.lam, lab, mask, 0,
+                                p.hard.ravel(), seeds, 10, scratch)
+    assert (region == -1).all()
+
+
 def test_island_region_is_pinned_by_a_hard_pixel():
     from dataclasses import replace
     p, lab = _island_problem()
