@@ -88,6 +88,31 @@ def around_changes(indptr, indices, lab, before, movable):  # pragma: no cover
 
 
 @_jit
+def best_label(indptr, indices, data, unary, two_lam, lab, i, agree):  # pragma: no cover
+    """Pixel ``i``'s cheapest label given its neighbours' labels, keeping its own unless another
+    is cheaper by more than a relative ``1e-12``. ``agree`` is ``(K,)`` scratch."""
+    k = unary.shape[1]
+    total = 0.0
+    for c in range(k):
+        agree[c] = 0.0
+    for p in range(indptr[i], indptr[i + 1]):
+        j = indices[p]
+        if j != i:
+            total -= data[p]
+            agree[lab[j]] -= data[p]
+    cur = lab[i]
+    cur_cost = unary[i, cur] + two_lam * (total - agree[cur])
+    best, best_cost = cur, cur_cost
+    for c in range(k):
+        cost = unary[i, c] + two_lam * (total - agree[c])
+        if cost < best_cost:
+            best, best_cost = c, cost
+    if best != cur and best_cost < cur_cost - 1e-12 * max(1.0, abs(cur_cost)):
+        return best
+    return cur
+
+
+@_jit
 def icm_sweeps(indptr, indices, data, unary, two_lam, lab, movable, active, width,
                max_sweeps):  # pragma: no cover
     """Colour-parallel ICM on a grid: sweeps over the four classes ``(row % 2, col % 2)``.
@@ -110,22 +135,8 @@ def icm_sweeps(indptr, indices, data, unary, two_lam, lab, movable, active, widt
                     if not active[i]:
                         continue
                     active[i] = False
-                    total = 0.0
-                    for c in range(k):
-                        agree[c] = 0.0
-                    for p in range(indptr[i], indptr[i + 1]):
-                        j = indices[p]
-                        if j != i:
-                            total -= data[p]
-                            agree[lab[j]] -= data[p]
-                    cur = lab[i]
-                    cur_cost = unary[i, cur] + two_lam * (total - agree[cur])
-                    best, best_cost = cur, cur_cost
-                    for c in range(k):
-                        cost = unary[i, c] + two_lam * (total - agree[c])
-                        if cost < best_cost:
-                            best, best_cost = c, cost
-                    if best != cur and best_cost < cur_cost - 1e-12 * max(1.0, abs(cur_cost)):
+                    best = best_label(indptr, indices, data, unary, two_lam, lab, i, agree)
+                    if best != lab[i]:
                         lab[i] = best
                         moved += 1
                         for p in range(indptr[i], indptr[i + 1]):

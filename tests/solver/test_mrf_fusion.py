@@ -169,3 +169,62 @@ def test_box_fusion_restores_a_corner_that_a_closing_cannot():
     assert moved >= 1 and np.all(boxed.reshape(40, 40)[corner] == 1)
     assert p.energy(boxed) < p.energy(stuck) - 1.0
     assert np.all(polish_labels(p, cut)[corner] == 1)
+
+
+def _block_with_a_tail():
+    """All label 1; a 6x6 block whose data prefer label 2 (worth taking whole, not pixel by
+    pixel) with a one-pixel tail whose data prefer label 1; one level set covers both."""
+    img = np.full((20, 20), 0.5)
+    block = np.zeros((20, 20), bool)
+    block[4:10, 4:10] = True
+    tail = np.zeros((20, 20), bool)
+    tail[6, 10:20] = True
+    un = np.zeros((400, 2))
+    un[:, 1] = 5.0
+    un[block.ravel(), 1] = -6.0
+    p = problem_from_unary(img, un, lam=1.0)
+    x2 = np.where(block | tail, 0.9, 0.1).ravel()
+    return p, np.ones(400, np.int64), np.stack([1.0 - x2, x2], axis=1), block, tail
+
+
+def test_descent_fusion_takes_the_part_of_a_level_set_that_pays():
+    from solver.mrf.icm import fuse_descents
+    p, start, weights, block, tail = _block_with_a_tail()
+    assert np.array_equal(icm(p, start).ravel(), start)
+    whole = np.where((block | tail).ravel(), 2, 1)
+    assert p.energy(whole) > p.energy(start)            # the level set whole costs more ...
+    assert p.energy(np.where(block.ravel(), 2, 1)) < p.energy(start) - 50.0  # ... the block pays
+    plain, moved = fuse_level_sets(p, start, [weights])
+    assert moved == 0 and np.array_equal(plain, start)
+    out, moved = fuse_descents(p, start, [weights])
+    assert moved == 1
+    assert p.energy(out) < p.energy(start) - 50.0
+    assert (out.reshape(20, 20)[tail] == 1).all()
+    assert (out.reshape(20, 20)[block] == 2).mean() > 0.8
+    assert np.array_equal(icm(p, out).ravel(), out)      # still an ICM fixed point
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k):
+    from solver.mrf import descent_kernels, kernels
+    from solver.mrf.fusion import Snapshot
+    from solver.mrf.icm import fuse_descents
+    for seed in range(3):
+        p = random_problem((16, 18), k=k, seed=seed, hard_fraction=0.1)
+        rng = np.random.default_rng(seed)
+        lab = icm(p, np.where(p.hard > 0, p.hard, rng.integers(1, k + 1, p.n)).reshape(p.shape))
+        snaps = [rng.dirichlet(np.ones(k), p.n) for _ in range(3)]
+        out, _ = fuse_descents(p, lab, snaps)
+        assert p.energy(out) <= p.energy(lab) + 1e-9
+        hard = p.hard.ravel()
+        assert np.array_equal(out[hard > 0], hard[hard > 0])
+        assert np.array_equal(icm(p, out).ravel(), out)
+        # the kernel leaves its work arrays as it found them
+        scratch = descent_kernels.descent_scratch(p.n, k)
+        snap = Snapshot.from_dense(snaps[0])
+        descent_kernels.fuse_descents(*kernels.csr_arrays(p), p.unary, 2.0 * p.lam,
+                                      lab.ravel().astype(np.int64) - 1, hard == 0, snap.pixels,
+                                      snap.weights, snap.fixed, np.array([0.2, 0.5]), scratch)
+        _, _, member, region, _, _, _, listed, row, _, inq, touched, _, _ = scratch
+        assert not member.any() and not listed.any() and not inq.any() and not touched.any()
+        assert (region == -1).all() and (row == -1).all()

@@ -1,0 +1,174 @@
+"""Compiled (numba) kernel of descent fusion: level-set proposals carved by ICM before fusion.
+
+Conventions as in :mod:`solver.mrf.kernels` (the Laplacian's CSR arrays, 0-based labels, exact
+energy changes). A level-set proposal "label ``c`` wherever ``x_c > t``" often joins a region
+worth taking to pixels where ``c`` costs more, and the fusion of
+:func:`solver.mrf.region_kernels.fuse_level_sets` takes a connected region whole or not at all.
+Here ICM runs first on a copy of the labels with the proposal applied: the pixels that do not
+pay for their label in the proposal fall back, and what is left splits into regions of its own,
+each taken if it lowers the energy. The ICM is a work queue over the pixels near the proposal,
+so a proposal costs in proportion to its own pixels, not to the image.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .kernels import best_label
+from .region_kernels import _fuse, _weight, fusion_scratch
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+def descent_scratch(n: int, k: int) -> tuple[np.ndarray, ...]:
+    """Work arrays for :func:`fuse_descents` on ``n`` pixels and ``k`` labels (left as found,
+    so one set serves every snapshot)."""
+    return (*fusion_scratch(n), np.empty(n, np.int64), np.zeros(n, np.bool_),
+            np.zeros(n, np.bool_), np.empty(n, np.int64), np.zeros(k))
+
+
+@_jit
+def _push(queue, inq, head, count, i):  # pragma: no cover
+    """Append ``i`` to the ring queue (at most one entry per pixel); returns the new count."""
+    if not inq[i]:
+        inq[i] = True
+        queue[(head + count) % queue.size] = i
+        count += 1
+    return count
+
+
+@_jit
+def _push_around(indptr, indices, movable, queue, inq, head, count, i):  # pragma: no cover
+    """Queue ``i`` and its neighbours, the movable ones; returns the new count."""
+    if movable[i]:
+        count = _push(queue, inq, head, count, i)
+    for p in range(indptr[i], indptr[i + 1]):
+        j = indices[p]
+        if j != i and movable[j]:
+            count = _push(queue, inq, head, count, j)
+    return count
+
+
+@_jit
+def _descend(indptr, indices, data, unary, two_lam, lab, movable, queue, inq, count, touched,
+             tlist, nt, agree):  # pragma: no cover
+    """ICM over a work queue: each queued pixel takes its best label given its neighbours, and
+    a move queues the pixel's neighbours. Stops when the queue is empty (every move lowers the
+    energy, so it does). Pixels that moved are listed in ``tlist`` after the ``nt`` already
+    there (``touched`` marks them); returns the new ``nt``."""
+    head = 0
+    while count > 0:
+        i = queue[head]
+        head = (head + 1) % queue.size
+        count -= 1
+        inq[i] = False
+        best = best_label(indptr, indices, data, unary, two_lam, lab, i, agree)
+        if best != lab[i]:
+            lab[i] = best
+            if not touched[i]:
+                touched[i] = True
+                tlist[nt] = i
+                nt += 1
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if j != i and movable[j]:
+                    count = _push(queue, inq, head, count, j)
+    return nt
+
+
+@_jit
+def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, weights, fixed,
+                  thresholds, scratch):  # pragma: no cover
+    """Fuse ``lab`` with every level-set proposal of one snapshot after ICM has carved it.
+
+    For each threshold ``t`` and label ``c``: the proposal (``c`` on the listed pixels whose
+    weight for ``c`` exceeds ``t``) is applied to a copy of ``lab``, ICM runs on the copy around
+    it, and each connected region where the copy then differs from ``lab`` is taken if that
+    lowers the energy. After a region is taken, ICM runs on ``lab`` around it, so ``lab`` stays
+    an ICM fixed point if it was one. The snapshot is sparse as in
+    :func:`solver.mrf.region_kernels.fuse_level_sets`. Changes ``lab`` in place; returns the
+    number of regions taken.
+    """
+    idx, work, member, region, order, starts, span, listed, row, queue, inq, touched, tlist, \
+        agree = scratch
+    k = weights.shape[1]
+    n = lab.size
+    for i in range(n):
+        work[i] = lab[i]
+    low = thresholds.min()
+    ns = 0
+    for q in range(pixels.size):
+        i = pixels[q]
+        row[i] = q
+        if movable[i]:
+            for c in range(k):
+                if c != lab[i] and weights[q, c] > low:
+                    span[ns] = i
+                    listed[i] = True
+                    ns += 1
+                    break
+    for i in range(n):
+        if fixed[i] > 0 and movable[i] and fixed[i] - 1 != lab[i]:
+            span[ns] = i
+            listed[i] = True
+            ns += 1
+    taken = 0
+    for t in thresholds:
+        for c in range(k):
+            nt = 0
+            for q in range(ns):
+                i = span[q]
+                if lab[i] != c and _weight(weights, row, fixed, i, c) > t:
+                    work[i] = c
+                    touched[i] = True
+                    tlist[nt] = i
+                    nt += 1
+            if nt == 0:
+                continue
+            count = 0
+            for q in range(nt):
+                count = _push_around(indptr, indices, movable, queue, inq, 0, count, tlist[q])
+            nt = _descend(indptr, indices, data, unary, two_lam, work, movable, queue, inq, count,
+                          touched, tlist, nt, agree)
+            m = 0
+            for q in range(nt):
+                i = tlist[q]
+                if work[i] != lab[i]:
+                    idx[m] = i
+                    m += 1
+            got = _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, work, member, region,
+                        order, starts)
+            # the pixels now carrying the copy's label are the regions taken
+            m2 = 0
+            for q in range(m):
+                i = idx[q]
+                if lab[i] == work[i]:
+                    idx[m2] = i
+                    m2 += 1
+            for q in range(nt):
+                i = tlist[q]
+                work[i] = lab[i]
+                touched[i] = False
+            if got == 0:
+                continue
+            taken += got
+            count = 0
+            for q in range(m2):
+                count = _push_around(indptr, indices, movable, queue, inq, 0, count, idx[q])
+            nt = _descend(indptr, indices, data, unary, two_lam, lab, movable, queue, inq, count,
+                          touched, tlist, 0, agree)
+            for q in range(nt):
+                touched[tlist[q]] = False
+            for q in range(m2 + nt):  # mirror into the copy; changed pixels join the list
+                i = idx[q] if q < m2 else tlist[q - m2]
+                work[i] = lab[i]
+                if not listed[i]:
+                    span[ns] = i
+                    listed[i] = True
+                    ns += 1
+    for q in range(ns):
+        listed[span[q]] = False
+    for q in range(pixels.size):
+        row[pixels[q]] = -1
+    return taken
