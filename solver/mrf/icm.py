@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 SPLIT = True
 #: Whether :func:`polish_labels` tries :func:`fuse_descents` (in the final polish too).
 DESCENTS = True
+#: Descent fusion before the plain level-set fusion instead of after it (14 cameraman problems:
+#: mean gap 0.235% against 0.240%; a plain fusion can take a union whose bad part a descent
+#: would have left out).
+DESCENTS_FIRST = True
 #: Level-set thresholds of the descent proposals.
 DESCENT_THRESHOLDS = THRESHOLDS
 
@@ -275,8 +279,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   snapshots: Sequence[Snapshot | np.ndarray] = (),
                   max_rounds: int = 3, split: bool = True) -> np.ndarray:
     """ICM and pair moves, filled concavities and box completions, whole-region moves, region
-    splits, then level-set fusion with ADMM's iterates, plain and carved by ICM
-    (:func:`fuse_descents`); never raises the energy.
+    splits, then fusion with the level sets of ADMM's iterates, carved by ICM
+    (:func:`fuse_descents`) and plain; never raises the energy.
 
     Parameters
     ----------
@@ -314,13 +318,19 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                           icm_optimal=True, since=lab if settled else None)
     if len(snapshots):
         snapshots = list(snapshots)  # built once for all rounds
+    descents = DESCENTS and split and len(snapshots)
+    if descents and DESCENTS_FIRST:
+        carved, moved = fuse_descents(problem, lab, snapshots, DESCENT_THRESHOLDS)
+        if moved:
+            lab, settled = settle_regions(problem, carved, icm_optimal=True,
+                                          since=lab if settled else None)
     for _ in range(max_rounds if len(snapshots) else 0):
         fused, moved = fuse_level_sets(problem, lab, snapshots)
         if moved == 0:
             break
         lab, settled = settle_regions(problem, icm(problem, fused, since=lab), icm_optimal=True,
                                       since=lab if settled else None)
-    if DESCENTS and split and len(snapshots):
+    if descents and not DESCENTS_FIRST:
         carved, moved = fuse_descents(problem, lab, snapshots, DESCENT_THRESHOLDS)
         if moved:
             lab, settled = settle_regions(problem, carved, icm_optimal=True,
