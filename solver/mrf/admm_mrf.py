@@ -407,10 +407,10 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     coarse_to_fine : bool, optional
         Solve a halved pyramid coarse to fine, leaving only a band around the boundaries free
         at the finer levels (:func:`solver.mrf.multilevel.solve_coarse_to_fine`). Default: on
-        when the image has more than ``4 * multilevel.COARSEST`` pixels and no ``x0`` is given.
+        when the image has more than :data:`multilevel.WHOLE_MAX` pixels and no ``x0`` is given.
     **params
         :class:`solver.ADMMParams` fields. Without ``rho_growth`` and ``rho0``, a problem solved
-        whole with at most ``4 * multilevel.COARSEST`` pixels (and the coarsest level) uses the
+        whole with at most :data:`multilevel.WHOLE_MAX` pixels (and the coarsest level) uses the
         slower :func:`solver.mrf.multilevel.slow_schedule`.
 
     Returns
@@ -424,14 +424,14 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         # a whole (small) problem gets the slower default schedule; see multilevel.slow_schedule
         slow = "rho_growth" not in params and "rho0" not in params
         if coarse_to_fine is None:
-            coarse_to_fine = x0 is None and problem.n > 4 * multilevel.COARSEST
+            coarse_to_fine = x0 is None and problem.n > multilevel.WHOLE_MAX
         if coarse_to_fine:
             if x0 is not None:
                 raise ValueError("a warm start x0 needs coarse_to_fine=False")
             return multilevel.solve_coarse_to_fine(problem, backend, admm_params, seed=seed,
                                                    callback=callback, polish=polish,
                                                    slow_coarsest=slow)
-        if slow and problem.n <= 4 * multilevel.COARSEST:
+        if slow and problem.n <= multilevel.WHOLE_MAX:
             admm_params = multilevel.slow_schedule(admm_params, problem.k)
         return MRFADMM(problem, backend, admm_params).run(
             x0=x0, seed=seed, callback=callback, polish=polish)

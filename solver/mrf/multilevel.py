@@ -165,6 +165,9 @@ def pyramid(problem: MRFProblem, coarsest: int) -> tuple[list[MRFProblem], list[
 
 #: Coarsen until a level has at most this many pixels; smaller problems are solved directly.
 COARSEST = 8000
+#: Images with at most this many pixels are solved whole (with the slow schedule), larger ones
+#: coarse to fine.
+WHOLE_MAX = 4 * COARSEST
 #: Penalty growth for a problem solved whole when it is this small: slower annealing costs little
 #: there and avoids the bad early commitments that 1.03 makes on strongly regularised small grids.
 SMALL_GROWTH = 1.01
