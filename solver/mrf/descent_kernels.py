@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 from .kernels import best_label
-from .region_kernels import _fuse, _weight, fusion_scratch
+from .region_kernels import _fuse, _list_proposable, _select, _unlist, fusion_scratch
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -39,15 +39,21 @@ def _push(queue, inq, head, count, i):  # pragma: no cover
 
 
 @_jit
-def _push_around(indptr, indices, movable, queue, inq, head, count, i):  # pragma: no cover
-    """Queue ``i`` and its neighbours, the movable ones; returns the new count."""
-    if movable[i]:
-        count = _push(queue, inq, head, count, i)
+def _push_neighbours(indptr, indices, movable, queue, inq, head, count, i):  # pragma: no cover
+    """Queue the movable neighbours of ``i``; returns the new count."""
     for p in range(indptr[i], indptr[i + 1]):
         j = indices[p]
         if j != i and movable[j]:
             count = _push(queue, inq, head, count, j)
     return count
+
+
+@_jit
+def _push_around(indptr, indices, movable, queue, inq, head, count, i):  # pragma: no cover
+    """Queue ``i`` and its neighbours, the movable ones; returns the new count."""
+    if movable[i]:
+        count = _push(queue, inq, head, count, i)
+    return _push_neighbours(indptr, indices, movable, queue, inq, head, count, i)
 
 
 @_jit
@@ -70,62 +76,40 @@ def _descend(indptr, indices, data, unary, two_lam, lab, movable, queue, inq, co
                 touched[i] = True
                 tlist[nt] = i
                 nt += 1
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if j != i and movable[j]:
-                    count = _push(queue, inq, head, count, j)
+            count = _push_neighbours(indptr, indices, movable, queue, inq, head, count, i)
     return nt
 
 
 @_jit
 def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, weights, fixed,
-                  thresholds, scratch):  # pragma: no cover
+                  thresholds, max_size, scratch):  # pragma: no cover
     """Fuse ``lab`` with every level-set proposal of one snapshot after ICM has carved it.
 
     For each threshold ``t`` and label ``c``: the proposal (``c`` on the listed pixels whose
     weight for ``c`` exceeds ``t``) is applied to a copy of ``lab``, ICM runs on the copy around
     it, and each connected region where the copy then differs from ``lab`` is taken if that
     lowers the energy. After a region is taken, ICM runs on ``lab`` around it, so ``lab`` stays
-    an ICM fixed point if it was one. The snapshot is sparse as in
+    an ICM fixed point if it was one. Proposals of more than ``max_size`` pixels are skipped. The snapshot is sparse as in
     :func:`solver.mrf.region_kernels.fuse_level_sets`. Changes ``lab`` in place; returns the
     number of regions taken.
     """
     idx, work, member, region, order, starts, span, listed, row, queue, inq, touched, tlist, \
         agree = scratch
     k = weights.shape[1]
-    n = lab.size
-    for i in range(n):
+    for i in range(lab.size):
         work[i] = lab[i]
-    low = thresholds.min()
-    ns = 0
-    for q in range(pixels.size):
-        i = pixels[q]
-        row[i] = q
-        if movable[i]:
-            for c in range(k):
-                if c != lab[i] and weights[q, c] > low:
-                    span[ns] = i
-                    listed[i] = True
-                    ns += 1
-                    break
-    for i in range(n):
-        if fixed[i] > 0 and movable[i] and fixed[i] - 1 != lab[i]:
-            span[ns] = i
-            listed[i] = True
-            ns += 1
+    ns = _list_proposable(lab, movable, pixels, weights, fixed, thresholds.min(), span, listed,
+                          row)
     taken = 0
     for t in thresholds:
         for c in range(k):
-            nt = 0
-            for q in range(ns):
-                i = span[q]
-                if lab[i] != c and _weight(weights, row, fixed, i, c) > t:
-                    work[i] = c
-                    touched[i] = True
-                    tlist[nt] = i
-                    nt += 1
-            if nt == 0:
+            nt = _select(lab, span, ns, weights, row, fixed, c, t, tlist, work)
+            if nt == 0 or nt > max_size:
+                for q in range(nt):
+                    work[tlist[q]] = lab[tlist[q]]
                 continue
+            for q in range(nt):
+                touched[tlist[q]] = True
             count = 0
             for q in range(nt):
                 count = _push_around(indptr, indices, movable, queue, inq, 0, count, tlist[q])
@@ -167,8 +151,5 @@ def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, w
                     span[ns] = i
                     listed[i] = True
                     ns += 1
-    for q in range(ns):
-        listed[span[q]] = False
-    for q in range(pixels.size):
-        row[pixels[q]] = -1
+    _unlist(span, ns, listed, pixels, row)
     return taken

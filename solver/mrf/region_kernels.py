@@ -138,6 +138,54 @@ def _weight(weights, row, fixed, i, c):  # pragma: no cover
 
 
 @_jit
+def _list_proposable(lab, movable, pixels, weights, fixed, low, span, listed,
+                     row):  # pragma: no cover
+    """List in ``span`` (marked in ``listed``) the movable pixels some level set of a sparse
+    snapshot can relabel: a weight above ``low`` for another label, or fixed to another label.
+    Sets ``row`` to each snapshot pixel's row of ``weights``; returns the count."""
+    ns = 0
+    for q in range(pixels.size):
+        i = pixels[q]
+        row[i] = q
+        if movable[i]:
+            for c in range(weights.shape[1]):
+                if c != lab[i] and weights[q, c] > low:
+                    span[ns] = i
+                    listed[i] = True
+                    ns += 1
+                    break
+    for i in range(lab.size):
+        if fixed[i] > 0 and movable[i] and fixed[i] - 1 != lab[i]:
+            span[ns] = i
+            listed[i] = True
+            ns += 1
+    return ns
+
+
+@_jit
+def _select(lab, span, ns, weights, row, fixed, c, t, idx, newlab):  # pragma: no cover
+    """The proposal "label ``c`` where the weight of ``c`` exceeds ``t``" on the listed pixels:
+    writes its pixels to ``idx`` and ``c`` to ``newlab`` there; returns their number."""
+    m = 0
+    for q in range(ns):
+        i = span[q]
+        if lab[i] != c and _weight(weights, row, fixed, i, c) > t:
+            idx[m] = i
+            newlab[i] = c
+            m += 1
+    return m
+
+
+@_jit
+def _unlist(span, ns, listed, pixels, row):  # pragma: no cover
+    """Undo :func:`_list_proposable` (and any pixels listed since) in the work arrays."""
+    for q in range(ns):
+        listed[span[q]] = False
+    for q in range(pixels.size):
+        row[pixels[q]] = -1
+
+
+@_jit
 def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, movable, pixels, weights, fixed,
                     thresholds, scratch):  # pragma: no cover
     """Fuse ``lab`` with the proposals "label ``c`` wherever its weight exceeds ``t``", for every
@@ -153,33 +201,12 @@ def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, movable, pixels,
     """
     k = weights.shape[1]
     idx, newlab, member, region, order, starts, span, listed, row = scratch
-    low = thresholds.min()
-    ns = 0
-    for q in range(pixels.size):
-        i = pixels[q]
-        row[i] = q
-        if movable[i]:
-            for c in range(k):
-                if c != lab[i] and weights[q, c] > low:
-                    span[ns] = i
-                    listed[i] = True
-                    ns += 1
-                    break
-    for i in range(lab.size):
-        if fixed[i] > 0 and movable[i] and fixed[i] - 1 != lab[i]:
-            span[ns] = i
-            listed[i] = True
-            ns += 1
+    ns = _list_proposable(lab, movable, pixels, weights, fixed, thresholds.min(), span, listed,
+                          row)
     taken = 0
     for t in thresholds:
         for c in range(k):
-            m = 0
-            for q in range(ns):
-                i = span[q]
-                if lab[i] != c and _weight(weights, row, fixed, i, c) > t:
-                    idx[m] = i
-                    newlab[i] = c
-                    m += 1
+            m = _select(lab, span, ns, weights, row, fixed, c, t, idx, newlab)
             before = taken
             taken += _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member,
                            region, order, starts)
@@ -190,10 +217,7 @@ def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, movable, pixels,
                         span[ns] = i
                         listed[i] = True
                         ns += 1
-    for q in range(ns):
-        listed[span[q]] = False
-    for q in range(pixels.size):
-        row[pixels[q]] = -1
+    _unlist(span, ns, listed, pixels, row)
     return taken
 
 

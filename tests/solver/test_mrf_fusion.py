@@ -202,6 +202,9 @@ def test_descent_fusion_takes_the_part_of_a_level_set_that_pays():
     assert (out.reshape(20, 20)[tail] == 1).all()
     assert (out.reshape(20, 20)[block] == 2).mean() > 0.8
     assert np.array_equal(icm(p, out).ravel(), out)      # still an ICM fixed point
+    proposal = int((block | tail).sum())
+    assert fuse_descents(p, start, [weights], max_pixels=proposal - 1)[1] == 0  # skipped
+    assert fuse_descents(p, start, [weights], max_pixels=proposal)[1] == 1
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])
@@ -224,7 +227,7 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
         snap = Snapshot.from_dense(snaps[0])
         descent_kernels.fuse_descents(*kernels.csr_arrays(p), p.unary, 2.0 * p.lam,
                                       lab.ravel().astype(np.int64) - 1, hard == 0, snap.pixels,
-                                      snap.weights, snap.fixed, np.array([0.2, 0.5]), scratch)
+                                      snap.weights, snap.fixed, np.array([0.2, 0.5]), p.n, scratch)
         _, _, member, region, _, _, _, listed, row, _, inq, touched, _, _ = scratch
         assert not member.any() and not listed.any() and not inq.any() and not touched.any()
         assert (region == -1).all() and (row == -1).all()
