@@ -208,8 +208,8 @@ REVISIT_RADIUS: int | None = 8
 
 def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any = None, *,
                          seed: int | None = None, callback: Callable[[Any], Any] | None = None,
-                         polish: bool = True, coarsest: int = COARSEST,
-                         radius: int = BAND_RADIUS, slow_coarsest: bool = True) -> Any:
+                         polish: bool = True, coarsest: int | None = None,
+                         radius: int | None = None, slow_coarsest: bool = True) -> Any:
     """ℓ2-box ADMM from coarse to fine: whole problem at the coarsest level, then bands.
 
     The coarsest level (exact block restriction, at most ``coarsest`` pixels) is solved from
@@ -231,8 +231,9 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         iterations numbered across levels; return True to stop.
     polish : bool
         Polish the full-resolution answer (coarser levels are always polished).
-    coarsest, radius : int
-        See :data:`COARSEST` and :func:`undecided_band`.
+    coarsest, radius : int, optional
+        See :data:`COARSEST` and :func:`undecided_band` (default :data:`COARSEST` and
+        :data:`BAND_RADIUS`, read at call time).
     slow_coarsest : bool
         Solve the coarsest level with :func:`slow_schedule`.
 
@@ -245,6 +246,8 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     from .icm import icm, polish_labels  # noqa: PLC0415
 
     t0 = time.perf_counter()
+    coarsest = COARSEST if coarsest is None else coarsest
+    radius = BAND_RADIUS if radius is None else radius
     levels, blocks = pyramid(problem, coarsest)
     maps = [np.arange(problem.n)]
     for block in blocks:
