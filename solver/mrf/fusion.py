@@ -100,7 +100,8 @@ def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tupl
 
 def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
                     snapshots: Iterable[Snapshot | np.ndarray],
-                    thresholds: Iterable[float] = THRESHOLDS) -> tuple[np.ndarray, int]:
+                    thresholds: Iterable[float] = THRESHOLDS,
+                    max_pixels: int | None = None) -> tuple[np.ndarray, int]:
     """Fuse ``labels`` with every level-set proposal of every snapshot, in turn.
 
     The proposal for label ``c`` and threshold ``t`` is ``labels`` with ``c`` wherever ``x_c > t``.
@@ -113,6 +114,8 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
     snapshots : iterable of Snapshot or numpy.ndarray
         Continuous iterates: :class:`Snapshot` or ``(n, K)`` label weights.
     thresholds : iterable of float
+    max_pixels : int, optional
+        Proposals relabelling more pixels are skipped (None: no limit).
 
     Returns
     -------
@@ -130,7 +133,9 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
         moved += region_kernels.fuse_level_sets(*csr, problem.unary, two_lam, lab, free,
                                          np.asarray(snap.pixels, dtype=np.int64),
                                          np.ascontiguousarray(snap.weights, dtype=np.float32),
-                                         np.asarray(snap.fixed, dtype=np.int64), ts, scratch)
+                                         np.asarray(snap.fixed, dtype=np.int64), ts,
+                                         lab.size if max_pixels is None else max_pixels,
+                                         scratch)
     log.debug("level-set fusion: %d regions taken", moved)
     return lab + 1, moved
 

@@ -187,7 +187,7 @@ def _unlist(span, ns, listed, pixels, row):  # pragma: no cover
 
 @_jit
 def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, movable, pixels, weights, fixed,
-                    thresholds, scratch):  # pragma: no cover
+                    thresholds, max_size, scratch):  # pragma: no cover
     """Fuse ``lab`` with the proposals "label ``c`` wherever its weight exceeds ``t``", for every
     threshold ``t`` and label ``c`` in turn, on the ``movable`` pixels. Changes ``lab`` in place;
     returns the number of regions taken. ``scratch`` comes from :func:`fusion_scratch` and is left
@@ -207,6 +207,8 @@ def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, movable, pixels,
     for t in thresholds:
         for c in range(k):
             m = _select(lab, span, ns, weights, row, fixed, c, t, idx, newlab)
+            if m > max_size:
+                continue
             before = taken
             taken += _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member,
                            region, order, starts)

@@ -79,6 +79,7 @@ def test_level_set_fusion_recovers_a_region_no_local_move_can():
     weights = np.stack([x1, 1.0 - x1], axis=1)
     fused, moved = fuse_level_sets(p, stuck, [weights])
     assert moved >= 1
+    assert fuse_level_sets(p, stuck, [weights], max_pixels=10)[1] == 0  # too large: skipped
     assert p.energy(fused) < p.energy(stuck) - 1.0
     polished = polish_labels(p, start, [weights])
     assert p.energy(polished) <= p.energy(fused) + 1e-9
