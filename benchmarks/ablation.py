@@ -38,9 +38,23 @@ def parse_cases(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def split_settings(variant: str) -> list[str]:
+    """The ``module.ATTRIBUTE=value`` settings of a variant: split at the commas outside
+    brackets, so a value may be a tuple or list (``"m.T=(0.2, 0.5),m.F=True"``)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(variant):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            out.append(variant[start:i])
+            start = i + 1
+    out.append(variant[start:])
+    return [s.strip() for s in out if s.strip()]
+
+
 def apply(variant: str) -> None:
     """Set each ``module.ATTRIBUTE=value`` of a comma-separated variant string."""
-    for setting in filter(None, (s.strip() for s in variant.split(","))):
+    for setting in split_settings(variant):
         target, value = setting.split("=", 1)
         module, attr = target.rsplit(".", 1)
         mod = importlib.import_module(module)

@@ -81,6 +81,11 @@ def test_ablation_runs_variants_side_by_side_and_sets_attributes(capsys):
     assert "K2 400:" in lines[1]
 
 
+def test_ablation_settings_may_hold_tuples():
+    assert _ablation().split_settings("a.B=(0.2, 0.5),c.D=True, ,e.F=[1,2]") == [
+        "a.B=(0.2, 0.5)", "c.D=True", "e.F=[1,2]"]
+
+
 def test_ablation_rejects_an_unknown_setting():
     import pytest
 
