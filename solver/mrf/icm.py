@@ -26,8 +26,11 @@ DESCENTS = True
 #: with it (gap 0.617% -> 0.633%); the plain fusion then 11.2 s -> 8.2 s (0.633% -> 0.662%). No
 #: other of 14 problems changed.
 PROPOSAL_MAX_PIXELS: int | None = 20000
-#: Level-set thresholds of the descent proposals.
-DESCENT_THRESHOLDS = THRESHOLDS
+#: Level-set thresholds of the descent proposals: wider than the plain fusion's (0.2, 0.5, 0.8),
+#: since ICM carves what a loose level set takes in too much. Mean gap over 14 / 10 held-out /
+#: 9 more cameraman problems: 0.235 / 0.281 / 0.124% with (0.2, 0.5, 0.8), 0.213 / 0.246 /
+#: 0.116% with these, at the same time ((0.05, 0.2, 0.5, 0.8, 0.95): 0.231% held-out, +14% time).
+DESCENT_THRESHOLDS = (0.1, 0.5, 0.9)
 
 
 def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
