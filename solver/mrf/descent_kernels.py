@@ -89,9 +89,9 @@ def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, w
     weight for ``c`` exceeds ``t``) is applied to a copy of ``lab``, ICM runs on the copy around
     it, and each connected region where the copy then differs from ``lab`` is taken if that
     lowers the energy. After a region is taken, ICM runs on ``lab`` around it, so ``lab`` stays
-    an ICM fixed point if it was one. Proposals of more than ``max_size`` pixels are skipped. The snapshot is sparse as in
-    :func:`solver.mrf.region_kernels.fuse_level_sets`. Changes ``lab`` in place; returns the
-    number of regions taken.
+    an ICM fixed point if it was one. Proposals of more than ``max_size`` pixels are skipped.
+    The snapshot is sparse as in :func:`solver.mrf.region_kernels.fuse_level_sets`. Changes
+    ``lab`` in place; returns the number of regions taken.
     """
     idx, work, member, region, order, starts, span, listed, row, queue, inq, touched, tlist, \
         agree = scratch
@@ -108,10 +108,9 @@ def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, w
                 for q in range(nt):
                     work[tlist[q]] = lab[tlist[q]]
                 continue
-            for q in range(nt):
-                touched[tlist[q]] = True
             count = 0
             for q in range(nt):
+                touched[tlist[q]] = True
                 count = _push_around(indptr, indices, movable, queue, inq, 0, count, tlist[q])
             nt = _descend(indptr, indices, data, unary, two_lam, work, movable, queue, inq, count,
                           touched, tlist, nt, agree)

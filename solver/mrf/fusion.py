@@ -67,6 +67,16 @@ class Snapshot(NamedTuple):
         return out
 
 
+def snapshot_arrays(snap: Snapshot | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pixels, weights, fixed)`` of a snapshot (or of ``(n, K)`` dense weights) with the
+    dtypes the fusion kernels take: int64, contiguous float32, int64."""
+    if not isinstance(snap, Snapshot):
+        snap = Snapshot.from_dense(snap)
+    return (np.asarray(snap.pixels, dtype=np.int64),
+            np.ascontiguousarray(snap.weights, dtype=np.float32),
+            np.asarray(snap.fixed, dtype=np.int64))
+
+
 def _start(problem: MRFProblem, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple, float,
                                                               tuple]:
     """What every fusion works on: a 0-based copy of the labels, the free-pixel mask, the
@@ -128,14 +138,10 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
     moved = 0
     for snap in snapshots:
-        if not isinstance(snap, Snapshot):
-            snap = Snapshot.from_dense(snap)
         moved += region_kernels.fuse_level_sets(*csr, problem.unary, two_lam, lab, free,
-                                         np.asarray(snap.pixels, dtype=np.int64),
-                                         np.ascontiguousarray(snap.weights, dtype=np.float32),
-                                         np.asarray(snap.fixed, dtype=np.int64), ts,
-                                         lab.size if max_pixels is None else max_pixels,
-                                         scratch)
+                                                *snapshot_arrays(snap), ts,
+                                                lab.size if max_pixels is None else max_pixels,
+                                                scratch)
     log.debug("level-set fusion: %d regions taken", moved)
     return lab + 1, moved
 

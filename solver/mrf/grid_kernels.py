@@ -36,9 +36,9 @@ def _grid_coordinates(shape, factor):  # pragma: no cover
 def _stencil(i, j, w, rows, cols, width, size):  # pragma: no cover
     """Sum each edge's weight into ``acc[lo, d]``: ``lo`` the lower of its ends' cells (at
     ``rows``, ``cols`` on a grid of ``width`` columns and ``size`` cells) and ``d`` its direction
-    (0 east, 1 south-west, 2 south, 3 south-east); ``seen`` marks the slots some edge reached. Edges inside one cell are
-    skipped. Returns ``(acc, seen, bad)``, ``bad`` the number of edges that join cells that are
-    not 8-neighbours."""
+    (0 east, 1 south-west, 2 south, 3 south-east); ``seen`` marks the slots some edge reached.
+    Edges inside one cell are skipped. Returns ``(acc, seen, bad)``, ``bad`` the number of edges
+    that join cells that are not 8-neighbours."""
     acc = np.zeros((size, 4))
     seen = np.zeros((size, 4), np.bool_)
     bad = 0

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 from . import descent_kernels, kernels, region_kernels
-from .fusion import THRESHOLDS, Snapshot, fuse_boxes, fuse_closings, fuse_level_sets
+from .fusion import (THRESHOLDS, Snapshot, fuse_boxes, fuse_closings, fuse_level_sets,
+                     snapshot_arrays)
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -283,13 +284,9 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
     max_size = problem.n if max_pixels is None else max_pixels
     moved = 0
     for snap in snapshots:
-        if not isinstance(snap, Snapshot):
-            snap = Snapshot.from_dense(snap)
         moved += descent_kernels.fuse_descents(
             *kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable,
-            np.asarray(snap.pixels, dtype=np.int64),
-            np.ascontiguousarray(snap.weights, dtype=np.float32),
-            np.asarray(snap.fixed, dtype=np.int64), ts, max_size, scratch)
+            *snapshot_arrays(snap), ts, max_size, scratch)
     log.debug("descent fusion: %d regions taken", moved)
     return lab + 1, moved
 
