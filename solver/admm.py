@@ -26,10 +26,15 @@ from . import cpu_kernels
 from .backend import Backend, get_backend
 from .projections import (check_p, project_box, project_lp_sphere, project_nonneg,
                           project_simplex_rows)
+from .onehot_step import OneHotStep, relative_residuals
 from .qp import LinearOperatorPair
 from .result import ADMMResult, IterationRecord, IterationState
 
 log = logging.getLogger(__name__)
+
+#: Take :class:`solver.onehot_step.OneHotStep`'s fused iteration where it applies (same iterates
+#: as the generic loop; False is for comparing the two).
+FUSED_ONEHOT = True
 
 
 @dataclass(frozen=True)
@@ -261,6 +266,46 @@ class LpBoxADMM:
         rng = np.random.default_rng(seed)
         return self.backend.asarray(rng.random(self.n))
 
+    def _generic_step(self, x: Any, z1: Any, z2: Any, z3: Any, y1: Any, y2: Any, y3: Any,
+                      y4: Any, rho: float, rc: float, fused: bool) -> tuple:
+        """One iteration's x-, z- and dual updates (duals in place); returns ``(x, z1, z2, z3,
+        r1, r2, constraint residual, CG iterations, x'Ax or None)``."""
+        be, P, eq, ineq = self.backend, self.params, self.eq, self.ineq
+        if fused:
+            rhs = cpu_kernels.admm_rhs(z1, z2, y1, y2, self.b, rho)
+        else:
+            rhs = rho * (z1 + z2) - self.b - y1 - y2
+        if eq is not None:
+            rhs += eq.rmatvec(rc * eq.d - y3)
+        if ineq is not None:
+            rhs += ineq.rmatvec(rc * (ineq.d - z3) - y4)
+        sol = self.system.solve(rhs, x, 2.0 * rho, eq, rc, ineq, rc, P.pcg_tol, P.pcg_maxiter)
+        x = sol.x
+        if fused:
+            z1, z2, d1, d2, xx = cpu_kernels.box_sphere_update(x, y1, y2, rho, P.gamma)
+            xnorm = max(math.sqrt(xx + self.fixed_norm_sq), 1.0)
+            r1, r2 = math.sqrt(d1) / xnorm, math.sqrt(d2) / xnorm
+        else:
+            z1 = self._project_z1(x + y1 / rho)
+            z2 = project_lp_sphere(x + y2 / rho, P.p)
+            y1 += P.gamma * rho * (x - z1)
+            y2 += P.gamma * rho * (x - z2)
+            xnorm = max(math.sqrt(be.norm(x) ** 2 + self.fixed_norm_sq), 1.0)
+            r1 = be.norm(x - z1) / xnorm
+            r2 = be.norm(x - z2) / xnorm
+        cres = 0.0
+        if eq is not None:
+            r3 = eq.matvec(x) - eq.d
+            y3 += P.gamma * rc * r3
+            cres = max(cres, be.norm(r3) / max(be.norm(eq.d), 1.0))
+        if ineq is not None:
+            c2x = ineq.matvec(x)
+            z3 = project_nonneg(ineq.d - c2x - y4 / rc)
+            r4 = c2x + z3 - ineq.d
+            y4 += P.gamma * rc * r4
+            cres = max(cres, be.norm(r4) / max(be.norm(ineq.d), 1.0))
+        return x, z1, z2, z3, r1, r2, cres, sol.iterations, sol.quad
+
     # ------------------------------------------------------------------ main loop
     def run(self, x0: Any = None, seed: int | None = None,
             callback: Callable[[IterationState], bool | None] | None = None,
@@ -316,49 +361,29 @@ class LpBoxADMM:
         status = "max_iter"
         # on the CPU the box/sphere steps run as compiled loops (same arithmetic, fewer passes)
         fused = not be.is_gpu and not self.simplex_groups
+        onehot = (OneHotStep(self.system, eq, self.b, P.gamma, P.pcg_tol, P.pcg_maxiter)
+                  if FUSED_ONEHOT and OneHotStep.applies(self.system, eq, ineq, be,
+                                                         self.simplex_groups) else None)
         for it in range(start + 1, P.max_iter + 1):
             rc = rho * P.rho_constraints
-            if fused:
-                rhs = cpu_kernels.admm_rhs(z1, z2, y1, y2, self.b, rho)
+            if onehot is not None:  # the K > 2 MRF form: three compiled passes per iteration
+                step = onehot(x, z1, z2, y1, y2, y3, rho, rc)
+                x, z1, z2, xr = step.x, step.z1, step.z2, step.xr
+                r1, r2, cres = relative_residuals(step, self.fixed_norm_sq)
+                obj_r = rounded_quad(xr) + step.bxr + self.constant
+                viol, cg_its = step.violation, step.cg_iterations
+                obj_x = step.quad + step.bx + self.constant
             else:
-                rhs = rho * (z1 + z2) - self.b - y1 - y2
-            if eq is not None:
-                rhs += eq.rmatvec(rc * eq.d - y3)
-            if ineq is not None:
-                rhs += ineq.rmatvec(rc * (ineq.d - z3) - y4)
-            sol = self.system.solve(rhs, x, 2.0 * rho, eq, rc, ineq, rc, P.pcg_tol, P.pcg_maxiter)
-            x = sol.x
-            if fused:
-                z1, z2, d1, d2, xx = cpu_kernels.box_sphere_update(x, y1, y2, rho, P.gamma)
-                xnorm = max(math.sqrt(xx + self.fixed_norm_sq), 1.0)
-                r1, r2 = math.sqrt(d1) / xnorm, math.sqrt(d2) / xnorm
-            else:
-                z1 = self._project_z1(x + y1 / rho)
-                z2 = project_lp_sphere(x + y2 / rho, P.p)
-                y1 += P.gamma * rho * (x - z1)
-                y2 += P.gamma * rho * (x - z2)
-                xnorm = max(math.sqrt(be.norm(x) ** 2 + self.fixed_norm_sq), 1.0)
-                r1 = be.norm(x - z1) / xnorm
-                r2 = be.norm(x - z2) / xnorm
-            cres = 0.0
-            if eq is not None:
-                r3 = eq.matvec(x) - eq.d
-                y3 += P.gamma * rc * r3
-                cres = max(cres, be.norm(r3) / max(be.norm(eq.d), 1.0))
-            if ineq is not None:
-                c2x = ineq.matvec(x)
-                z3 = project_nonneg(ineq.d - c2x - y4 / rc)
-                r4 = c2x + z3 - ineq.d
-                y4 += P.gamma * rc * r4
-                cres = max(cres, be.norm(r4) / max(be.norm(ineq.d), 1.0))
-            xr = self.round(x)
-            obj_r = rounded_quad(xr) + be.dot(self.b, xr) + self.constant
-            viol = self.violation(xr)
+                x, z1, z2, z3, r1, r2, cres, cg_its, quad = self._generic_step(
+                    x, z1, z2, z3, y1, y2, y3, y4, rho, rc, fused)
+                xr = self.round(x)
+                obj_r = rounded_quad(xr) + be.dot(self.b, xr) + self.constant
+                viol = self.violation(xr)
+                obj_x = (self.objective(x) if quad is None
+                         else quad + be.dot(self.b, x) + self.constant)
             if (viol, obj_r) < best[:2]:
                 best = (viol, obj_r, xr, it)
-            obj_x = (self.objective(x) if sol.quad is None
-                     else sol.quad + be.dot(self.b, x) + self.constant)
-            rec = IterationRecord(it, obj_x, obj_r, viol <= 1e-9, r1, r2, rho, sol.iterations)
+            rec = IterationRecord(it, obj_x, obj_r, viol <= 1e-9, r1, r2, rho, cg_its)
             history.append(rec)
             recent = (recent + [obj_r])[-P.stagnation_window:]
             if callback is not None:
