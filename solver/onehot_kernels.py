@@ -32,17 +32,18 @@ def onehot_rhs(z1, z2, y1, y2, b, y3, d, rho, rc, k, B, R, B_prev, R_prev, X,
     product (as :meth:`solver.qp._CompiledCSR.pcg` does).
     """
     n = B.shape[1]
+    v = np.empty(k)  # (computing each entry once and keeping it: twice as fast as twice)
     for i in range(n):
         e = rc * d[i] - y3[i]
         mean = 0.0
         for c in range(k):
             t = i * k + c
-            mean += (rho * (z1[t] + z2[t]) - b[t] - y1[t] - y2[t]) + e
+            v[c] = (rho * (z1[t] + z2[t]) - b[t] - y1[t] - y2[t]) + e
+            mean += v[c]
         mean /= k
         B[0, i] = mean
         for c in range(1, k):
-            t = i * k + c - 1
-            B[c, i] = ((rho * (z1[t] + z2[t]) - b[t] - y1[t] - y2[t]) + e) - mean
+            B[c, i] = v[c - 1] - mean
         if have_r:
             for c in range(k):
                 r = B[c, i] - B_prev[c, i]
