@@ -26,15 +26,15 @@ from . import cpu_kernels
 from .backend import Backend, get_backend
 from .projections import (check_p, project_box, project_lp_sphere, project_nonneg,
                           project_simplex_rows)
-from .onehot_step import OneHotStep, relative_residuals
+from .fused_step import fused_step
 from .qp import LinearOperatorPair
 from .result import ADMMResult, IterationRecord, IterationState
 
 log = logging.getLogger(__name__)
 
-#: Take :class:`solver.onehot_step.OneHotStep`'s fused iteration where it applies (same iterates
+#: Take :func:`solver.fused_step.fused_step`'s compiled iteration where it applies (same iterates
 #: as the generic loop; False is for comparing the two).
-FUSED_ONEHOT = True
+FUSED_STEPS = True
 
 
 @dataclass(frozen=True)
@@ -361,15 +361,14 @@ class LpBoxADMM:
         status = "max_iter"
         # on the CPU the box/sphere steps run as compiled loops (same arithmetic, fewer passes)
         fused = not be.is_gpu and not self.simplex_groups
-        onehot = (OneHotStep(self.system, eq, self.b, P.gamma, P.pcg_tol, P.pcg_maxiter)
-                  if FUSED_ONEHOT and OneHotStep.applies(self.system, eq, ineq, be,
-                                                         self.simplex_groups) else None)
+        step_fn = (fused_step(self.system, self.b, eq, ineq, be, self.simplex_groups, P.gamma,
+                              P.pcg_tol, P.pcg_maxiter) if FUSED_STEPS else None)
         for it in range(start + 1, P.max_iter + 1):
             rc = rho * P.rho_constraints
-            if onehot is not None:  # the K > 2 MRF form: three compiled passes per iteration
-                step = onehot(x, z1, z2, y1, y2, y3, rho, rc)
+            if step_fn is not None:  # the MRF's forms: three compiled passes per iteration
+                step = step_fn(x, z1, z2, y1, y2, y3, rho, rc)
                 x, z1, z2, xr = step.x, step.z1, step.z2, step.xr
-                r1, r2, cres = relative_residuals(step, self.fixed_norm_sq)
+                r1, r2, cres = step.residuals(self.fixed_norm_sq)
                 obj_r = rounded_quad(xr) + step.bxr + self.constant
                 viol, cg_its = step.violation, step.cg_iterations
                 obj_x = step.quad + step.bx + self.constant

@@ -92,13 +92,14 @@ def test_onehot_rounding_and_group_sums_match_numpy():
 
 
 def test_warm_up_compiles_the_kernels_of_both_label_counts():
-    from solver import cpu_kernels, onehot_kernels
+    from solver import cpu_kernels, fused_kernels
     from solver.mrf import descent_kernels, grid_kernels, kernels, region_kernels, warm_up
 
     assert warm_up(3) > 0
     # the kernels a segmentation solve calls (quad_form is for LpBoxADMM.objective only: the
     # solve takes x'Ax from the CG residual)
-    for kernel in (cpu_kernels.block_pcg, onehot_kernels.onehot_rhs, onehot_kernels.onehot_post,
+    for kernel in (cpu_kernels.block_pcg, fused_kernels.onehot_rhs, fused_kernels.onehot_post,
+                   fused_kernels.plain_rhs, fused_kernels.plain_post,
                    cpu_kernels.quad_update,
                    kernels.icm_sweeps, region_kernels.fuse_level_sets,
                    region_kernels.move_regions,

@@ -1,4 +1,4 @@
-"""The fused K > 2 iteration (solver.onehot_step) gives the generic loop's iterates."""
+"""The fused iterations (solver.fused_step) give the generic loop's iterates."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 import solver.admm as admm_module
 from solver.mrf import MRFADMM, build_problem, solve_mrf
 from solver.mrf.multilevel import slow_schedule
-from solver.onehot_step import OneHotStep
+from solver.fused_step import OneHotStep, PlainStep, fused_step
 
 from ._mrf_helpers import random_problem, shapes_image
 
@@ -17,21 +17,22 @@ def _history(res):
 
 
 def _problem(k, seed=2):
-    if k > 3:
+    if k != 3:
         return random_problem((40, 44), k, seed=seed, hard_fraction=0.05)
     image, _, strokes = shapes_image(seed=seed, k=k, noise=0.12)
     return build_problem(image, strokes, k)
 
 
-@pytest.mark.parametrize("k", [3, 4])
+@pytest.mark.parametrize("k", [2, 3, 4])
 def test_fused_iterates_match_the_generic_loop(monkeypatch, k):
     p = _problem(k)
     runs = {}
     for fused in (False, True):
-        monkeypatch.setattr(admm_module, "FUSED_ONEHOT", fused)
+        monkeypatch.setattr(admm_module, "FUSED_STEPS", fused)
         solver = MRFADMM(p, "cpu", slow_schedule(None, k))
-        assert OneHotStep.applies(solver.admm.system, solver.admm.eq, None,
-                                  solver.admm.backend, None)
+        a = solver.admm
+        step = fused_step(a.system, a.b, a.eq, None, a.backend, None, 1.0, 1e-4, 10)
+        assert isinstance(step, OneHotStep if k > 2 else PlainStep)
         runs[fused] = solver.admm.run(x0=np.full(solver.admm.n, 1.0 / k))
     generic, fused = runs[False], runs[True]
     assert fused.iterations == generic.iterations > 50
@@ -41,12 +42,14 @@ def test_fused_iterates_match_the_generic_loop(monkeypatch, k):
     np.testing.assert_allclose(fused.x_continuous, generic.x_continuous, rtol=0, atol=1e-9)
 
 
-def test_paused_and_resumed_run_equals_one_run():
+@pytest.mark.parametrize("k", [2, 3])
+def test_paused_and_resumed_run_equals_one_run(k):
     """The warm start and the reused CG residual carry over a pause (same x object)."""
-    p = _problem(3)
-    whole = MRFADMM(p, "cpu").admm.run(x0=np.full(3 * p.n, 1 / 3))
+    p = _problem(k)
     admm = MRFADMM(p, "cpu").admm
-    first = admm.run(x0=np.full(3 * p.n, 1 / 3), pause_at=7)
+    start = np.full(admm.n, 1 / k)
+    whole = MRFADMM(p, "cpu").admm.run(x0=start)
+    first = admm.run(x0=start, pause_at=7)
     assert first.status == "paused"
     rest = admm.run(resume=first.state)
     joined, one = np.vstack([_history(first), _history(rest)]), _history(whole)
@@ -56,28 +59,31 @@ def test_paused_and_resumed_run_equals_one_run():
     np.testing.assert_array_equal(rest.x_continuous, whole.x_continuous)
 
 
-def test_another_iterate_is_not_taken_for_the_last_one(monkeypatch):
+@pytest.mark.parametrize("k", [2, 3])
+def test_another_iterate_is_not_taken_for_the_last_one(monkeypatch, k):
     """Resuming from a state whose x is another vector (a new object) must not reuse the
     last solve's warm start and residual: it goes as the generic loop from that state."""
-    p = _problem(3)
+    p = _problem(k)
+    size = MRFADMM(p, "cpu").admm.n
     rng = np.random.default_rng(0)
-    bump = 0.2 * rng.random(3 * p.n)
+    bump = 0.2 * rng.random(size)
     runs = {}
     for fused in (False, True):
-        monkeypatch.setattr(admm_module, "FUSED_ONEHOT", fused)
+        monkeypatch.setattr(admm_module, "FUSED_STEPS", fused)
         admm = MRFADMM(p, "cpu").admm
-        state = admm.run(x0=np.full(3 * p.n, 1 / 3), pause_at=7).state
+        state = admm.run(x0=np.full(size, 1 / k), pause_at=7).state
         state.x = state.x + bump
         runs[fused] = admm.run(resume=state)
     assert runs[True].iterations == runs[False].iterations
     np.testing.assert_allclose(_history(runs[True]), _history(runs[False]), rtol=1e-9, atol=1e-9)
 
 
-def test_whole_mrf_solve_is_unchanged(monkeypatch):
-    p = _problem(3, seed=4)
+@pytest.mark.parametrize("k", [2, 3])
+def test_whole_mrf_solve_is_unchanged(monkeypatch, k):
+    p = _problem(k, seed=4)
     energies = []
     for fused in (False, True):
-        monkeypatch.setattr(admm_module, "FUSED_ONEHOT", fused)
+        monkeypatch.setattr(admm_module, "FUSED_STEPS", fused)
         res = solve_mrf(p, "admm", seed=0)
         energies.append((res.energy, res.iterations))
     assert energies[0] == energies[1]

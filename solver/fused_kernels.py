@@ -1,5 +1,7 @@
-"""Compiled (numba) CPU kernels for one ℓ2-box ADMM iteration with one-hot groups kept by a
-penalty (:func:`solver.qp.onehot_operator` with :class:`solver.qp.OneHotKronSystem`).
+"""Compiled (numba) CPU kernels for one ℓ2-box ADMM iteration of the two forms the segmentation
+solver uses: one-hot groups kept by a penalty (:func:`solver.qp.onehot_operator` with
+:class:`solver.qp.OneHotKronSystem`, K > 2) and the plain binary problem with a sparse matrix and
+no constraints (:class:`solver.qp.GenericSystem`, K = 2).
 
 The generic loop of :meth:`solver.admm.LpBoxADMM.run` spends about a dozen numpy and kernel
 calls per iteration around the CG: the right-hand side, the constraint's transpose product, the
@@ -8,7 +10,8 @@ the rounding, its feasibility and two dot products. At K = 3 these cost a third 
 time (570 µs per iteration at n = 1e5, against about 1.2 ms of CG). Here they are two passes:
 :func:`onehot_rhs` before the CG and :func:`onehot_post` after it, with the same arithmetic in the
 same order (the dot products are summed in pixel order, so they may differ from numpy's in the
-last bits).
+last bits). K = 2 has the same structure with a single CG column: :func:`plain_rhs` and
+:func:`plain_post`.
 """
 
 from __future__ import annotations
@@ -119,3 +122,66 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
         bxr += b[i * k + best]
         viol = max(viol, abs(1.0 - d[i]))
     return x, z1, z2, xr, quad, d1, d2, xx, r3sq, dsq, viol, bx, bxr
+
+
+@_jit
+def plain_rhs(z1, z2, y1, y2, b, rho, B, R, B_prev, R_prev, X, dshift,
+              have_r):  # pragma: no cover
+    """``B[0] = rho (z1 + z2) - b - y1 - y2`` (the x-update's right-hand side with no
+    constraints), and with ``have_r`` the warm start's residual as in :func:`onehot_rhs`."""
+    for i in range(b.size):
+        B[0, i] = rho * (z1[i] + z2[i]) - b[i] - y1[i] - y2[i]
+        if have_r:
+            r = B[0, i] - B_prev[0, i]
+            r += R_prev[0, i]
+            R[0, i] = r - dshift[0] * X[0, i]
+
+
+@_jit
+def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no cover
+    """Everything of one unconstrained iteration after the CG of ``(a_scale A + shift I) x = b``.
+
+    Copies the solution ``X[0]`` out (the CG keeps ``X`` as its next warm start), takes
+    ``x' A x`` from the CG residual (as :func:`solver.cpu_kernels.quad_from_residual`), the box
+    and sphere projections and dual steps (as :func:`solver.cpu_kernels.box_sphere_update`;
+    ``y1``, ``y2`` in place), and rounds at 1/2.
+
+    Returns
+    -------
+    tuple
+        ``(x, z1, z2, xr, quad, ||x - z1||^2, ||x - z2||^2, ||x||^2, b'x, b'xr)``.
+    """
+    n = b.size
+    x = np.empty(n)
+    quad = 0.0
+    s = 0.0
+    for i in range(n):
+        xi = X[0, i]
+        x[i] = xi
+        quad += xi * ((B[0, i] - R[0, i]) - shift * xi)
+        v = xi + y2[i] / rho - 0.5
+        s += v * v
+    quad /= a_scale
+    norm = np.sqrt(s)
+    scale = np.sqrt(n) / 2.0 / norm if norm > 0 else 0.0
+    z1, z2, xr = np.empty(n), np.empty(n), np.empty(n)
+    d1 = d2 = xx = bx = bxr = 0.0
+    for i in range(n):
+        xi = x[i]
+        a = min(max(xi + y1[i] / rho, 0.0), 1.0)
+        c = 0.5 + (xi + y2[i] / rho - 0.5) * scale if norm > 0 else 1.0
+        z1[i] = a
+        z2[i] = c
+        e1, e2 = xi - a, xi - c
+        y1[i] += gamma * rho * e1
+        y2[i] += gamma * rho * e2
+        d1 += e1 * e1
+        d2 += e2 * e2
+        xx += xi * xi
+        bx += b[i] * xi
+        if xi > 0.5:
+            xr[i] = 1.0
+            bxr += b[i]
+        else:
+            xr[i] = 0.0
+    return x, z1, z2, xr, quad, d1, d2, xx, bx, bxr
