@@ -37,13 +37,71 @@ def _apply(indptr, indices, data, diag, a_scale, shift, v, out):  # pragma: no c
     return vav
 
 
+#: Row width of the padded (ELL) copy of a matrix's off-diagonal part: the 8 neighbours of a grid
+#: pixel, at every pyramid level.
+ELL_WIDTH = 8
+
+
 @_jit
-def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, ap,
+def ell_from_csr(indptr, indices, data):  # pragma: no cover
+    """The off-diagonal CSR part as ``(columns, values)``, ``(n, 8)`` arrays, each row's entries
+    in CSR order and padded with zeros on the row's own column; ``(0, 8)`` arrays if a row has
+    more than 8 entries."""
+    n = indptr.size - 1
+    for i in range(n):
+        if indptr[i + 1] - indptr[i] > 8:
+            return np.empty((0, 8), np.uint32), np.empty((0, 8))
+    cols = np.empty((n, 8), np.uint32)
+    vals = np.zeros((n, 8))
+    for i in range(n):
+        q = 0
+        for p in range(indptr[i], indptr[i + 1]):
+            cols[i, q] = indices[p]
+            vals[i, q] = data[p]
+            q += 1
+        for q2 in range(q, 8):
+            cols[i, q2] = i
+    return cols, vals
+
+
+@_jit
+def _apply_ell(cols, vals, diag, a_scale, shift, v, out):  # pragma: no cover
+    """:func:`_apply` on the padded copy: a fixed, unrolled row of 8, so 2-3x faster. The same
+    sum in the same order (a padding term adds an exact zero), hence the same result."""
+    vav = 0.0
+    for i in range(v.size):
+        s = diag[i] * v[i]
+        s += vals[i, 0] * v[cols[i, 0]]
+        s += vals[i, 1] * v[cols[i, 1]]
+        s += vals[i, 2] * v[cols[i, 2]]
+        s += vals[i, 3] * v[cols[i, 3]]
+        s += vals[i, 4] * v[cols[i, 4]]
+        s += vals[i, 5] * v[cols[i, 5]]
+        s += vals[i, 6] * v[cols[i, 6]]
+        s += vals[i, 7] * v[cols[i, 7]]
+        s = a_scale * s + shift * v[i]
+        out[i] = s
+        vav += v[i] * s
+    return vav
+
+
+@_jit
+def _product(indptr, indices, data, cols, vals, diag, a_scale, shift, v,
+             out):  # pragma: no cover
+    """``out = a_scale * A @ v + shift * v`` from the padded copy when there is one (``cols``
+    has a row per entry of ``v``), else from the CSR arrays; returns ``v' out``."""
+    if cols.shape[0] == v.size:
+        return _apply_ell(cols, vals, diag, a_scale, shift, v, out)
+    return _apply(indptr, indices, data, diag, a_scale, shift, v, out)
+
+
+@_jit
+def _pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, b, x, tol, maxiter, r, p, ap,
          have_r):  # pragma: no cover
     """One column of :func:`block_pcg`; returns ``(iterations, relative residual)``."""
     n = b.size
     if not have_r:
-        _apply(indptr, indices, data, diag, a_scale, shift, x, ap)
+        _product(indptr, indices, data, cols, vals, diag, a_scale, shift, x, ap)
         for i in range(n):
             r[i] = b[i] - ap[i]
     bb = rr = 0.0
@@ -64,7 +122,7 @@ def _pcg(indptr, indices, data, diag, a_scale, shift, b, x, tol, maxiter, r, p, 
     it = 0
     while it < maxiter:
         it += 1
-        pap = _apply(indptr, indices, data, diag, a_scale, shift, p, ap)
+        pap = _product(indptr, indices, data, cols, vals, diag, a_scale, shift, p, ap)
         alpha = rz / pap if pap > 0 else 0.0
         rr = rz_new = 0.0
         for i in range(n):
@@ -93,7 +151,7 @@ def quad_from_residual(b, r, x, a_scale, shift):  # pragma: no cover
 
 
 @_jit
-def block_pcg(indptr, indices, data, diag, a_scale, shift, B, X, tol, maxiter,
+def block_pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, B, X, tol, maxiter,
               R, P, AP, have_r=False):  # pragma: no cover
     """Solve ``(a_scale A + shift[c] I) X[c] = B[c]`` for every row ``c`` by Jacobi-preconditioned CG.
 
@@ -103,12 +161,14 @@ def block_pcg(indptr, indices, data, diag, a_scale, shift, B, X, tol, maxiter,
     be unsigned (no negative-index checks in the inner loop). The CSR arrays hold ``A``'s
     off-diagonal part and ``diag`` its diagonal (a contiguous read instead of a gather per row).
     The columns are independent, so each runs until it converges; the count returned is the
-    largest, as in :func:`solver.pcg.pcg`. Returns ``(iterations, largest relative residual)``.
+    largest, as in :func:`solver.pcg.pcg`. ``cols``, ``vals`` are the padded copy of the
+    off-diagonal part from :func:`ell_from_csr` (empty: use the CSR arrays). Returns
+    ``(iterations, largest relative residual)``.
     """
     its, worst = 0, 0.0
     for c in range(B.shape[0]):
-        it, rel = _pcg(indptr, indices, data, diag, a_scale, shift[c], B[c], X[c], tol, maxiter,
-                       R[c], P[c], AP[c], have_r)
+        it, rel = _pcg(indptr, indices, data, cols, vals, diag, a_scale, shift[c], B[c], X[c],
+                       tol, maxiter, R[c], P[c], AP[c], have_r)
         its, worst = max(its, it), max(worst, rel)
     return its, worst
 

@@ -97,8 +97,9 @@ class _Step:
             have_r: bool) -> int:
         csr = self.csr
         P, AP = np.empty_like(B), np.empty_like(B)
-        its, _ = cpu_kernels.block_pcg(csr.off_indptr, csr.off_indices, csr.off_data, csr.diag,
-                                       2.0, shift, B, X, self.tol, self.maxiter, R, P, AP, have_r)
+        its, _ = cpu_kernels.block_pcg(csr.off_indptr, csr.off_indices, csr.off_data, csr.cols,
+                                       csr.vals, csr.diag, 2.0, shift, B, X, self.tol,
+                                       self.maxiter, R, P, AP, have_r)
         return int(its)
 
 

@@ -97,6 +97,10 @@ def onehot_operator(n: int, k: int, backend: Backend) -> LinearOperatorPair:
 # --------------------------------------------------------------------------- linear systems
 #: Warm-started CG solves in a row that reuse the previous residual before one recomputes it.
 RESIDUAL_REFRESH = 16
+#: The CG multiplies by a padded copy of the matrix (rows of 8, see
+#: :func:`solver.cpu_kernels.ell_from_csr`) where every row fits: the same sums as the CSR rows,
+#: 2-3x faster. False is for comparing the two.
+PADDED_ROWS = True
 
 
 class _CompiledCSR:
@@ -121,6 +125,10 @@ class _CompiledCSR:
             self.off_indptr = off.indptr.astype(np.int64)
             self.off_indices = off.indices.astype(np.uint64)
             self.off_data = off.data
+        # the padded copy the CG's products read (2-3x faster than CSR rows; same sums)
+        self.cols, self.vals = (cpu_kernels.ell_from_csr(self.off_indptr, self.off_indices,
+                                                         self.off_data) if PADDED_ROWS
+                                else (np.empty((0, 8), np.uint32), np.empty((0, 8))))
         self._last: tuple | None = None  # (x, b, residual, shift, a_scale) of the last solve
         self._reused = 0
         self._onehot_last: tuple | None = None  # (pixel-major x, label directions) of the last
@@ -149,7 +157,8 @@ class _CompiledCSR:
             self._reused += 1
         else:
             self._reused = 0
-        it, res = cpu_kernels.block_pcg(self.off_indptr, self.off_indices, self.off_data, self.diag,
+        it, res = cpu_kernels.block_pcg(self.off_indptr, self.off_indices, self.off_data,
+                                        self.cols, self.vals, self.diag,
                                         float(a_scale), shift, B, X, float(tol), int(maxiter),
                                         R, P, AP, have_r)
         self._last = (X.copy(), B.copy(), R, shift, a_scale)  # copies: callers may reuse theirs

@@ -106,6 +106,7 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    region_kernels.split_regions, kernels.split_by_fixed, kernels.around_changes,
                    kernels.pair_moves, grid_kernels.laplacian_csr, grid_kernels.coarsen_edges,
                    grid_kernels.potts_energy, cpu_kernels.split_diagonal,
+                   cpu_kernels.ell_from_csr,
                    descent_kernels.fuse_descents):
         assert kernel.signatures, kernel.py_func.__name__
 
@@ -191,3 +192,50 @@ def test_split_diagonal_matches_scipy_and_drops_explicit_zeros():
     np.testing.assert_array_equal(off_indptr, off.indptr)
     np.testing.assert_array_equal(off_indices, off.indices)
     np.testing.assert_array_equal(off_data, off.data)
+
+
+def _grid_laplacian(h, w, seed):
+    """An 8-neighbour grid Laplacian with random weights, some pixels left out (a band)."""
+    from solver.mrf.graph import grid_edges  # noqa: PLC0415
+
+    rng = np.random.default_rng(seed)
+    i, j, _ = grid_edges((h, w))
+    W = sp.coo_matrix((rng.random(i.size) + 0.1, (i, j)), shape=(h * w, h * w))
+    L = sp.csgraph.laplacian((W + W.T).tocsr()).tocsr()
+    keep = np.flatnonzero(rng.random(h * w) > 0.3)
+    return L[keep][:, keep].tocsr()
+
+
+def test_padded_rows_hold_each_row_in_order_and_refuse_wide_rows():
+    L = _grid_laplacian(9, 11, 5)
+    C = _CompiledCSR(L)
+    cols, vals = C.cols, C.vals
+    assert cols.shape == (L.shape[0], 8)
+    for r in range(L.shape[0]):
+        lo, hi = C.off_indptr[r], C.off_indptr[r + 1]
+        np.testing.assert_array_equal(cols[r, :hi - lo], C.off_indices[lo:hi])
+        np.testing.assert_array_equal(vals[r, :hi - lo], C.off_data[lo:hi])
+        assert np.all(cols[r, hi - lo:] == r) and np.all(vals[r, hi - lo:] == 0.0)
+    wide = _laplacian(400, 1)  # rows of about 16 entries: the CG keeps the CSR rows
+    assert np.diff(wide.indptr).max() > 9
+    assert _CompiledCSR(wide).cols.shape == (0, 8)
+
+
+@pytest.mark.parametrize("m", [1, 3])
+def test_padded_rows_give_the_csr_iterates_exactly(monkeypatch, m):
+    import solver.qp as qp  # noqa: PLC0415
+
+    L = _grid_laplacian(30, 40, 6)
+    rng = np.random.default_rng(7)
+    n = L.shape[0]
+    B, X0 = rng.normal(size=(m, n)), rng.normal(size=(m, n))
+    shift = np.array([0.3, 2.0, 9.0][:m])
+    got = {}
+    for padded in (False, True):
+        monkeypatch.setattr(qp, "PADDED_ROWS", padded)
+        C = _CompiledCSR(L)
+        assert C.cols.shape[0] == (n if padded else 0)
+        got[padded] = C.pcg(2.0, shift, B, X0, 1e-10, 60)
+    assert got[True].iterations == got[False].iterations > 5
+    np.testing.assert_array_equal(got[True].x, got[False].x)
+    np.testing.assert_allclose(2.0 * (L @ got[True].x.T) + got[True].x.T * shift, B.T, atol=1e-7)
