@@ -227,9 +227,10 @@ class MRFADMM:
             problem=replace(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
             backend=self.backend, params=self.params, free=self.free[keep], snapshots=[],
             _fixed_labels=hard, _scale=self._scale,
-            _fixed_norm_sq=self._fixed_norm_sq + float(xr @ xr),
+            # (einsum, not BLAS: a multi-threaded BLAS dot wakes helper threads that then spin)
+            _fixed_norm_sq=self._fixed_norm_sq + float(np.einsum("i,i->", xr, xr)),
             _A=self._A[keep][:, keep].tocsr(), _b=(B[keep] + 2.0 * V[keep]).ravel(),
-            _constant=self._constant + float(np.sum(X[:, :B.shape[1]] * V)) + float(self._b @ xr))
+            _constant=self._constant + float(np.sum(X[:, :B.shape[1]] * V)) + float(np.einsum("i,i->", self._b, xr)))
         child._build()
         child.setup_time_s = time.perf_counter() - t0
         return child
