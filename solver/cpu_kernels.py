@@ -237,18 +237,25 @@ def onehot_merge(B, X, R, shift):  # pragma: no cover
     x = np.empty(n * k)
     quad = 0.0
     for i in range(n):
-        rest = 0.0
-        a_rest = 0.0
-        for c in range(k):
-            ax = 0.5 * (B[c, i] - R[c, i] - shift[c] * X[c, i])
-            quad += (k if c == 0 else 1.0) * X[c, i] * ax
-            if c > 0:
-                x[i * k + c - 1] = X[0, i] + X[c, i]
-                rest += X[c, i]
-                a_rest += ax
-        x[i * k + k - 1] = X[0, i] - rest
-        quad += rest * a_rest   # w_k = -rest, A w_k = -a_rest
+        quad = merge_pixel(B, X, R, shift, k, i, x, quad)
     return x, quad
+
+
+@_jit
+def merge_pixel(B, X, R, shift, k, i, x, quad):  # pragma: no cover
+    """Pixel ``i`` of :func:`onehot_merge`: writes its ``k`` entries of ``x`` and returns ``quad``
+    plus its terms (added in a fixed order, so every caller sums the same way)."""
+    rest = 0.0
+    a_rest = 0.0
+    for c in range(k):
+        ax = 0.5 * (B[c, i] - R[c, i] - shift[c] * X[c, i])
+        quad += (k if c == 0 else 1.0) * X[c, i] * ax
+        if c > 0:
+            x[i * k + c - 1] = X[0, i] + X[c, i]
+            rest += X[c, i]
+            a_rest += ax
+    x[i * k + k - 1] = X[0, i] - rest
+    return quad + rest * a_rest   # w_k = -rest, A w_k = -a_rest
 
 
 @_jit
@@ -306,17 +313,26 @@ def box_sphere_update(x, y1, y2, rho, gamma):  # pragma: no cover
     z1, z2 = np.empty(n), np.empty(n)
     d1 = d2 = xx = 0.0
     for i in range(n):
-        a = min(max(x[i] + y1[i] / rho, 0.0), 1.0)
-        c = 0.5 + (x[i] + y2[i] / rho - 0.5) * scale if norm > 0 else 1.0
-        z1[i] = a
-        z2[i] = c
-        e1, e2 = x[i] - a, x[i] - c
-        y1[i] += gamma * rho * e1
-        y2[i] += gamma * rho * e2
+        e1, e2 = box_sphere_entry(x, y1, y2, z1, z2, i, rho, gamma, scale, norm > 0)
         d1 += e1 * e1
         d2 += e2 * e2
         xx += x[i] * x[i]
     return z1, z2, d1, d2, xx
+
+
+@_jit
+def box_sphere_entry(x, y1, y2, z1, z2, t, rho, gamma, scale, has_norm):  # pragma: no cover
+    """Entry ``t`` of :func:`box_sphere_update`'s second pass: ``z1[t]``, ``z2[t]`` and the dual
+    steps of ``y1[t]``, ``y2[t]``; returns ``(x - z1, x - z2)`` at ``t``. ``scale`` is the
+    sphere's radius over the norm of ``x + y2 / rho - 1/2`` (``has_norm``: that norm is not 0)."""
+    a = min(max(x[t] + y1[t] / rho, 0.0), 1.0)
+    c = 0.5 + (x[t] + y2[t] / rho - 0.5) * scale if has_norm else 1.0
+    z1[t] = a
+    z2[t] = c
+    e1, e2 = x[t] - a, x[t] - c
+    y1[t] += gamma * rho * e1
+    y2[t] += gamma * rho * e2
+    return e1, e2
 
 
 @_jit

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .cpu_kernels import box_sphere_entry, merge_pixel
+
 _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 
 
@@ -76,17 +78,7 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
     quad = 0.0
     s = 0.0
     for i in range(n):
-        rest = 0.0
-        a_rest = 0.0
-        for c in range(k):
-            ax = 0.5 * (B[c, i] - R[c, i] - shift[c] * X[c, i])
-            quad += (k if c == 0 else 1.0) * X[c, i] * ax
-            if c > 0:
-                x[i * k + c - 1] = X[0, i] + X[c, i]
-                rest += X[c, i]
-                a_rest += ax
-        x[i * k + k - 1] = X[0, i] - rest
-        quad += rest * a_rest
+        quad = merge_pixel(B, X, R, shift, k, i, x, quad)
         for c in range(k):
             v = x[i * k + c] + y2[i * k + c] / rho - 0.5
             s += v * v
@@ -100,13 +92,7 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
         for c in range(k):
             t = i * k + c
             xi = x[t]
-            a = min(max(xi + y1[t] / rho, 0.0), 1.0)
-            cc = 0.5 + (xi + y2[t] / rho - 0.5) * scale if norm > 0 else 1.0
-            z1[t] = a
-            z2[t] = cc
-            e1, e2 = xi - a, xi - cc
-            y1[t] += gamma * rho * e1
-            y2[t] += gamma * rho * e2
+            e1, e2 = box_sphere_entry(x, y1, y2, z1, z2, t, rho, gamma, scale, norm > 0)
             d1 += e1 * e1
             d2 += e2 * e2
             xx += xi * xi
@@ -168,13 +154,7 @@ def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no co
     d1 = d2 = xx = bx = bxr = 0.0
     for i in range(n):
         xi = x[i]
-        a = min(max(xi + y1[i] / rho, 0.0), 1.0)
-        c = 0.5 + (xi + y2[i] / rho - 0.5) * scale if norm > 0 else 1.0
-        z1[i] = a
-        z2[i] = c
-        e1, e2 = xi - a, xi - c
-        y1[i] += gamma * rho * e1
-        y2[i] += gamma * rho * e2
+        e1, e2 = box_sphere_entry(x, y1, y2, z1, z2, i, rho, gamma, scale, norm > 0)
         d1 += e1 * e1
         d2 += e2 * e2
         xx += xi * xi
