@@ -101,13 +101,19 @@ def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, w
     ns = _list_proposable(lab, movable, pixels, weights, fixed, thresholds.min(), span, listed,
                           row)
     taken = 0
+    # Level sets of one label are nested, so a proposal with as many pixels as that label's last
+    # one is the same set; if nothing was taken since, the labels are the same too and the
+    # outcome is known (nothing taken): skip it. Exact, and it makes fine threshold grids cheap.
+    last_size = np.full(k, -1)
+    last_taken = np.zeros(k, np.int64)
     for t in thresholds:
         for c in range(k):
             nt = _select(lab, span, ns, weights, row, fixed, c, t, tlist, work)
-            if nt == 0 or nt > max_size:
+            if nt == 0 or nt > max_size or (nt == last_size[c] and taken == last_taken[c]):
                 for q in range(nt):
                     work[tlist[q]] = lab[tlist[q]]
                 continue
+            last_size[c], last_taken[c] = nt, taken
             count = 0
             for q in range(nt):
                 touched[tlist[q]] = True
@@ -135,6 +141,7 @@ def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, w
                 touched[i] = False
             if got == 0:
                 continue
+            last_size[c] = -1
             taken += got
             count = 0
             for q in range(m2):

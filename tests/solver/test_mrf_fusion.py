@@ -232,3 +232,24 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
         _, _, member, region, _, _, _, listed, row, _, inq, touched, _, _ = scratch
         assert not member.any() and not listed.any() and not inq.any() and not touched.any()
         assert (region == -1).all() and (row == -1).all()
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_final_polish_descends_on_the_label_counts_threshold_grid(monkeypatch, k):
+    import importlib
+    icm_module = importlib.import_module("solver.mrf.icm")
+    seen = []
+    real = icm_module.fuse_descents
+
+    def spy(problem, labels, snapshots, thresholds, max_pixels=None):
+        seen.append(tuple(thresholds))
+        return real(problem, labels, snapshots, thresholds, max_pixels)
+    monkeypatch.setattr(icm_module, "fuse_descents", spy)
+    p = random_problem((16, 18), k=k, seed=1)
+    snaps = [np.random.default_rng(2).dirichlet(np.ones(k), p.n)]
+    icm_module.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=True)
+    icm_module.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=False)
+    expected = icm_module.DESCENT_THRESHOLDS if k == 2 else icm_module.DESCENT_THRESHOLDS_MULTI
+    assert seen == [tuple(expected)]  # the final polish only, with the grid for its K
+    assert len(icm_module.DESCENT_THRESHOLDS_MULTI) > len(icm_module.DESCENT_THRESHOLDS)
+
