@@ -84,7 +84,7 @@ class _Step:
 
     def _state(self, x: np.ndarray, shift: np.ndarray, m: int, n: int) -> tuple:
         """``(X, B, R, B_prev, R_prev, dshift, have_r, reused)`` for a solve from ``x``."""
-        state = getattr(self.csr, "_fused", None)
+        state = self.csr._fused
         B, R = np.empty((m, n)), np.empty((m, n))
         if state is not None and state[0] is x:
             _, X, B_prev, R_prev, shift_prev, reused = state

@@ -131,7 +131,11 @@ class _CompiledCSR:
                                 else (np.empty((0, 8), np.uint32), np.empty((0, 8))))
         self._last: tuple | None = None  # (x, b, residual, shift, a_scale) of the last solve
         self._reused = 0
-        self._onehot_last: tuple | None = None  # (pixel-major x, label directions) of the last
+        # (pixel-major x, label directions) of the last one-hot solve
+        self._onehot_last: tuple | None = None
+        # (x, CG columns, right-hand sides, residuals, shifts, reuses) of solver.fused_step's
+        # last iteration
+        self._fused: tuple | None = None
 
     def pcg(self, a_scale: float, shift: np.ndarray, B: np.ndarray, X0: np.ndarray | None,
             tol: float, maxiter: int) -> PCGResult:
