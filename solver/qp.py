@@ -125,9 +125,11 @@ class _CompiledCSR:
             self.off_indptr = off.indptr.astype(np.int64)
             self.off_indices = off.indices.astype(np.uint64)
             self.off_data = off.data
-        # the padded copy the CG's products read (2-3x faster than CSR rows; same sums)
+        # the padded copy the CG's products read (2-3x faster than CSR rows; same sums); its
+        # column indices are 32-bit, so a matrix too large for them keeps the CSR rows
         self.cols, self.vals = (cpu_kernels.ell_from_csr(self.off_indptr, self.off_indices,
-                                                         self.off_data) if PADDED_ROWS
+                                                         self.off_data)
+                                if PADDED_ROWS and A.shape[1] < 2**32
                                 else (np.empty((0, 8), np.uint32), np.empty((0, 8))))
         self._last: tuple | None = None  # (x, b, residual, shift, a_scale) of the last solve
         self._reused = 0
