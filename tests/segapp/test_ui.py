@@ -158,11 +158,12 @@ def test_exports(win, qtbot, tmp_path):
     assert rows[0].startswith("iteration,") and len(rows) == len(win.outcome.history) + 1
 
 
-def test_cancel_keeps_everything(win, qtbot):
+def test_cancel_keeps_everything(win, qtbot, monkeypatch):
+    from .test_ui_lifecycle import _pace_iterations
+    _pace_iterations(monkeypatch)
     _, s = load(win, qtbot, h=60, w=60)
     win.params_panel.admm["max_iter"].setValue(100000)
     win.params_panel.admm["tol"].setValue(1e-6)
-    win.params_panel.admm["rho_growth"].setValue(1.0001)
     win.params_panel.reference.setChecked(False)
     with qtbot.waitSignal(win.solver.records, timeout=60000):
         win.start_run()

@@ -52,7 +52,22 @@ def _slow_job(h=60, w=60):
     return img, strokes
 
 
-def test_closing_the_window_mid_solve_stops_the_thread_and_its_signals(qtbot):
+def _pace_iterations(monkeypatch, seconds=0.002):
+    """Make every ADMM iteration of the GUI's solves take at least ``seconds``: the solver got
+    fast enough (session 8) that a 60x60 job could end before a test closed or cancelled it."""
+    import time as _time
+
+    from segapp.worker import SolveWorker
+    real = SolveWorker._callback
+
+    def paced(self, state):
+        _time.sleep(seconds)
+        return real(self, state)
+    monkeypatch.setattr(SolveWorker, "_callback", paced)
+
+
+def test_closing_the_window_mid_solve_stops_the_thread_and_its_signals(qtbot, monkeypatch):
+    _pace_iterations(monkeypatch)
     win = MainWindow(confirm_discard=False)
     qtbot.addWidget(win)
     win.show()
@@ -61,7 +76,6 @@ def test_closing_the_window_mid_solve_stops_the_thread_and_its_signals(qtbot):
     win.doc.set_layers(strokes=strokes)
     win.params_panel.admm["max_iter"].setValue(100000)
     win.params_panel.admm["tol"].setValue(1e-6)
-    win.params_panel.admm["rho_growth"].setValue(1.0001)
     win.params_panel.reference.setChecked(False)
     with qtbot.waitSignal(win.solver.records, timeout=60000):
         assert win.start_run()
