@@ -69,9 +69,11 @@ class ADMMParams:
     stagnation_tol : float
         See ``stagnation_window``.
     pcg_tol : float
-        Relative residual tolerance of the inner conjugate-gradient solves.
+        Relative residual tolerance of the inner conjugate-gradient solves (1e-3: the x-update
+        is inexact early on, when the penalty is small and the CG would need many iterations;
+        see the README's performance section).
     pcg_maxiter : int
-        Iteration limit of each inner solve.
+        Iteration limit of each inner solve (warm-started from the last x-update).
     p : float
         Exponent of the ℓp sphere (2 is supported).
     """
@@ -86,8 +88,8 @@ class ADMMParams:
     tol: float = 1e-3
     stagnation_window: int = 5
     stagnation_tol: float = 1e-9
-    pcg_tol: float = 1e-4
-    pcg_maxiter: int = 10
+    pcg_tol: float = 1e-3
+    pcg_maxiter: int = 7
     p: float = 2.0
 
     def validated(self) -> ADMMParams:
