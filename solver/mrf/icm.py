@@ -300,7 +300,8 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
 
 def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   snapshots: Sequence[Snapshot | np.ndarray] = (),
-                  max_rounds: int = 3, split: bool = True) -> np.ndarray:
+                  max_rounds: int = 3, split: bool = True,
+                  since: np.ndarray | None = None) -> np.ndarray:
     """ICM and pair moves, filled concavities and box completions, whole-region moves, region
     splits, then fusion with the level sets of ADMM's iterates, carved by ICM
     (:func:`fuse_descents`) and plain; never raises the energy.
@@ -321,6 +322,10 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         the final polish only: at coarser levels they changed which regions the next level
         saw, which made some sizes better and others worse (and descents cost K = 3/4 up to
         28% more time there).
+    since : numpy.ndarray, optional
+        An ICM fixed point that ``labels`` differs from in few pixels (a band level's warm
+        start): the first ICM then looks only around those pixels (:func:`icm`), with the same
+        result.
 
     Returns
     -------
@@ -328,7 +333,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         ``(H, W)`` int32 labels.
     """
     # each step starts from an ICM fixed point, so each ICM after it looks only around its moves
-    lab = pair_moves(problem, icm(problem, labels), icm_optimal=True)
+    lab = pair_moves(problem, icm(problem, labels, since=since), icm_optimal=True)
     lab = icm(problem, fuse_closings(problem, lab)[0], since=lab)
     lab = icm(problem, fuse_boxes(problem, lab)[0], since=lab)
     lab, settled = settle_regions(problem, lab, icm_optimal=True)

@@ -258,7 +258,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     energy_admm = None
     for li in range(len(levels) - 1, -1, -1):
         level = levels[li]
-        x0 = None
+        x0 = up = None
         sub = level
         if labels is not None:
             up = icm(level, labels.ravel()[blocks[li]])
@@ -289,7 +289,9 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             break
         if li > 0 or polish:
             unpolished = np.asarray(labels).ravel()
-            labels = polish_labels(level, labels, solver.snapshot_weights(), split=li == 0)
+            # outside the band ADMM's labels are the warm start, an ICM fixed point
+            labels = polish_labels(level, labels, solver.snapshot_weights(), split=li == 0,
+                                   since=up)
             revisit = unpolished != np.asarray(labels).ravel()
         if log.isEnabledFor(logging.INFO):  # (the energy costs a pass over the image)
             log.info("coarse-to-fine level %d (%d pixels, %d free): energy %.6g after %d "

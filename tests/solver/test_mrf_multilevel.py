@@ -262,3 +262,44 @@ def test_pixels_the_coarse_polish_relabelled_stay_free_at_the_next_level(monkeyp
 
     assert next_level_free_in_block(multilevel.REVISIT_RADIUS).all()
     assert not next_level_free_in_block(None)[6:-6, 6:-6].any()  # beyond the usual band
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_polish_since_a_fixed_point_gives_the_full_result(k):
+    from solver.mrf.icm import polish_labels
+
+    p = random_problem((40, 37), k=k, seed=30 + k, hard_fraction=0.1)
+    rng = np.random.default_rng(k)
+    base = icm(p, rng.integers(1, k + 1, size=p.shape), max_sweeps=1000)
+    moved = base.copy().ravel()
+    spots = rng.choice(p.n, size=40, replace=False)
+    moved[spots] = rng.integers(1, k + 1, size=40)
+    hard = p.hard.ravel()
+    moved[hard > 0] = hard[hard > 0]
+    full = polish_labels(p, moved)
+    assert not np.array_equal(full.ravel(), moved)  # the polish moves pixels
+    np.testing.assert_array_equal(polish_labels(p, moved, since=base), full)
+
+
+def test_band_levels_polish_from_their_warm_start(monkeypatch):
+    """The level polish is told the warm start (an ICM fixed point that ADMM's labels equal
+    outside the band), so its first ICM looks only at the band."""
+    import importlib
+
+    icm_module = importlib.import_module("solver.mrf.icm")
+    real_polish = icm_module.polish_labels
+    calls = []
+
+    def polish(level, labels, snapshots=(), max_rounds=3, **kwargs):
+        calls.append((level, np.array(labels).ravel(), kwargs.get("since")))
+        return real_polish(level, labels, snapshots, max_rounds, **kwargs)
+
+    monkeypatch.setattr(icm_module, "polish_labels", polish)
+    p, _ = _big_problem()
+    solve_mrf(p, "admm", seed=0)
+    assert len(calls) >= 2 and calls[0][2] is None  # the coarsest level has no warm start
+    for level, labels, since in calls[1:]:
+        assert since is not None
+        since = np.asarray(since).ravel()
+        np.testing.assert_array_equal(icm(level, since, max_sweeps=1000).ravel(), since)
+        assert (labels != since).mean() < 0.2  # ADMM moved only band pixels
