@@ -150,12 +150,13 @@ def icm_sweeps(indptr, indices, data, unary, two_lam, lab, movable, active, widt
 
 
 @_jit
-def _on_boundary(indptr, indices, lab, i):  # pragma: no cover
-    """Whether pixel ``i`` has a neighbour of another label."""
+def _count_other(indptr, indices, lab, i):  # pragma: no cover
+    """How many of pixel ``i``'s neighbours have another label (> 0: ``i`` is on a boundary)."""
+    count = 0
     for p in range(indptr[i], indptr[i + 1]):
         if lab[indices[p]] != lab[i]:
-            return True
-    return False
+            count += 1
+    return count
 
 
 @_jit
@@ -188,27 +189,39 @@ def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):
 
     Only pairs with a pixel on a label boundary are tried. The edge between the two keeps its
     state; every other edge of either pixel is priced exactly against its neighbour's current
-    label. The first sweep visits every movable pixel, later ones only those within two steps
-    of a pair that moved. Sweeps until nothing moves or ``max_sweeps``; changes ``lab`` in place
-    and returns the number of pairs moved.
+    label. The first sweep visits every movable pixel near a boundary, later ones only those
+    within two steps of a pair that moved. Sweeps until nothing moves or ``max_sweeps``; changes
+    ``lab`` in place and returns the number of pairs moved.
+
+    Each pixel's count of neighbours with another label is kept up to date, so "on a boundary"
+    is one read; a pixel with no boundary within one step is in no pair worth trying and is not
+    visited (the same pairs as testing every pixel, in the same order).
     """
     n, k = unary.shape
     cost = np.zeros(k)
-    active = movable.copy()
+    other = np.empty(n, np.int32)
+    for i in range(n):
+        other[i] = _count_other(indptr, indices, lab, i)
+    active = np.zeros(n, np.bool_)
+    for i in range(n):
+        if other[i] > 0:
+            for p in range(indptr[i], indptr[i + 1]):
+                if movable[indices[p]]:
+                    active[indices[p]] = True
     marked = np.zeros(n, np.bool_)
     moves = 0
-    for _ in range(max_sweeps):
+    for sweep in range(max_sweeps):
         moved = 0
         for i in range(n):
             if not active[i]:
                 continue
             a = lab[i]
-            edge_i = _on_boundary(indptr, indices, lab, i)
+            edge_i = other[i] > 0
             for q in range(indptr[i], indptr[i + 1]):
                 j = indices[q]
                 if j <= i or lab[j] != a or not movable[j]:
                     continue
-                if not edge_i and not _on_boundary(indptr, indices, lab, j):
+                if not edge_i and other[j] == 0:
                     continue  # pairs away from every boundary are left to the region moves
                 for c in range(k):
                     cost[c] = unary[i, c] + unary[j, c]
@@ -222,6 +235,15 @@ def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):
                     lab[i] = best
                     lab[j] = best
                     moved += 1
+                    for p in range(indptr[i], indptr[i + 1]):
+                        other[indices[p]] = _count_other(indptr, indices, lab, indices[p])
+                    for p in range(indptr[j], indptr[j + 1]):
+                        other[indices[p]] = _count_other(indptr, indices, lab, indices[p])
+                    if sweep == 0:
+                        # pixels within two steps may now be near a boundary: the first sweep
+                        # visits them too (when still ahead), as a test of every pixel would
+                        _mark_two_steps(indptr, indices, movable, i, active)
+                        _mark_two_steps(indptr, indices, movable, j, active)
                     _mark_two_steps(indptr, indices, movable, i, marked)
                     _mark_two_steps(indptr, indices, movable, j, marked)
                     break
