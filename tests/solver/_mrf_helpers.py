@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from solver.mrf import MRFProblem, problem_from_unary
+from solver.mrf import MRFProblem, icm, problem_from_unary
 
 
 def shapes_image(seed: int = 0, k: int = 3, size: int = 48, noise: float = 0.08):
@@ -55,3 +55,17 @@ def brute_force(problem: MRFProblem) -> tuple[float, np.ndarray]:
         if e < best:
             best, arg = e, labels
     return best, arg.reshape(problem.shape)
+
+
+def perturbed_fixed_point(problem: MRFProblem, seed: int, changes: int):
+    """An ICM fixed point of ``problem`` and a copy with ``changes`` random pixels relabelled
+    (hard pixels kept): the input of the tests of ``since=`` (ICM from a fixed point)."""
+    k = problem.k
+    rng = np.random.default_rng(seed)
+    base = icm(problem, rng.integers(1, k + 1, size=problem.shape), max_sweeps=1000)
+    moved = base.copy().ravel()
+    spots = rng.choice(problem.n, size=changes, replace=False)
+    moved[spots] = rng.integers(1, k + 1, size=changes)
+    hard = problem.hard.ravel()
+    moved[hard > 0] = hard[hard > 0]
+    return base, moved

@@ -5,7 +5,7 @@ import pytest
 
 from solver.mrf import MRFADMM, build_problem, icm, solve_mrf
 
-from ._mrf_helpers import brute_force, random_problem, shapes_image
+from ._mrf_helpers import brute_force, perturbed_fixed_point, random_problem, shapes_image
 
 
 def _synthetic(seed, k, noise=0.15, size=48):
@@ -104,13 +104,7 @@ def test_icm_ends_where_no_single_pixel_move_helps(k):
 @pytest.mark.parametrize("k", [2, 3])
 def test_icm_since_a_fixed_point_looks_only_around_the_changes_and_ends_the_same(k):
     p = random_problem((40, 37), k=k, seed=20 + k, hard_fraction=0.1)
-    rng = np.random.default_rng(k)
-    base = icm(p, rng.integers(1, k + 1, size=p.shape), max_sweeps=1000)
-    moved = base.copy().ravel()
-    spots = rng.choice(p.n, size=25, replace=False)
-    moved[spots] = rng.integers(1, k + 1, size=25)
-    hard = p.hard.ravel()
-    moved[hard > 0] = hard[hard > 0]
+    base, moved = perturbed_fixed_point(p, k, 25)
     full = icm(p, moved, max_sweeps=1000)
     assert not np.array_equal(full.ravel(), moved)  # the test means something: ICM moves pixels
     np.testing.assert_array_equal(icm(p, moved, max_sweeps=1000, since=base), full)

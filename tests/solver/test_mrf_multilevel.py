@@ -7,7 +7,7 @@ from solver.mrf import build_problem, icm, problem_from_unary, solve_mrf
 from solver.mrf.icm import component_flips
 from solver.mrf.multilevel import coarsen, fix_outside, pyramid, undecided_band
 
-from ._mrf_helpers import random_problem, shapes_image
+from ._mrf_helpers import perturbed_fixed_point, random_problem, shapes_image
 
 
 @pytest.mark.parametrize(("shape", "k"), [((9, 11), 2), ((8, 8), 3), ((7, 10), 4)])
@@ -269,13 +269,7 @@ def test_polish_since_a_fixed_point_gives_the_full_result(k):
     from solver.mrf.icm import polish_labels
 
     p = random_problem((40, 37), k=k, seed=30 + k, hard_fraction=0.1)
-    rng = np.random.default_rng(k)
-    base = icm(p, rng.integers(1, k + 1, size=p.shape), max_sweeps=1000)
-    moved = base.copy().ravel()
-    spots = rng.choice(p.n, size=40, replace=False)
-    moved[spots] = rng.integers(1, k + 1, size=40)
-    hard = p.hard.ravel()
-    moved[hard > 0] = hard[hard > 0]
+    base, moved = perturbed_fixed_point(p, k, 40)
     full = polish_labels(p, moved)
     assert not np.array_equal(full.ravel(), moved)  # the polish moves pixels
     np.testing.assert_array_equal(polish_labels(p, moved, since=base), full)
