@@ -215,11 +215,16 @@ class MRFADMM:
         out[keep] = False
         gone = np.flatnonzero(out)
         lab = freeze.one_hot_distance(x, k)[0][gone]
-        X = np.zeros((m, k))
-        X[gone, lab] = 1.0
-        xr = X[:, 0] if k == 2 else X.ravel()
-        V = self._A @ (X[:, :1] if k == 2 else X)
         B = self._b.reshape(m, -1)
+        cols = B.shape[1]  # K = 2: the variables are label 1's weights alone
+        # the fixed variables xr: one-hot rows of lab, label 1's column only for K = 2
+        on = lab < cols
+        rows, labs = gone[on], lab[on]
+        hard_sub = np.zeros(m, np.int64)
+        hard_sub[gone] = lab + 1
+        # A_kk, the coupling A_kr xr, and xr' A_rr xr, in one compiled pass
+        ptr, idx, val, coupling, quad = kernels.split_by_fixed(
+            self._A.indptr, self._A.indices, self._A.data, hard_sub, cols)
         child = object.__new__(MRFADMM)
         hard = self._fixed_labels.copy()
         hard[self.free[gone]] = lab + 1
@@ -227,10 +232,10 @@ class MRFADMM:
             problem=replace(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
             backend=self.backend, params=self.params, free=self.free[keep], snapshots=[],
             _fixed_labels=hard, _scale=self._scale,
-            # (einsum, not BLAS: a multi-threaded BLAS dot wakes helper threads that then spin)
-            _fixed_norm_sq=self._fixed_norm_sq + float(np.einsum("i,i->", xr, xr)),
-            _A=self._A[keep][:, keep].tocsr(), _b=(B[keep] + 2.0 * V[keep]).ravel(),
-            _constant=self._constant + float(np.sum(X[:, :B.shape[1]] * V)) + float(np.einsum("i,i->", self._b, xr)))
+            _fixed_norm_sq=self._fixed_norm_sq + float(rows.size),  # |xr|^2: its ones
+            _A=sp.csr_matrix((val, idx, ptr), shape=(keep.size, keep.size)),
+            _b=(B[keep] + 2.0 * coupling).ravel(),
+            _constant=self._constant + quad + float(B[rows, labs].sum()))
         child._build()
         child.setup_time_s = time.perf_counter() - t0
         return child

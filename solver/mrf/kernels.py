@@ -30,11 +30,14 @@ def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @_jit
 def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
-    """The Laplacian split by the fixed pixels (``hard > 0``), in one pass over its entries.
+    """A symmetric matrix (the Laplacian, or an objective's ``A``) split by the fixed rows
+    (``hard > 0``), in one pass over its entries.
 
-    Returns ``L_ff`` over the free pixels as CSR arrays (columns renumbered in pixel order), the
+    Returns ``L_ff`` over the free rows as CSR arrays (columns renumbered in row order), the
     free rows' coupling to the fixed labels ``L_fc X_c`` as an ``(m, k)`` array (``X_c`` one-hot
     rows of the fixed labels), and ``X_c' L_cc X_c = sum of L_ij over fixed i, j of one label``.
+    Rows fixed to a label above ``k`` count as fixed, but as a zero row of ``X_c``: with
+    ``k = 1`` that is the restriction of a K = 2 objective in the weight of label 1 alone.
     """
     n = hard.size
     pos = np.full(n, -1, np.int64)
@@ -62,11 +65,11 @@ def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
                     ff_indices[q] = pos[j]
                     ff_data[q] = data[p]
                     q += 1
-                else:
+                elif hard[j] <= k:
                     coupling[r, hard[j] - 1] += data[p]
             r += 1
             ff_indptr[r] = q
-        else:
+        elif hard[i] <= k:
             for p in range(indptr[i], indptr[i + 1]):
                 if hard[indices[p]] == hard[i]:
                     same += data[p]
