@@ -43,25 +43,31 @@ ELL_WIDTH = 8
 
 
 @_jit
-def ell_from_csr(indptr, indices, data):  # pragma: no cover
-    """The off-diagonal CSR part as ``(columns, values)``, ``(n, 8)`` arrays, each row's entries
-    in CSR order and padded with zeros on the row's own column; ``(0, 8)`` arrays if a row has
-    more than 8 entries."""
+def padded_split(indptr, indices, data):  # pragma: no cover
+    """A square CSR matrix's diagonal and the padded copy of its off-diagonal part, in one pass:
+    ``(diag, cols, vals)``, each row's off-diagonal entries in CSR order (explicit zeros
+    dropped: the entries of :func:`split_diagonal`'s off-diagonal part) padded with zeros on the
+    row's own column; ``cols`` and ``vals`` are ``(0, 8)`` if a row has more than 8 of them
+    (the caller then keeps the CSR rows)."""
     n = indptr.size - 1
-    for i in range(n):
-        if indptr[i + 1] - indptr[i] > 8:
-            return np.empty((0, 8), np.uint32), np.empty((0, 8))
+    diag = np.zeros(n)
     cols = np.empty((n, 8), np.uint32)
     vals = np.zeros((n, 8))
     for i in range(n):
         q = 0
         for p in range(indptr[i], indptr[i + 1]):
-            cols[i, q] = indices[p]
-            vals[i, q] = data[p]
-            q += 1
+            j = indices[p]
+            if j == i:
+                diag[i] += data[p]
+            elif data[p] != 0.0:
+                if q == 8:
+                    return diag, np.empty((0, 8), np.uint32), np.empty((0, 8))
+                cols[i, q] = j
+                vals[i, q] = data[p]
+                q += 1
         for q2 in range(q, 8):
             cols[i, q2] = i
-    return cols, vals
+    return diag, cols, vals
 
 
 @_jit
@@ -162,7 +168,7 @@ def block_pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, B, X, tol
     off-diagonal part and ``diag`` its diagonal (a contiguous read instead of a gather per row).
     The columns are independent, so each runs until it converges; the count returned is the
     largest, as in :func:`solver.pcg.pcg`. ``cols``, ``vals`` are the padded copy of the
-    off-diagonal part from :func:`ell_from_csr` (empty: use the CSR arrays). Returns
+    off-diagonal part from :func:`padded_split` (empty: use the CSR arrays). Returns
     ``(iterations, largest relative residual)``.
     """
     its, worst = 0, 0.0

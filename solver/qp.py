@@ -98,7 +98,7 @@ def onehot_operator(n: int, k: int, backend: Backend) -> LinearOperatorPair:
 #: Warm-started CG solves in a row that reuse the previous residual before one recomputes it.
 RESIDUAL_REFRESH = 16
 #: The CG multiplies by a padded copy of the matrix (rows of 8, see
-#: :func:`solver.cpu_kernels.ell_from_csr`) where every row fits: the same sums as the CSR rows,
+#: :func:`solver.cpu_kernels.padded_split`) where every row fits: the same sums as the CSR rows,
 #: 2-3x faster. False is for comparing the two.
 PADDED_ROWS = True
 
@@ -113,9 +113,22 @@ class _CompiledCSR:
     def __init__(self, A: sp.spmatrix) -> None:
         A = sp.csr_matrix(A, dtype=np.float64)
         self.data = A.data
-        if A.shape[1] < 2**32:  # one compiled pass (scipy's subtraction took ~1 ms per 1e5 rows)
+        small = A.shape[1] < 2**32  # the padded copy's column indices are 32-bit
+        cols = np.empty((0, 8), np.uint32)
+        if PADDED_ROWS and small:
+            # the padded copy the CG's products read (2-3x faster than CSR rows; same sums) and
+            # the diagonal, in one pass; the quadratic forms read the CSR arrays as they are
+            self.diag, cols, vals = cpu_kernels.padded_split(A.indptr, A.indices, A.data)
+        if cols.shape[0]:
+            self.indptr, self.indices = A.indptr, A.indices
+            self.cols, self.vals = cols, vals
+            # (the CG reads no CSR rows when it has the padded copy)
+            self.off_indptr = np.zeros(1, np.int64)
+            self.off_indices, self.off_data = np.empty(0, np.uint32), np.empty(0)
+        elif small:  # one compiled pass (scipy's subtraction took ~1 ms per 1e5 rows)
             (self.indptr, self.indices, self.diag, self.off_indptr, self.off_indices,
              self.off_data) = cpu_kernels.split_diagonal(A.indptr, A.indices, A.data)
+            self.cols, self.vals = cols, np.empty((0, 8))
         else:
             self.indptr = A.indptr.astype(np.int64)
             self.indices = A.indices.astype(np.uint64)
@@ -125,12 +138,7 @@ class _CompiledCSR:
             self.off_indptr = off.indptr.astype(np.int64)
             self.off_indices = off.indices.astype(np.uint64)
             self.off_data = off.data
-        # the padded copy the CG's products read (2-3x faster than CSR rows; same sums); its
-        # column indices are 32-bit, so a matrix too large for them keeps the CSR rows
-        self.cols, self.vals = (cpu_kernels.ell_from_csr(self.off_indptr, self.off_indices,
-                                                         self.off_data)
-                                if PADDED_ROWS and A.shape[1] < 2**32
-                                else (np.empty((0, 8), np.uint32), np.empty((0, 8))))
+            self.cols, self.vals = cols, np.empty((0, 8))
         self._last: tuple | None = None  # (x, b, residual, shift, a_scale) of the last solve
         self._reused = 0
         # (pixel-major x, label directions) of the last one-hot solve
@@ -228,9 +236,11 @@ class GenericSystem:
         self._compiled = None
         if sp.issparse(A):
             self._A = backend.as_sparse(A)
-            diag = A.diagonal()
-            if not backend.is_gpu:
+            if backend.is_gpu:
+                diag = A.diagonal()
+            else:
                 self._compiled = _CompiledCSR(A)
+                diag = self._compiled.diag
         else:
             self._A = backend.asarray(np.asarray(A, dtype=np.float64))
             diag = np.diag(A)

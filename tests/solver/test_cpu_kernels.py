@@ -106,7 +106,7 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    region_kernels.split_regions, kernels.split_by_fixed, kernels.around_changes,
                    kernels.pair_moves, grid_kernels.laplacian_csr, grid_kernels.coarsen_edges,
                    grid_kernels.potts_energy, cpu_kernels.split_diagonal,
-                   cpu_kernels.ell_from_csr,
+                   cpu_kernels.padded_split,
                    descent_kernels.fuse_descents):
         assert kernel.signatures, kernel.py_func.__name__
 
@@ -208,17 +208,27 @@ def _grid_laplacian(h, w, seed):
 
 def test_padded_rows_hold_each_row_in_order_and_refuse_wide_rows():
     L = _grid_laplacian(9, 11, 5)
-    C = _CompiledCSR(L)
-    cols, vals = C.cols, C.vals
-    assert cols.shape == (L.shape[0], 8)
+    L.data[::7] = 0.0  # explicit zeros, on and off the diagonal
+    diag, cols, vals = cpu_kernels.padded_split(L.indptr, L.indices, L.data)
+    _, _, diag2, off_indptr, off_indices, off_data = cpu_kernels.split_diagonal(
+        L.indptr, L.indices, L.data)
+    np.testing.assert_array_equal(diag, diag2)
+    assert cols.shape == vals.shape == (L.shape[0], 8) and cols.dtype == np.uint32
     for r in range(L.shape[0]):
-        lo, hi = C.off_indptr[r], C.off_indptr[r + 1]
-        np.testing.assert_array_equal(cols[r, :hi - lo], C.off_indices[lo:hi])
-        np.testing.assert_array_equal(vals[r, :hi - lo], C.off_data[lo:hi])
+        lo, hi = off_indptr[r], off_indptr[r + 1]
+        np.testing.assert_array_equal(cols[r, :hi - lo], off_indices[lo:hi])
+        np.testing.assert_array_equal(vals[r, :hi - lo], off_data[lo:hi])
         assert np.all(cols[r, hi - lo:] == r) and np.all(vals[r, hi - lo:] == 0.0)
+    C = _CompiledCSR(L)
+    np.testing.assert_array_equal(C.cols, cols)
+    x = np.random.default_rng(2).normal(size=L.shape[0])
+    assert C.quad(x) == pytest.approx(float(x @ (L @ x)), rel=1e-12)
     wide = _laplacian(400, 1)  # rows of about 16 entries: the CG keeps the CSR rows
     assert np.diff(wide.indptr).max() > 9
-    assert _CompiledCSR(wide).cols.shape == (0, 8)
+    assert cpu_kernels.padded_split(wide.indptr, wide.indices, wide.data)[1].shape == (0, 8)
+    C = _CompiledCSR(wide)
+    assert C.cols.shape == (0, 8) and C.off_indptr.size == wide.shape[0] + 1
+    np.testing.assert_array_equal(C.diag, wide.diagonal())
 
 
 @pytest.mark.parametrize("m", [1, 3])
