@@ -55,7 +55,7 @@ class Snapshot(NamedTuple):
         """A snapshot with weights on every pixel, from an ``(n, K)`` array."""
         w = np.asarray(weights, dtype=np.float32)
         w = w.reshape(-1, w.shape[-1])
-        return cls(np.arange(w.shape[0], dtype=np.int64), w, np.zeros(w.shape[0], np.int64))
+        return cls(np.arange(w.shape[0], dtype=np.int64), w, np.zeros(w.shape[0], np.int32))
 
     def dense(self) -> np.ndarray:
         """The ``(n, K)`` float32 label weights of every pixel."""
@@ -69,12 +69,13 @@ class Snapshot(NamedTuple):
 
 def snapshot_arrays(snap: Snapshot | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(pixels, weights, fixed)`` of a snapshot (or of ``(n, K)`` dense weights) with the
-    dtypes the fusion kernels take: int64, contiguous float32, int64."""
+    dtypes the fusion kernels take: int64, contiguous float32, int32 (the solver's own dtype
+    for fixed labels, so a snapshot's ``(n,)`` array is passed without a copy)."""
     if not isinstance(snap, Snapshot):
         snap = Snapshot.from_dense(snap)
     return (np.asarray(snap.pixels, dtype=np.int64),
             np.ascontiguousarray(snap.weights, dtype=np.float32),
-            np.asarray(snap.fixed, dtype=np.int64))
+            np.asarray(snap.fixed, dtype=np.int32))
 
 
 def _start(problem: MRFProblem, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple, float,
