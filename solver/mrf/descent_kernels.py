@@ -21,11 +21,13 @@ from .region_kernels import _fuse, _list_proposable, _select, _unlist, fusion_sc
 _jit = numba.njit(cache=True, nogil=True)
 
 
-def descent_scratch(n: int, k: int) -> tuple[np.ndarray, ...]:
+def descent_scratch(n: int, k: int,
+                    fusion: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, ...]:
     """Work arrays for :func:`fuse_descents` on ``n`` pixels and ``k`` labels (left as found,
-    so one set serves every snapshot)."""
-    return (*fusion_scratch(n), np.empty(n, np.int64), np.zeros(n, np.bool_),
-            np.zeros(n, np.bool_), np.empty(n, np.int64), np.zeros(k))
+    so one set serves every snapshot); they begin with a :func:`fusion_scratch` set, ``fusion``
+    if given (shared with the plain fusions, which leave it as found too)."""
+    return (*(fusion_scratch(n) if fusion is None else fusion), np.empty(n, np.int64),
+            np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.empty(n, np.int64), np.zeros(k))
 
 
 @_jit

@@ -241,9 +241,9 @@ def test_final_polish_descends_on_the_label_counts_threshold_grid(monkeypatch, k
     seen = []
     real = icm_module.fuse_descents
 
-    def spy(problem, labels, snapshots, thresholds, max_pixels=None):
+    def spy(problem, labels, snapshots, thresholds, max_pixels=None, **kw):
         seen.append(tuple(thresholds))
-        return real(problem, labels, snapshots, thresholds, max_pixels)
+        return real(problem, labels, snapshots, thresholds, max_pixels, **kw)
     monkeypatch.setattr(icm_module, "fuse_descents", spy)
     p = random_problem((16, 18), k=k, seed=1)
     snaps = [np.random.default_rng(2).dirichlet(np.ones(k), p.n)]
@@ -253,3 +253,34 @@ def test_final_polish_descends_on_the_label_counts_threshold_grid(monkeypatch, k
     assert seen == [tuple(expected)]  # the final polish only, with the grid for its K
     assert len(icm_module.DESCENT_THRESHOLDS_MULTI) > len(icm_module.DESCENT_THRESHOLDS)
 
+
+
+@pytest.mark.parametrize("k,seed", [(2, 3), (3, 4), (4, 5)])
+def test_polish_steps_share_work_arrays_and_leave_them_as_found(monkeypatch, k, seed):
+    from solver.mrf import fusion
+
+    made = []
+    real_get = fusion.Workspace._get
+
+    def recording_get(self, name, make):
+        out = real_get(self, name, make)
+        made.append(self)
+        return out
+    monkeypatch.setattr(fusion.Workspace, "_get", recording_get)
+    p = random_problem((20, 23), k=k, seed=seed)
+    rng = np.random.default_rng(seed)
+    snaps = [rng.dirichlet(np.ones(k) * a, p.n) for a in (0.3, 1.0, 3.0)]
+    start = rng.integers(1, k + 1, size=p.shape).astype(np.int32)
+    shared = polish_labels(p, start, snaps)
+    workspaces = set(map(id, made))
+    assert len(workspaces) == 1 and len(made) > 3  # one set, asked for by several steps
+    ws = made[0]
+    _, _, member, region, _, _, _, listed, row = ws.fusion()
+    assert not member.any() and np.all(region == -1) and not listed.any() and np.all(row == -1)
+    inq, touched = ws.descent()[10], ws.descent()[11]
+    assert not inq.any() and not touched.any()
+    assert np.all(ws.region()[0] == -1)
+    np.testing.assert_array_equal(ws.preferred(), np.argmin(p.unary, axis=1))
+    # every step with fresh arrays of its own gives the same labels
+    monkeypatch.setattr(fusion.Workspace, "_get", lambda self, name, make: make())
+    np.testing.assert_array_equal(polish_labels(p, start, snaps), shared)
