@@ -19,6 +19,7 @@ import numpy as np
 from scipy import ndimage
 
 from . import descent_kernels, kernels, region_kernels
+from .morphology import square_closing
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -230,7 +231,7 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray, radius: int = CLOSING
     moved = 0
     for c in range(problem.k):
         mask = (lab == c).reshape(problem.shape)
-        closed = ndimage.binary_closing(mask, np.ones((3, 3), bool), iterations=radius).ravel()
+        closed = square_closing(mask, radius).ravel()
         idx = np.flatnonzero(closed & ~mask.ravel() & free)
         if idx.size:
             moved += region_kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,
