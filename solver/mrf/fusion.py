@@ -126,7 +126,7 @@ def _start(problem: MRFProblem, labels: np.ndarray,
     """What every fusion works on: a 0-based copy of the labels, the free-pixel mask, the
     Laplacian's CSR arrays, ``2 lam`` and one set of kernel work arrays for all its proposals."""
     scratch = (workspace or Workspace(problem)).fusion()
-    return (np.array(labels, dtype=np.int64).ravel() - 1, np.asarray(problem.hard).ravel() == 0,
+    return (kernels.zero_based(labels), np.asarray(problem.hard).ravel() == 0,
             kernels.csr_arrays(problem), 2.0 * problem.lam, scratch)
 
 
@@ -147,7 +147,7 @@ def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tupl
         Number of regions taken.
     """
     lab, free, csr, two_lam, scratch = _start(problem, labels, None)
-    c = np.asarray(candidate, dtype=np.int64).ravel() - 1
+    c = kernels.zero_based(candidate)
     idx = np.flatnonzero((lab != c) & free)
     moved = region_kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx, c[idx], scratch)
     return lab + 1, moved

@@ -68,18 +68,18 @@ def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
         ``(H, W)`` int32 labels with ``problem.energy(result) <= problem.energy(labels)``; no
         single free pixel can lower the energy by changing its label (unless ``max_sweeps`` ran out).
     """
-    lab = np.asarray(labels).reshape(-1).astype(np.int64) - 1
+    lab = kernels.zero_based(labels)
     movable = np.asarray(problem.hard).ravel() == 0
     csr = kernels.csr_arrays(problem)
     if since is None:
         active = movable.copy()
     else:
-        before = np.asarray(since).reshape(-1).astype(np.int64) - 1
+        before = kernels.zero_based(since)
         active = kernels.around_changes(csr[0], csr[1], lab, before, movable)
     moves = kernels.icm_sweeps(*csr, problem.unary, 2.0 * problem.lam, lab, movable, active,
                                problem.shape[1], max_sweeps)
     log.debug("ICM: %d moves", moves)
-    return (lab + 1).astype(np.int32).reshape(problem.shape)
+    return kernels.one_based(lab, problem.shape)
 
 
 def _move_regions(problem: MRFProblem, lab: np.ndarray, mask: np.ndarray, a: int,
@@ -120,14 +120,14 @@ def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10, *,
     numpy.ndarray
         ``(H, W)`` int32 labels with energy no higher than the input's.
     """
-    lab = np.asarray(labels).reshape(-1).astype(np.int64) - 1
+    lab = kernels.zero_based(labels)
     before = lab + 1 if icm_optimal else None
     movable = np.asarray(problem.hard).ravel() == 0
     moved = kernels.pair_moves(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam,
                                lab, movable, max_sweeps)
     log.debug("pair moves: %d", moved)
     if not moved:
-        return (lab + 1).astype(np.int32).reshape(problem.shape)
+        return kernels.one_based(lab, problem.shape)
     return icm(problem, lab + 1, since=before)
 
 
@@ -193,7 +193,7 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
     """
     h, w = problem.shape
     k = problem.k
-    lab = np.asarray(labels).reshape(-1).astype(np.int64) - 1
+    lab = kernels.zero_based(labels)
     hard = np.asarray(problem.hard).ravel()
     workspace = workspace or Workspace(problem)
     prefer = workspace.preferred()
@@ -201,7 +201,7 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
     scratch = workspace.region()
     indptr, indices = kernels.csr_arrays(problem)[:2]
     everywhere = np.ones(lab.size, bool)
-    previous = None if since is None else np.asarray(since).reshape(-1).astype(np.int64) - 1
+    previous = None if since is None else kernels.zero_based(since)
     moved_total, settled = 0, False
     for _ in range(max_rounds):
         before = lab + 1 if icm_optimal else None
@@ -219,10 +219,10 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
         if moved == 0:
             settled = True
             break
-        lab = icm(problem, lab + 1, since=before).reshape(-1).astype(np.int64) - 1
+        lab = kernels.zero_based(icm(problem, lab + 1, since=before))
         icm_optimal = True
     log.debug("region moves: %d regions moved", moved_total)
-    return (lab + 1).astype(np.int32).reshape(h, w), settled
+    return kernels.one_based(lab, (h, w)), settled
 
 
 def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
@@ -242,7 +242,7 @@ def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
     moved : int
         Regions re-split.
     """
-    lab = np.asarray(labels).reshape(-1).astype(np.int64) - 1
+    lab = kernels.zero_based(labels)
     hard = np.asarray(problem.hard).ravel()
     moved = 0
     for a in range(problem.k if problem.k > 2 else 0):
@@ -250,7 +250,7 @@ def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
                                        2.0 * problem.lam, lab, np.ascontiguousarray(lab == a), a,
                                        hard, min_size, sweeps)
     log.debug("split moves: %d regions", moved)
-    return (lab + 1).astype(np.int32).reshape(problem.shape), moved
+    return kernels.one_based(lab, problem.shape), moved
 
 
 def fuse_descents(problem: MRFProblem, labels: np.ndarray,
@@ -290,7 +290,7 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
     moved : int
         Regions taken.
     """
-    lab = np.asarray(labels).reshape(-1).astype(np.int64) - 1
+    lab = kernels.zero_based(labels)
     movable = np.asarray(problem.hard).ravel() == 0
     scratch = (workspace or Workspace(problem)).descent()
     ts = np.asarray(tuple(thresholds), dtype=np.float64)

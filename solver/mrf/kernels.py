@@ -28,6 +28,16 @@ def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return L.indptr, L.indices, L.data
 
 
+def zero_based(labels: np.ndarray) -> np.ndarray:
+    """``(n,)`` int64 0-based copy of 1-based labels, as the kernels take them (one pass)."""
+    return np.subtract(np.asarray(labels).reshape(-1), 1, dtype=np.int64, casting="unsafe")
+
+
+def one_based(lab: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``shape`` int32 1-based labels from 0-based ones (one pass)."""
+    return np.add(lab, 1, dtype=np.int32).reshape(shape)
+
+
 @_jit
 def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
     """A symmetric matrix (the Laplacian, or an objective's ``A``) split by the fixed rows
