@@ -1,9 +1,11 @@
-"""Compiled (numba) binary morphology for the polish: the closing of a mask by a square.
+"""Compiled (numba) binary morphology by a square: the closing of the polish's closing fusion and
+the dilation of the coarse-to-fine band.
 
-:func:`solver.mrf.fusion.fuse_closings` closes every label's mask at every level of every
-solve. ``scipy.ndimage.binary_closing`` with a 3 x 3 structure iterated ``r`` times does the
-same, but took about 19 ms per 5e5-pixel mask; a square is separable, and a sliding count along
-rows then columns does each of the four passes in one sweep over the mask.
+:func:`solver.mrf.fusion.fuse_closings` closes every label's mask, and
+:func:`solver.mrf.multilevel.undecided_band` dilates its seeds, at every level of every solve.
+``scipy.ndimage`` with a 3 x 3 structure iterated ``r`` times does the same, but took about
+19 ms per closing of a 5e5-pixel mask; a square is separable, and a sliding count along rows
+then columns does each pass in one sweep over the mask.
 """
 
 from __future__ import annotations
@@ -54,6 +56,16 @@ def _columns(src, r, full, out, s):  # pragma: no cover
 
 
 @_jit
+def _dilation(mask, r):  # pragma: no cover
+    h, w = mask.shape
+    a = np.empty((h, w), np.uint8)
+    b = np.empty((h, w), np.uint8)
+    _rows(mask, r, False, a)
+    _columns(a, r, False, b, np.empty(w, np.int64))
+    return b
+
+
+@_jit
 def _closing(mask, r):  # pragma: no cover
     h, w = mask.shape
     a = np.empty((h, w), np.uint8)
@@ -88,3 +100,27 @@ def square_closing(mask: np.ndarray, radius: int) -> np.ndarray:
         raise ValueError(f"closing radius must be >= 1, got {radius}")
     m = np.ascontiguousarray(mask, dtype=bool).view(np.uint8)
     return _closing(m, int(radius)).view(bool)
+
+
+def square_dilation(mask: np.ndarray, radius: int) -> np.ndarray:
+    """Dilation of a 2-D mask by the ``(2 radius + 1)``-square (the outside adds nothing).
+
+    The same as ``scipy.ndimage.binary_dilation(mask, np.ones((3, 3)), iterations=radius)`` for
+    ``radius >= 1``.
+
+    Parameters
+    ----------
+    mask : numpy.ndarray
+        ``(H, W)`` bool.
+    radius : int
+        Half-width of the square, >= 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W)`` bool.
+    """
+    if radius < 1:
+        raise ValueError(f"dilation radius must be >= 1, got {radius}")
+    m = np.ascontiguousarray(mask, dtype=bool).view(np.uint8)
+    return _dilation(m, int(radius)).view(bool)

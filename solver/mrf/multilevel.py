@@ -17,11 +17,11 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from scipy import ndimage
 
 from ..admm import ADMMParams
 from .graph import GridGraph, laplacian
 from .grid_kernels import coarsen_edges
+from .morphology import square_dilation
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ def undecided_band(problem: MRFProblem, labels: np.ndarray, radius: int = 2) -> 
     seed[:-1, :] |= lab[1:, :] != lab[:-1, :]
     seed |= (np.argmin(problem.unary, axis=1) + 1).reshape(problem.shape) != lab
     if radius > 0:
-        seed = ndimage.binary_dilation(seed, structure=np.ones((3, 3), bool), iterations=radius)
+        seed = square_dilation(seed, radius)
     return seed
 
 
@@ -265,9 +265,8 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             band = undecided_band(level, up, radius)
             if REVISIT_RADIUS is not None and revisit is not None and revisit.any():
                 grown = revisit[blocks[li]].reshape(level.shape)
-                if REVISIT_RADIUS > 0:  # (0 iterations would mean "until nothing changes")
-                    grown = ndimage.binary_dilation(grown, structure=np.ones((3, 3), bool),
-                                                    iterations=REVISIT_RADIUS)
+                if REVISIT_RADIUS > 0:
+                    grown = square_dilation(grown, REVISIT_RADIUS)
                 band |= grown
             sub = fix_outside(level, up, band)
             x0 = np.eye(level.k)[up.ravel() - 1]

@@ -1,10 +1,10 @@
-"""The compiled square closing against scipy's binary closing."""
+"""The compiled square closing and dilation against scipy's binary morphology."""
 
 import numpy as np
 import pytest
 from scipy import ndimage
 
-from solver.mrf.morphology import square_closing
+from solver.mrf.morphology import square_closing, square_dilation
 
 
 @pytest.mark.parametrize("radius", [1, 2, 3, 5])
@@ -33,6 +33,18 @@ def test_square_closing_fills_a_notch_but_not_at_the_image_border():
     assert out[2, 2] and not out[0].any()  # the outside counts as 0: the border is eroded
 
 
-def test_square_closing_refuses_a_radius_below_one():
+@pytest.mark.parametrize("radius", [1, 2, 8])
+def test_square_dilation_equals_scipy_binary_dilation(radius):
+    rng = np.random.default_rng(10 + radius)
+    for trial in range(60):
+        h, w = rng.integers(1, 40, size=2)
+        mask = rng.random((h, w)) < 0.05 * rng.random()
+        expected = ndimage.binary_dilation(mask, np.ones((3, 3), bool), iterations=radius)
+        np.testing.assert_array_equal(square_dilation(mask, radius), expected,
+                                      err_msg=f"{h}x{w} trial {trial}")
+
+
+@pytest.mark.parametrize("op", [square_closing, square_dilation])
+def test_square_morphology_refuses_a_radius_below_one(op):
     with pytest.raises(ValueError, match="radius"):
-        square_closing(np.ones((4, 4), bool), 0)
+        op(np.ones((4, 4), bool), 0)
