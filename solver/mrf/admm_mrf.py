@@ -261,9 +261,11 @@ class MRFADMM:
         return out.reshape(*p.shape, p.k)
 
     def labels(self, x_free: np.ndarray) -> np.ndarray:
-        """Labels ``(H, W)`` int32 from a (binary or continuous) host vector over free variables."""
-        probs = self.probabilities(x_free).reshape(self.problem.n, self.problem.k)
-        return (np.argmax(probs, axis=1) + 1).astype(np.int32).reshape(self.problem.shape)
+        """Labels ``(H, W)`` int32 from a (binary or continuous) host vector over free variables:
+        the largest of :meth:`probabilities`, without making them for the fixed pixels."""
+        lab = self._fixed_labels.astype(np.int32)  # (a copy; 0 on the free pixels)
+        lab[self.free] = np.argmax(self.free_weights(x_free), axis=1) + 1
+        return lab.reshape(self.problem.shape)
 
     def snapshot_weights(self) -> list[Snapshot]:
         """The continuous iterates kept by the last :meth:`run` (at
@@ -325,7 +327,7 @@ class MRFADMM:
                                          or state.rho >= freeze.MIN_RHO * self._scale):
                 done = freeze.settled(x_now, previous, self.problem.k, freeze.DELTA)
                 if done.all():  # every pixel settled: that labelling is the answer
-                    x_cont = self._on_free(active.probabilities(x_now))
+                    x_cont = self._weights_on_free(active, x_now)
                     break
                 if done.sum() >= freeze.MIN_FRACTION * done.size:
                     keep = np.flatnonzero(~done)
@@ -341,7 +343,7 @@ class MRFADMM:
         if abs(energy - best[0]) > 1e-6 * max(1.0, abs(energy)):
             log.warning("ADMM objective %.9g differs from the MRF energy %.9g", best[0], energy)
         if x_cont is None:
-            x_cont = self._on_free(active.probabilities(res.x_continuous))
+            x_cont = self._weights_on_free(active, res.x_continuous)
         res = replace(res, x=self._onehot(labels).astype(np.int8), objective=best[0],
                       best_iteration=best[1], iterations=len(history), history=history,
                       status="converged" if res.status == "paused" else res.status,
@@ -377,10 +379,22 @@ class MRFADMM:
             return (lab == 0).astype(np.float64)
         return np.eye(self.problem.k)[lab].ravel()
 
-    def _on_free(self, weights: np.ndarray) -> np.ndarray:
-        """``(H, W, K)`` label weights as a vector over this problem's free variables."""
-        W = np.asarray(weights, dtype=np.float64).reshape(-1, self.problem.k)[self.free]
-        return W[:, 0].copy() if self.problem.k == 2 else W.ravel()
+    def _weights_on_free(self, active: MRFADMM, x_active: np.ndarray) -> np.ndarray:
+        """The label weights of ``active``'s iterate (this solver, or a piece early fixing made
+        of it) as a vector over this solver's free variables: the rows of this solver's free
+        pixels in ``active.probabilities(x_active)``, without making the whole image's (the
+        pixels early fixing took out have weight 1 on the label they were fixed to)."""
+        k = self.problem.k
+        if active is self:
+            W = self.free_weights(x_active)
+        else:
+            W = np.zeros((self.free.size, k), dtype=np.float32)
+            fixed = active._fixed_labels[self.free]  # 0 where ``active`` still has the pixel
+            rows = np.flatnonzero(fixed > 0)
+            W[rows, fixed[rows] - 1] = 1.0
+            W[np.searchsorted(self.free, active.free)] = active.free_weights(x_active)
+        W = W.astype(np.float64)
+        return W[:, 0].copy() if k == 2 else W.ravel()
 
 
 def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu",

@@ -84,3 +84,22 @@ def test_early_fixing_shrinks_the_system_and_keeps_the_answer(backend, k):
     assert fixed.admm.objective == pytest.approx(min(r.energy_rounded for r in fixed.history))
     assert fixed.energy_admm == pytest.approx(fixed.admm.objective)
     assert fixed.energy <= whole.energy + 0.001 * abs(whole.energy)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_labels_and_weights_of_a_piece_match_the_whole_image_arrays(k):
+    p = random_problem((10, 12), k=k, seed=11, hard_fraction=0.2)
+    solver = MRFADMM(p, "cpu", early_fixing=False)
+    rng = np.random.default_rng(3)
+    m = solver.free.size
+    child = solver._restricted(np.sort(rng.choice(m, size=m // 3, replace=False)),
+                               rng.random(solver.admm.n))
+    for owner in (solver, child):
+        x = rng.random(owner.admm.n)
+        probs = owner.probabilities(x).reshape(p.n, k)  # the whole image's weights
+        np.testing.assert_array_equal(owner.labels(x).ravel(), np.argmax(probs, axis=1) + 1)
+        rows = probs[solver.free].astype(np.float64)
+        expected = rows[:, 0] if k == 2 else rows.ravel()
+        got = solver._weights_on_free(owner, x)
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, expected)
