@@ -93,13 +93,14 @@ def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, w
     lowers the energy. After a region is taken, ICM runs on ``lab`` around it, so ``lab`` stays
     an ICM fixed point if it was one. Proposals of more than ``max_size`` pixels are skipped.
     The snapshot is sparse as in :func:`solver.mrf.region_kernels.fuse_level_sets`. Changes
-    ``lab`` in place; returns the number of regions taken.
+    ``lab`` in place; returns the number of regions taken. The copy (``scratch[1]``) must equal
+    ``lab`` on entry, and does again on return, so the snapshots of one fusion share one copy
+    (each made its own before: a pass over two ``(n,)`` arrays, about a third of the time of a
+    late, small snapshot at 5e5).
     """
     idx, work, member, region, order, starts, span, listed, row, queue, inq, touched, tlist, \
         agree = scratch
     k = weights.shape[1]
-    for i in range(lab.size):
-        work[i] = lab[i]
     ns = _list_proposable(lab, movable, pixels, weights, fixed, thresholds.min(), span, listed,
                           row)
     taken = 0

@@ -293,6 +293,7 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
     lab = kernels.zero_based(labels)
     movable = np.asarray(problem.hard).ravel() == 0
     scratch = (workspace or Workspace(problem)).descent()
+    scratch[1][:] = lab  # the kernel's copy of the labels, which it keeps equal to them
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
     max_size = problem.n if max_pixels is None else max_pixels
     moved = 0

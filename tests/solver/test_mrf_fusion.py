@@ -226,12 +226,15 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
         # the kernel leaves its work arrays as it found them
         scratch = descent_kernels.descent_scratch(p.n, k)
         snap = Snapshot.from_dense(snaps[0])
-        descent_kernels.fuse_descents(*kernels.csr_arrays(p), p.unary, 2.0 * p.lam,
-                                      lab.ravel().astype(np.int64) - 1, hard == 0, snap.pixels,
-                                      snap.weights, snap.fixed, np.array([0.2, 0.5]), p.n, scratch)
-        _, _, member, region, _, _, _, listed, row, _, inq, touched, _, _ = scratch
+        lab0 = lab.ravel().astype(np.int64) - 1
+        scratch[1][:] = lab0  # the copy of the labels, equal to them on entry
+        descent_kernels.fuse_descents(*kernels.csr_arrays(p), p.unary, 2.0 * p.lam, lab0,
+                                      hard == 0, snap.pixels, snap.weights, snap.fixed,
+                                      np.array([0.2, 0.5]), p.n, scratch)
+        _, work, member, region, _, _, _, listed, row, _, inq, touched, _, _ = scratch
         assert not member.any() and not listed.any() and not inq.any() and not touched.any()
         assert (region == -1).all() and (row == -1).all()
+        np.testing.assert_array_equal(work, lab0)  # and its copy equal to the labels again
 
 
 @pytest.mark.parametrize("k", [2, 3])
