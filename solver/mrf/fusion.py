@@ -19,7 +19,7 @@ import numpy as np
 from scipy import ndimage
 
 from . import descent_kernels, kernels, region_kernels
-from .morphology import square_closing
+from .morphology import square_morphology
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -231,7 +231,7 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray, radius: int = CLOSING
     moved = 0
     for c in range(problem.k):
         mask = (lab == c).reshape(problem.shape)
-        closed = square_closing(mask, radius).ravel()
+        closed = square_morphology(mask, radius, "closing").ravel()
         idx = np.flatnonzero(closed & ~mask.ravel() & free)
         if idx.size:
             moved += region_kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,

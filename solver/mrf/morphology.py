@@ -56,57 +56,30 @@ def _columns(src, r, full, out, s):  # pragma: no cover
 
 
 @_jit
-def _dilation(mask, r):  # pragma: no cover
-    h, w = mask.shape
-    a = np.empty((h, w), np.uint8)
-    b = np.empty((h, w), np.uint8)
-    _rows(mask, r, False, a)
-    _columns(a, r, False, b, np.empty(w, np.int64))
-    return b
-
-
-@_jit
-def _closing(mask, r):  # pragma: no cover
+def _square(mask, r, close):  # pragma: no cover
+    """Dilation of ``mask`` by the ``(2 r + 1)``-square, then (``close``) erosion by it."""
     h, w = mask.shape
     a = np.empty((h, w), np.uint8)
     b = np.empty((h, w), np.uint8)
     s = np.empty(w, np.int64)
     _rows(mask, r, False, a)
     _columns(a, r, False, b, s)
-    _rows(b, r, True, a)
-    _columns(a, r, True, b, s)
+    if close:
+        _rows(b, r, True, a)
+        _columns(a, r, True, b, s)
     return b
 
 
-def square_closing(mask: np.ndarray, radius: int) -> np.ndarray:
-    """Closing of a 2-D mask by the ``(2 radius + 1)``-square, the outside counting as 0.
-
-    The same as ``scipy.ndimage.binary_closing(mask, np.ones((3, 3)), iterations=radius)`` for
-    ``radius >= 1`` (whose dilation and erosion both take the outside as 0).
-
-    Parameters
-    ----------
-    mask : numpy.ndarray
-        ``(H, W)`` bool.
-    radius : int
-        Half-width of the square, >= 1.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(H, W)`` bool.
-    """
-    if radius < 1:
-        raise ValueError(f"closing radius must be >= 1, got {radius}")
-    m = np.ascontiguousarray(mask, dtype=bool).view(np.uint8)
-    return _closing(m, int(radius)).view(bool)
+#: The operations of :func:`square_morphology`, and whether each erodes after dilating.
+OPERATIONS = {"dilation": False, "closing": True}
 
 
-def square_dilation(mask: np.ndarray, radius: int) -> np.ndarray:
-    """Dilation of a 2-D mask by the ``(2 radius + 1)``-square (the outside adds nothing).
+def square_morphology(mask: np.ndarray, radius: int, operation: str) -> np.ndarray:
+    """Dilation or closing of a 2-D mask by the ``(2 radius + 1)``-square.
 
-    The same as ``scipy.ndimage.binary_dilation(mask, np.ones((3, 3)), iterations=radius)`` for
-    ``radius >= 1``.
+    The same as ``scipy.ndimage.binary_dilation`` / ``binary_closing`` with
+    ``np.ones((3, 3))`` and ``iterations=radius`` for ``radius >= 1``: the outside of the image
+    counts as 0 (it adds nothing to a dilation, and erodes the border in a closing).
 
     Parameters
     ----------
@@ -114,13 +87,16 @@ def square_dilation(mask: np.ndarray, radius: int) -> np.ndarray:
         ``(H, W)`` bool.
     radius : int
         Half-width of the square, >= 1.
+    operation : {"dilation", "closing"}
 
     Returns
     -------
     numpy.ndarray
         ``(H, W)`` bool.
     """
+    if operation not in OPERATIONS:
+        raise ValueError(f"operation must be one of {sorted(OPERATIONS)}, got {operation!r}")
     if radius < 1:
-        raise ValueError(f"dilation radius must be >= 1, got {radius}")
+        raise ValueError(f"{operation} radius must be >= 1, got {radius}")
     m = np.ascontiguousarray(mask, dtype=bool).view(np.uint8)
-    return _dilation(m, int(radius)).view(bool)
+    return _square(m, int(radius), OPERATIONS[operation]).view(bool)

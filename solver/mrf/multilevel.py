@@ -21,7 +21,7 @@ import numpy as np
 from ..admm import ADMMParams
 from .graph import GridGraph, laplacian
 from .grid_kernels import coarsen_edges
-from .morphology import square_dilation
+from .morphology import square_morphology
 from .problem import MRFProblem
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ def undecided_band(problem: MRFProblem, labels: np.ndarray, radius: int = 2) -> 
     seed[:-1, :] |= lab[1:, :] != lab[:-1, :]
     seed |= (np.argmin(problem.unary, axis=1) + 1).reshape(problem.shape) != lab
     if radius > 0:
-        seed = square_dilation(seed, radius)
+        seed = square_morphology(seed, radius, "dilation")
     return seed
 
 
@@ -266,7 +266,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             if REVISIT_RADIUS is not None and revisit is not None and revisit.any():
                 grown = revisit[blocks[li]].reshape(level.shape)
                 if REVISIT_RADIUS > 0:
-                    grown = square_dilation(grown, REVISIT_RADIUS)
+                    grown = square_morphology(grown, REVISIT_RADIUS, "dilation")
                 band |= grown
             sub = fix_outside(level, up, band)
             x0 = np.eye(level.k)[up.ravel() - 1]

@@ -107,8 +107,7 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    region_kernels.split_regions, kernels.split_by_fixed, kernels.around_changes,
                    kernels.pair_moves, grid_kernels.laplacian_csr, grid_kernels.coarsen_edges,
                    grid_kernels.potts_energy, cpu_kernels.padded_split,
-                   descent_kernels.fuse_descents, morphology._closing,
-                   morphology._dilation):
+                   descent_kernels.fuse_descents, morphology._square):
         assert kernel.signatures, kernel.py_func.__name__
 
 

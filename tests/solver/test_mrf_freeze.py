@@ -26,15 +26,22 @@ def test_pause_and_resume_give_the_same_iterates_as_one_run(backend, k):
     assert rest.state is None and straight.state is None  # finished runs keep no solver arrays
 
 
-@pytest.mark.parametrize("k", [2, 3])
-def test_restricted_objective_equals_the_whole_one_with_the_fixed_pixels(k):
-    p = random_problem((9, 11), k=k, seed=7, hard_fraction=0.15)
+def _solver_and_piece(k, shape, seed, hard_fraction, rng, share):
+    """A solver of a random problem and the piece of it that early fixing makes when it keeps
+    ``share`` of the free pixels (the rest fixed where a random iterate rounds)."""
+    p = random_problem(shape, k=k, seed=seed, hard_fraction=hard_fraction)
     solver = MRFADMM(p, "cpu", early_fixing=False)
-    rng = np.random.default_rng(0)
     m = solver.free.size
     x = rng.random(solver.admm.n)
-    keep = np.sort(rng.choice(m, size=m // 2, replace=False))
-    child = solver._restricted(keep, x)
+    keep = np.sort(rng.choice(m, size=int(m * share), replace=False))
+    return p, solver, x, keep, solver._restricted(keep, x)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_restricted_objective_equals_the_whole_one_with_the_fixed_pixels(k):
+    rng = np.random.default_rng(0)
+    p, solver, x, keep, child = _solver_and_piece(k, (9, 11), 7, 0.15, rng, 0.5)
+    m = solver.free.size
     assert np.array_equal(child.free, solver.free[keep])
     labels, _ = freeze.one_hot_distance(x, k)
     gone = np.setdiff1d(np.arange(m), keep)
@@ -88,12 +95,8 @@ def test_early_fixing_shrinks_the_system_and_keeps_the_answer(backend, k):
 
 @pytest.mark.parametrize("k", [2, 3])
 def test_labels_and_weights_of_a_piece_match_the_whole_image_arrays(k):
-    p = random_problem((10, 12), k=k, seed=11, hard_fraction=0.2)
-    solver = MRFADMM(p, "cpu", early_fixing=False)
     rng = np.random.default_rng(3)
-    m = solver.free.size
-    child = solver._restricted(np.sort(rng.choice(m, size=m // 3, replace=False)),
-                               rng.random(solver.admm.n))
+    p, solver, _, _, child = _solver_and_piece(k, (10, 12), 11, 0.2, rng, 1 / 3)
     for owner in (solver, child):
         x = rng.random(owner.admm.n)
         probs = owner.probabilities(x).reshape(p.n, k)  # the whole image's weights
