@@ -114,21 +114,21 @@ class _CompiledCSR:
         A = sp.csr_matrix(A, dtype=np.float64)
         self.data = A.data
         small = A.shape[1] < 2**32  # the padded copy's column indices are 32-bit
-        cols = np.empty((0, 8), np.uint32)
-        if PADDED_ROWS and small:
-            # the padded copy the CG's products read (2-3x faster than CSR rows; same sums) and
-            # the diagonal, in one pass; the quadratic forms read the CSR arrays as they are
-            self.diag, cols, vals = cpu_kernels.padded_split(A.indptr, A.indices, A.data)
-        if cols.shape[0]:
-            self.indptr, self.indices = A.indptr, A.indices
-            self.cols, self.vals = cols, vals
-            # (the CG reads no CSR rows when it has the padded copy)
+        # the padded copy the CG's products read (2-3x faster than CSR rows; same sums) and the
+        # diagonal, in one pass; empty if a row is too wide for it
+        diag, self.cols, self.vals = (cpu_kernels.padded_split(A.indptr, A.indices, A.data)
+                                      if PADDED_ROWS and small
+                                      else (None, np.empty((0, 8), np.uint32), np.empty((0, 8))))
+        if self.cols.shape[0]:
+            # the quadratic forms read the CSR arrays (unsigned columns, as the kernels take
+            # them); the CG reads no CSR rows when it has the padded copy
+            self.indptr = A.indptr.astype(np.int64, copy=False)
+            self.indices, self.diag = A.indices.astype(np.uint32), diag
             self.off_indptr = np.zeros(1, np.int64)
             self.off_indices, self.off_data = np.empty(0, np.uint32), np.empty(0)
         elif small:  # one compiled pass (scipy's subtraction took ~1 ms per 1e5 rows)
             (self.indptr, self.indices, self.diag, self.off_indptr, self.off_indices,
              self.off_data) = cpu_kernels.split_diagonal(A.indptr, A.indices, A.data)
-            self.cols, self.vals = cols, np.empty((0, 8))
         else:
             self.indptr = A.indptr.astype(np.int64)
             self.indices = A.indices.astype(np.uint64)
@@ -138,7 +138,6 @@ class _CompiledCSR:
             self.off_indptr = off.indptr.astype(np.int64)
             self.off_indices = off.indices.astype(np.uint64)
             self.off_data = off.data
-            self.cols, self.vals = cols, np.empty((0, 8))
         self._last: tuple | None = None  # (x, b, residual, shift, a_scale) of the last solve
         self._reused = 0
         # (pixel-major x, label directions) of the last one-hot solve
