@@ -305,7 +305,9 @@ class MRFADMM:
             labels = self._fixed_labels.reshape(self.problem.shape).astype(np.int32)
             return MRFResult(labels, self.problem.energy(labels), "admm", self.backend.name, 0,
                              self.setup_time_s, True, x_continuous=self.probabilities(np.zeros(0)))
-        active, state, previous = self, None, None
+        # a warm start counts as the check before the first pause (freeze.WARM_START_CHECK)
+        previous = start if freeze.WARM_START_CHECK and x0 is not None else None
+        active, state = self, None
         history: list[IterationRecord] = []
         best: tuple[float, int, MRFADMM, np.ndarray] | None = None  # objective, iteration, x
         x_cont = None

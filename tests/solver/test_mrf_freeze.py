@@ -106,3 +106,26 @@ def test_labels_and_weights_of_a_piece_match_the_whole_image_arrays(k):
         got = solver._weights_on_free(owner, x)
         assert got.dtype == np.float64
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_a_one_hot_warm_start_counts_as_the_first_check(k, monkeypatch):
+    image, _, strokes = shapes_image(seed=5, k=k, size=64, noise=0.15)
+    p = build_problem(image, strokes, k)
+    good = solve_mrf(p, "admm", seed=0).labels
+    params = ADMMParams(rho0=5.0)  # (K = 3's iterates stay near a start only under a firm pull)
+    interval = freeze.check_interval(params)
+
+    def sizes_from(x0):
+        sizes = []
+        MRFADMM(p, params=params, early_fixing=True).run(
+            x0=x0, polish=False, callback=lambda s: sizes.append(s.inner.x.size))
+        return sizes
+    one_hot = np.eye(k)[good.ravel() - 1]
+    warm = sizes_from(one_hot)
+    assert warm[interval] < warm[0] / 2  # fixed at the first pause: the start was a check
+    soft = sizes_from(np.full((p.n, k), 1.0 / k))
+    assert soft[interval] == soft[0]  # a start that is not one-hot settles nothing
+    monkeypatch.setattr(freeze, "WARM_START_CHECK", False)
+    later = sizes_from(one_hot)
+    assert later[interval] == later[0] and later[2 * interval] < later[0] / 2
