@@ -96,6 +96,8 @@ def run_grid(sizes: list[int], methods: list[str], runs: int, k: int,
 
     Each record is ``{method, n, k, run, energy, time_s, iterations}``; run ``r`` seeds ADMM's
     random start with ``r``. The MRF is built once per size, so all methods see the same problem.
+    The methods take turns within each run (run 0 of every method, then run 1, ...), so each
+    ADMM solve is timed next to its yardstick's and a drift in the machine's speed reaches both.
     """
     from solver.mrf import build_problem, warm_up  # noqa: PLC0415
 
@@ -106,8 +108,8 @@ def run_grid(sizes: list[int], methods: list[str], runs: int, k: int,
     for n in sizes:
         img, st = sample(n, k, image, strokes)
         problem = build_problem(img, st, k)
-        for method in methods:
-            for r in range(runs):
+        for r in range(runs):
+            for method in methods:
                 rec = {"method": method, "n": problem.n, "k": k, "run": r,
                        **run_one(problem, method, seed=r)}
                 records.append(rec)

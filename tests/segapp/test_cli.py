@@ -146,6 +146,10 @@ def test_bench_writes_records(tmp_path, capsys):
         if m == "admm-cpu":
             assert r["energy"] >= by[("mincut", n, run)]["energy"] - 1e-6 * abs(r["energy"])
     assert "[8/8]" in err
+    # the methods take turns within each run, so each ADMM solve is timed next to its yardstick
+    assert [(r["n"], r["run"], r["method"]) for r in recs[:4]] == [
+        (recs[0]["n"], 0, "mincut"), (recs[0]["n"], 0, "admm-cpu"),
+        (recs[0]["n"], 1, "mincut"), (recs[0]["n"], 1, "admm-cpu")]
 
 
 def test_bench_rejects_bad_methods(tmp_path, capsys):
