@@ -14,6 +14,7 @@ from . import descent_kernels, kernels, region_kernels
 from .fusion import (THRESHOLDS, Snapshot, Workspace, fuse_boxes, fuse_closings,
                      fuse_level_sets, snapshot_arrays)
 from .problem import MRFProblem
+from .watershed import fuse_edge_snapped
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ DESCENT_THRESHOLDS = (0.1, 0.5, 0.9)
 #: 0.379%) at 30-45% more time. For K = 2 every 0.1 gave 0.112% -> 0.105% at 19% more time at
 #: n = 5e5, where the time target is already missed.
 DESCENT_THRESHOLDS_MULTI = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: Whether the final polish tries edge-snapped proposals (:mod:`solver.mrf.watershed`).
+EDGE_SNAP = True
 
 
 def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
@@ -310,8 +313,10 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   max_rounds: int = 3, split: bool = True,
                   since: np.ndarray | None = None) -> np.ndarray:
     """ICM and pair moves, filled concavities and box completions, whole-region moves, region
-    splits, then fusion with the level sets of ADMM's iterates, carved by ICM
-    (:func:`fuse_descents`) and plain; never raises the energy.
+    splits, then fusion with the level sets of ADMM's iterates carved by ICM
+    (:func:`fuse_descents`), with the boundaries snapped to image edges
+    (:func:`solver.mrf.watershed.fuse_edge_snapped`, if :data:`EDGE_SNAP`) and with the plain
+    level sets; never raises the energy.
 
     Parameters
     ----------
@@ -324,8 +329,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     max_rounds : int
         Limit on rounds of fusion, each followed by ICM and region moves.
     split : bool
-        This is a final polish: try :func:`split_moves` (if :data:`SPLIT`) and
-        :func:`fuse_descents` (if :data:`DESCENTS`). The coarse-to-fine solver asks for them in
+        This is a final polish: try :func:`split_moves` (if :data:`SPLIT`),
+        :func:`fuse_descents` (if :data:`DESCENTS`) and edge-snapped proposals. The coarse-to-fine solver asks for them in
         the final polish only: at coarser levels they changed which regions the next level
         saw, which made some sizes better and others worse (and descents cost K = 3/4 up to
         28% more time there).
@@ -363,6 +368,11 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                       PROPOSAL_MAX_PIXELS, workspace=ws)
         if moved:
             lab, settled = settle_regions(problem, carved, icm_optimal=True,
+                                          since=lab if settled else None, workspace=ws)
+    if EDGE_SNAP and split:
+        snapped, moved = fuse_edge_snapped(problem, lab, workspace=ws)
+        if moved:
+            lab, settled = settle_regions(problem, snapped, icm_optimal=True,
                                           since=lab if settled else None, workspace=ws)
     for _ in range(max_rounds if len(snapshots) else 0):
         fused, moved = fuse_level_sets(problem, lab, snapshots, max_pixels=PROPOSAL_MAX_PIXELS,
