@@ -121,6 +121,27 @@ class Workspace:
         return self._get("preferred", lambda: np.argmin(self._unary, axis=1))
 
 
+def descent_fuser(problem: MRFProblem, lab: np.ndarray,
+                  workspace: Workspace | None = None) -> Callable[..., int]:
+    """Descent fusion into ``lab`` (``(n,)`` 0-based, changed in place), one proposal set a call.
+
+    Sets up what every call of :func:`solver.mrf.descent_kernels.fuse_descents` on these labels
+    shares: the free-pixel mask, the kernel's work arrays (its copy of the labels made once) and
+    the Laplacian's arrays. The returned function takes ``(pixels, weights, fixed, thresholds,
+    max_size)`` as the kernel does and returns the regions taken.
+    """
+    movable = np.asarray(problem.hard).ravel() == 0
+    scratch = (workspace or Workspace(problem)).descent()
+    scratch[1][:] = lab  # the kernel's copy of the labels, which it keeps equal to them
+    graph = (*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam)
+
+    def fuse_into(pixels: np.ndarray, weights: np.ndarray, fixed: np.ndarray,
+                  thresholds: np.ndarray, max_size: int) -> int:
+        return descent_kernels.fuse_descents(*graph, lab, movable, pixels, weights, fixed,
+                                             thresholds, max_size, scratch)
+    return fuse_into
+
+
 def _start(problem: MRFProblem, labels: np.ndarray,
            workspace: Workspace | None) -> tuple[np.ndarray, np.ndarray, tuple, float, tuple]:
     """What every fusion works on: a 0-based copy of the labels, the free-pixel mask, the

@@ -10,9 +10,9 @@ import logging
 from collections.abc import Sequence
 
 import numpy as np
-from . import descent_kernels, kernels, region_kernels
-from .fusion import (THRESHOLDS, Snapshot, Workspace, fuse_boxes, fuse_closings,
-                     fuse_level_sets, snapshot_arrays)
+from . import kernels, region_kernels
+from .fusion import (THRESHOLDS, Snapshot, Workspace, descent_fuser, fuse_boxes,
+                     fuse_closings, fuse_level_sets, snapshot_arrays)
 from .problem import MRFProblem
 from .watershed import fuse_edge_snapped
 
@@ -294,16 +294,12 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
         Regions taken.
     """
     lab = kernels.zero_based(labels)
-    movable = np.asarray(problem.hard).ravel() == 0
-    scratch = (workspace or Workspace(problem)).descent()
-    scratch[1][:] = lab  # the kernel's copy of the labels, which it keeps equal to them
+    fuse_into = descent_fuser(problem, lab, workspace)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
     max_size = problem.n if max_pixels is None else max_pixels
     moved = 0
     for snap in snapshots:
-        moved += descent_kernels.fuse_descents(
-            *kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable,
-            *snapshot_arrays(snap), ts, max_size, scratch)
+        moved += fuse_into(*snapshot_arrays(snap), ts, max_size)
     log.debug("descent fusion: %d regions taken", moved)
     return lab + 1, moved
 

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from . import descent_kernels, kernels
-from .fusion import Workspace
+from . import kernels
+from .fusion import Workspace, descent_fuser
 from .morphology import square_morphology
 from .problem import MRFProblem
 
@@ -199,9 +199,7 @@ def fuse_edge_snapped(problem: MRFProblem, labels: np.ndarray,
     """
     lab = kernels.zero_based(labels)
     k = problem.k
-    movable = np.asarray(problem.hard).ravel() == 0
-    scratch = (workspace or Workspace(problem)).descent()
-    scratch[1][:] = lab  # the kernel's copy of the labels, which it keeps equal to them
+    fuse_into = descent_fuser(problem, lab, workspace)
     none_fixed = np.zeros(problem.n, np.int32)  # (proposals only at the listed pixels)
     once = np.array([0.5])
     moved = 0
@@ -211,8 +209,6 @@ def fuse_edge_snapped(problem: MRFProblem, labels: np.ndarray,
             continue
         weights = np.zeros((pixels.size, k), np.float32)
         weights[np.arange(pixels.size), flooded] = 1.0
-        moved += descent_kernels.fuse_descents(
-            *kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable,
-            pixels, weights, none_fixed, once, problem.n, scratch)
+        moved += fuse_into(pixels, weights, none_fixed, once, problem.n)
     log.debug("edge-snapped fusion: %d regions taken", moved)
     return lab + 1, moved
