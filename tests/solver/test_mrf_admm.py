@@ -51,6 +51,21 @@ def test_k3_admm_median_gap_to_expansion_within_one_percent():
         gaps.append((solve_mrf(p, "admm").energy - ref) / abs(ref))
     assert np.median(gaps) <= 0.01
 
+def test_k_above_two_caps_the_cg_at_its_own_default_unless_told():
+    """K > 2 runs at most MULTI_PCG_MAXITER CG iterations per x-update by default; an explicit
+    ``pcg_maxiter`` wins (the soft early iterations do reach the generic cap of 7)."""
+    from solver.mrf import admm_mrf
+
+    image, _, strokes = _synthetic(0, 3, noise=0.12)
+    p = build_problem(image, strokes, 3)
+    default = solve_mrf(p, "admm", polish=False)
+    told = solve_mrf(p, "admm", polish=False, pcg_maxiter=7)
+    assert max(r.pcg_iterations for r in default.history) <= admm_mrf.MULTI_PCG_MAXITER < 7
+    assert max(r.pcg_iterations for r in told.history) > admm_mrf.MULTI_PCG_MAXITER
+    k2 = build_problem(*_synthetic(0, 2, size=64)[::2], 2)  # K = 2 keeps the generic default
+    assert max(r.pcg_iterations for r in solve_mrf(k2, "admm", polish=False).history) > 3
+
+
 @pytest.mark.parametrize("onehot", ["penalty", "simplex"])
 def test_both_one_hot_treatments_give_valid_labellings(onehot):
     image, truth, strokes = _synthetic(1, 3, noise=0.12)
