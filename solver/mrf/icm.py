@@ -28,6 +28,13 @@ DESCENTS = True
 #: with it (gap 0.617% -> 0.633%); the plain fusion then 11.2 s -> 8.2 s (0.633% -> 0.662%). No
 #: other of 14 problems changed.
 PROPOSAL_MAX_PIXELS: int | None = 20000
+#: Largest descent-fusion proposal (the plain fusion keeps :data:`PROPOSAL_MAX_PIXELS`). At
+#: K = 4 the early snapshots' low level sets span nearly the whole band: at 5e4 the 19 proposals
+#: of 15000-20322 pixels cost 0.165 s of the descents' 0.54 s and were taken twice in all.
+#: Over 28 K = 3/4 cameraman problems the mean gap stays 0.159% (two problems moved by
+#: 0.01%), over 13 K = 2 ones 0.082%; in-process alternation: K = 4 at 5e4 0.83x the time, at
+#: 1e5 0.95x (10 solves each). 12000 lost K = 4 at 1.2e5 (0.38% -> 0.63%).
+DESCENT_MAX_PIXELS: int | None = 15000
 #: Level-set thresholds of the descent proposals: wider than the plain fusion's (0.2, 0.5, 0.8),
 #: since ICM carves what a loose level set takes in too much. Mean gap over 14 / 10 held-out /
 #: 9 more cameraman problems: 0.235 / 0.281 / 0.124% with (0.2, 0.5, 0.8), 0.213 / 0.246 /
@@ -361,7 +368,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         # (14 cameraman problems: mean gap 0.235% this way round, 0.240% after it)
         thresholds = DESCENT_THRESHOLDS if problem.k == 2 else DESCENT_THRESHOLDS_MULTI
         carved, moved = fuse_descents(problem, lab, snapshots, thresholds,
-                                      PROPOSAL_MAX_PIXELS, workspace=ws)
+                                      DESCENT_MAX_PIXELS, workspace=ws)
         if moved:
             lab, settled = settle_regions(problem, carved, icm_optimal=True,
                                           since=lab if settled else None, workspace=ws)

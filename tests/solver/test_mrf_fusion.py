@@ -238,14 +238,14 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
 
 
 @pytest.mark.parametrize("k", [2, 3])
-def test_final_polish_descends_on_the_label_counts_threshold_grid(monkeypatch, k):
+def test_final_polish_descends_on_the_label_counts_threshold_grid_and_size_cap(monkeypatch, k):
     import importlib
     icm_module = importlib.import_module("solver.mrf.icm")
     seen = []
     real = icm_module.fuse_descents
 
     def spy(problem, labels, snapshots, thresholds, max_pixels=None, **kw):
-        seen.append(tuple(thresholds))
+        seen.append((tuple(thresholds), max_pixels))
         return real(problem, labels, snapshots, thresholds, max_pixels, **kw)
     monkeypatch.setattr(icm_module, "fuse_descents", spy)
     p = random_problem((16, 18), k=k, seed=1)
@@ -253,7 +253,9 @@ def test_final_polish_descends_on_the_label_counts_threshold_grid(monkeypatch, k
     icm_module.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=True)
     icm_module.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=False)
     expected = icm_module.DESCENT_THRESHOLDS if k == 2 else icm_module.DESCENT_THRESHOLDS_MULTI
-    assert seen == [tuple(expected)]  # the final polish only, with the grid for its K
+    # the final polish only, with the grid for its K and the descents' own size cap
+    assert seen == [(tuple(expected), icm_module.DESCENT_MAX_PIXELS)]
+    assert icm_module.DESCENT_MAX_PIXELS < icm_module.PROPOSAL_MAX_PIXELS
     assert len(icm_module.DESCENT_THRESHOLDS_MULTI) > len(icm_module.DESCENT_THRESHOLDS)
 
 
