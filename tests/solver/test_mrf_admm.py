@@ -51,6 +51,7 @@ def test_k3_admm_median_gap_to_expansion_within_one_percent():
         gaps.append((solve_mrf(p, "admm").energy - ref) / abs(ref))
     assert np.median(gaps) <= 0.01
 
+
 def test_k_above_two_caps_the_cg_at_its_own_default_unless_told():
     """K > 2 runs at most MULTI_PCG_MAXITER CG iterations per x-update by default; an explicit
     ``pcg_maxiter`` wins (the soft early iterations do reach the generic cap of 7)."""
