@@ -245,19 +245,39 @@ def _on_boundary(p, lab, i, j):
 
 
 def test_pair_moves_take_a_two_pixel_sliver_icm_keeps(monkeypatch):
-    """Noise 0.25, seed 10: the polish without pair moves ends 2.75% above min-cut, on a
-    two-pixel sliver; with them it reaches min-cut."""
+    """Noise 0.25, seed 10: the polish without pair moves, descent fusion or edge-snapped
+    proposals ends 2.75% above min-cut, on a two-pixel sliver; pair moves alone reach min-cut,
+    and so does the default K = 2 polish, which leaves pair moves out."""
     import importlib
 
     icm_module = importlib.import_module("solver.mrf.icm")
     image, _, strokes = _synthetic(10, 2, noise=0.25)
     p = build_problem(image, strokes, 2)
     best = solve_mrf(p, "mincut").energy
+    assert not icm_module.PAIR_MOVES_BINARY
     assert solve_mrf(p, "admm").energy <= best + 1e-6 * abs(best)
-    monkeypatch.setattr(icm_module, "pair_moves", lambda problem, labels, **kw: labels)
-    monkeypatch.setattr(icm_module, "DESCENTS", False)  # (descent fusion finds it as well,
-    monkeypatch.setattr(icm_module, "EDGE_SNAP", False)  # and so do edge-snapped proposals)
+    monkeypatch.setattr(icm_module, "DESCENTS", False)
+    monkeypatch.setattr(icm_module, "EDGE_SNAP", False)
+    monkeypatch.setattr(icm_module, "PAIR_MOVES_BINARY", True)
+    assert solve_mrf(p, "admm").energy <= best + 1e-6 * abs(best)
+    monkeypatch.setattr(icm_module, "PAIR_MOVES_BINARY", False)
     assert solve_mrf(p, "admm").energy > best + 0.01 * abs(best)
+
+
+def test_polish_tries_pair_moves_for_more_than_two_labels_only(monkeypatch):
+    import importlib
+
+    icm_module = importlib.import_module("solver.mrf.icm")
+    calls = []
+    real = icm_module.pair_moves
+    monkeypatch.setattr(icm_module, "pair_moves",
+                        lambda problem, labels, **kw: calls.append(problem.k) or real(
+                            problem, labels, **kw))
+    for k in (2, 3):
+        image, _, strokes = _synthetic(0, k)
+        p = build_problem(image, strokes, k)
+        icm_module.polish_labels(p, solve_mrf(p, "admm", polish=False).labels)
+    assert calls == [3]
 
 
 def test_split_moves_share_a_third_label_region_between_its_neighbours():
