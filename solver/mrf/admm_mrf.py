@@ -300,7 +300,9 @@ class MRFADMM:
         level) that let a coarse level report in full-image terms. ``time_s`` includes set-up.
         With ``early_fixing`` the run pauses every :func:`solver.mrf.freeze.check_interval`
         iterations and goes on with the settled pixels fixed; ``admm`` in the result then spans
-        all the pieces (its ``x`` and ``x_continuous`` over this problem's free variables).
+        all the pieces (its ``x`` and ``x_continuous`` over this problem's free variables). For
+        K > 2 it ends once a piece would keep at most :data:`solver.mrf.freeze.TAIL_FRACTION`
+        of the free pixels.
         """
         t_start = time.perf_counter()
         start = None if x0 is None else self.start_vector(x0)
@@ -340,6 +342,11 @@ class MRFADMM:
                     break
                 if done.sum() >= freeze.MIN_FRACTION * done.size:
                     keep = np.flatnonzero(~done)
+                    if (self.problem.k > 2
+                            and keep.size <= freeze.TAIL_FRACTION * self.free.size):
+                        # the polish decides the few pixels left (freeze.TAIL_FRACTION)
+                        x_cont = self._weights_on_free(active, x_now)
+                        break
                     log.debug("early fixing: %d of %d free pixels settled at iteration %d",
                               done.size - keep.size, done.size, state.iteration)
                     active = active._restricted(keep, x_now)

@@ -129,3 +129,30 @@ def test_a_one_hot_warm_start_counts_as_the_first_check(k, monkeypatch):
     monkeypatch.setattr(freeze, "WARM_START_CHECK", False)
     later = sizes_from(one_hot)
     assert later[interval] == later[0] and later[2 * interval] < later[0] / 2
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_k_above_two_stops_once_few_pixels_are_left_unsettled(k, monkeypatch):
+    """K > 2: the run ends at the pause where at most TAIL_FRACTION of the free pixels would stay
+    free, and the polish decides them; K = 2 runs on (its band tails cost little)."""
+    image, _, strokes = shapes_image(seed=2, k=k, size=96, noise=0.15)
+    p = build_problem(image, strokes, k)
+
+    def run():
+        sizes = []
+        res = MRFADMM(p, early_fixing=True).run(
+            seed=0, polish=False, callback=lambda s: sizes.append(s.inner.x.size))
+        return res, sizes
+    assert freeze.TAIL_FRACTION == 0.1
+    short, sizes = run()
+    monkeypatch.setattr(freeze, "TAIL_FRACTION", 0.0)
+    full, full_sizes = run()
+    if k == 2:
+        assert short.iterations == full.iterations
+        return
+    stop = short.iterations
+    assert stop < full.iterations and stop % freeze.check_interval(ADMMParams()) == 0
+    assert sizes == full_sizes[:stop]  # the same run up to the stop
+    assert full_sizes[stop] <= 0.1 * full_sizes[0] < sizes[-1]  # the piece it did not build
+    assert short.x_continuous.shape == (p.n, k)  # weights for every pixel still
+    np.testing.assert_allclose(short.x_continuous.sum(axis=1), 1.0, atol=1e-5)
