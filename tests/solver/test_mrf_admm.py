@@ -322,3 +322,27 @@ def test_split_moves_never_raise_the_energy_and_keep_hard_pixels(k):
         out, _ = split_moves(p, start, min_size=4)
         assert p.energy(out) <= p.energy(start) + 1e-9
         np.testing.assert_array_equal(out[hard > 0], hard[hard > 0])
+
+
+@pytest.mark.parametrize("split, rounds", [(True, 1), (False, 3)])
+def test_plain_level_set_fusion_rounds_final_and_coarse(monkeypatch, split, rounds):
+    """A final polish fuses the plain level sets once (descents came first), a coarser level's
+    up to three times; an explicit ``max_rounds`` wins."""
+    import importlib
+
+    icm_module = importlib.import_module("solver.mrf.icm")
+    calls = []
+
+    def busy(problem, labels, snapshots, **kw):  # claims a move every time
+        calls.append(1)
+        return np.asarray(labels).ravel(), 1
+    monkeypatch.setattr(icm_module, "fuse_level_sets", busy)
+    image, _, strokes = _synthetic(0, 3)
+    p = build_problem(image, strokes, 3)
+    res = solve_mrf(p, "admm", polish=False)
+    snaps = [np.full((p.n, 3), 1 / 3)]
+    icm_module.polish_labels(p, res.labels, snaps, split=split)
+    assert len(calls) == rounds
+    calls.clear()
+    icm_module.polish_labels(p, res.labels, snaps, max_rounds=2, split=split)
+    assert len(calls) == 2

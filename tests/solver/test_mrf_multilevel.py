@@ -233,7 +233,7 @@ def test_pixels_the_coarse_polish_relabelled_stay_free_at_the_next_level(monkeyp
     real_polish, real_solver = icm_module.polish_labels, admm_mrf.MRFADMM
     flipped, free_masks = {}, []
 
-    def polish(level, labels, snapshots=(), max_rounds=3, **kwargs):
+    def polish(level, labels, snapshots=(), max_rounds=None, **kwargs):
         out = np.array(real_polish(level, labels, snapshots, max_rounds, **kwargs)).reshape(
             level.shape)
         if not flipped:  # the coarsest level: a block inside the square goes to label 1
@@ -284,7 +284,7 @@ def test_band_levels_polish_from_their_warm_start(monkeypatch):
     real_polish = icm_module.polish_labels
     calls = []
 
-    def polish(level, labels, snapshots=(), max_rounds=3, **kwargs):
+    def polish(level, labels, snapshots=(), max_rounds=None, **kwargs):
         calls.append((level, np.array(labels).ravel(), kwargs.get("since")))
         return real_polish(level, labels, snapshots, max_rounds, **kwargs)
 
