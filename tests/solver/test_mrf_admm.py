@@ -117,6 +117,52 @@ def test_icm_ends_where_no_single_pixel_move_helps(k):
             assert p.energy(trial) >= e - 1e-9
 
 
+def _reference_sweeps(p, lab, active, sweeps):
+    """Colour-class ICM written plainly: each sweep scans the classes (row % 2, col % 2) in
+    turn, row-major, moving each active pixel to its best label and activating its neighbours."""
+    from solver.mrf import kernels
+
+    indptr, indices, data = kernels.csr_arrays(p)
+    h, w = p.shape
+    movable = p.hard.ravel() == 0
+    agree = np.zeros(p.k)
+    for _ in range(sweeps):
+        moved = 0
+        for cls in range(4):
+            for i in [r * w + c for r in range(cls >> 1, h, 2) for c in range(cls & 1, w, 2)]:
+                if active[i]:
+                    active[i] = False
+                    best = kernels.best_label(indptr, indices, data, p.unary, 2.0 * p.lam, lab,
+                                              i, agree)
+                    if best != lab[i]:
+                        lab[i], moved = best, moved + 1
+                        for j in indices[indptr[i]:indptr[i + 1]]:
+                            if j != i and movable[j]:
+                                active[j] = True
+        if moved == 0:
+            break
+    return lab
+
+
+@pytest.mark.parametrize("shape", [(9, 11), (10, 12), (1, 7), (7, 1)])
+@pytest.mark.parametrize("sweeps", [1, 2, 50])
+def test_icm_sweeps_match_a_plain_scan_of_the_colour_classes(shape, sweeps):
+    """The kernel keeps a list of active pixels per class instead of scanning; after any number
+    of sweeps (mid-way too, where the order of the classes matters) the labels are the same."""
+    from solver.mrf import kernels
+
+    p = random_problem(shape, k=3, seed=shape[0] + sweeps, hard_fraction=0.1)
+    rng = np.random.default_rng(sweeps)
+    lab = np.where(p.hard.ravel() > 0, p.hard.ravel(), rng.integers(1, 4, p.n)) - 1
+    active = (p.hard.ravel() == 0) & (rng.random(p.n) < 0.6)
+    expected = _reference_sweeps(p, lab.copy(), active.copy(), sweeps)
+    got = lab.copy()
+    kernels.icm_sweeps(*kernels.csr_arrays(p), p.unary, 2.0 * p.lam, got, p.hard.ravel() == 0,
+                       active.copy(), shape[1], sweeps)
+    assert not np.array_equal(expected, lab)  # ICM moved something
+    np.testing.assert_array_equal(got, expected)
+
+
 @pytest.mark.parametrize("k", [2, 3])
 def test_icm_since_a_fixed_point_looks_only_around_the_changes_and_ends_the_same(k):
     p = random_problem((40, 37), k=k, seed=20 + k, hard_fraction=0.1)
