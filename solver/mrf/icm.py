@@ -158,9 +158,13 @@ def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10, *,
 #: Largest region (as a fraction of the level's pixels, at least :data:`REGION_CAP_MIN`) that a
 #: region move considers. Over cameraman K = 2/3/4 at 1e4 ... 5e5 the largest region ever moved
 #: was 0.7% of its level (1311 of 2e5 pixels); the cap spares a pass over the few huge regions
-#: (the background) each time a change touches them.
-REGION_CAP = 1 / 32
-REGION_CAP_MIN = 4096
+#: (the background) each time a change touches them: a search stops once it passes the cap, so
+#: each big region near a change costs up to the cap in steps. Until session 13 it was 1/32 and
+#: 4096; with 1/128 and 2048, 24 problems (K = 2/3/4, 3e3 ... 5e5) gave identical gaps (and so
+#: did 1/512 and 512), and K = 2 at 5e5 took 0.92x the time (in-process alternation, 8 solves
+#: each; K = 2 and K = 3 at 1e5 and K = 4 at 5e4 within 0.98-1.02x).
+REGION_CAP = 1 / 128
+REGION_CAP_MIN = 2048
 
 
 def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10, *,
