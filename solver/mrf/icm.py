@@ -333,9 +333,9 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   snapshots: Sequence[Snapshot | np.ndarray] = (),
                   max_rounds: int | None = None, split: bool = True,
                   since: np.ndarray | None = None) -> np.ndarray:
-    """ICM and pair moves (K > 2, or :data:`PAIR_MOVES_BINARY`), filled concavities and box completions, whole-region moves, region
-    splits, then fusion with the level sets of ADMM's iterates carved by ICM
-    (:func:`fuse_descents`), with the boundaries snapped to image edges
+    """ICM and pair moves (K > 2, or :data:`PAIR_MOVES_BINARY`), filled concavities and box
+    completions, whole-region moves, region splits, then fusion with the level sets of ADMM's
+    iterates carved by ICM (:func:`fuse_descents`), with the boundaries snapped to image edges
     (:func:`solver.mrf.watershed.fuse_edge_snapped`, if :data:`EDGE_SNAP`) and with the plain
     level sets; never raises the energy.
 
