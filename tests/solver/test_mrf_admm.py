@@ -316,9 +316,11 @@ def test_polish_tries_pair_moves_for_more_than_two_labels_only(monkeypatch):
     icm_module = importlib.import_module("solver.mrf.icm")
     calls = []
     real = icm_module.pair_moves
-    monkeypatch.setattr(icm_module, "pair_moves",
-                        lambda problem, labels, **kw: calls.append(problem.k) or real(
-                            problem, labels, **kw))
+
+    def counted(problem, labels, **kw):
+        calls.append(problem.k)
+        return real(problem, labels, **kw)
+    monkeypatch.setattr(icm_module, "pair_moves", counted)
     for k in (2, 3):
         image, _, strokes = _synthetic(0, k)
         p = build_problem(image, strokes, k)
