@@ -109,21 +109,37 @@ class EnergyPlot(QWidget):
             self.resid.setYRange(lo, hi + 0.25 * (hi - lo), padding=0.02)  # + legend head-room
 
     def _fit_y(self) -> None:
-        """Y range that ignores the huge energies of the first few iterations."""
-        vals = self._ec + self._er
-        if not vals:
+        """Y range around the rounded energies and the reference, ignoring the first few
+        iterations. The continuous curve may widen it by at most the rounded curve's own span
+        each way: for K > 2 its early values (each level's soft phase) lie orders of magnitude
+        below the answer, and a range that took them in flattened everything else."""
+        if not self._er:
             return
-        n = len(self._ec)
+        n = len(self._er)
         skip = min(max(3, n // 20), n - 1) if n > 4 else 0
-        tail = np.asarray(self._ec[skip:] + self._er[skip:], dtype=np.float64)
-        tail = tail[np.isfinite(tail)]
-        if tail.size == 0:
+        rounded = np.asarray(self._er[skip:], dtype=np.float64)
+        rounded = rounded[np.isfinite(rounded)]
+        cont = np.asarray(self._ec[skip:], dtype=np.float64)
+        cont = cont[np.isfinite(cont)]
+        if rounded.size:
+            lo, hi = float(np.percentile(rounded, 1)), float(np.percentile(rounded, 99))
+        elif cont.size:
+            lo, hi = float(np.percentile(cont, 1)), float(np.percentile(cont, 99))
+        else:
             return
-        lo, hi = float(np.percentile(tail, 1)), float(np.percentile(tail, 99))
         if self._ref is not None:
             lo, hi = min(lo, self._ref), max(hi, self._ref)
+        span = max(hi - lo, abs(hi) * 1e-3, 1e-9)
+        if cont.size:
+            lo = max(min(lo, float(np.percentile(cont, 1))), lo - span)
+            hi = min(max(hi, float(np.percentile(cont, 99))), hi + span)
         pad = max(hi - lo, abs(hi) * 1e-3, 1e-9) * 0.08
         self.energy.setYRange(lo - pad, hi + pad, padding=0)
+
+    def y_range(self) -> tuple[float, float]:
+        """The energy plot's visible y range."""
+        lo, hi = self.energy.getViewBox().viewRange()[1]
+        return float(lo), float(hi)
 
     def set_history(self, history, reference: float | None = None) -> None:
         """Replace the curves with a whole history (e.g. an outcome's)."""

@@ -83,3 +83,30 @@ def test_worker_callback_throttles_and_cancels(qtbot):
     assert 1 <= len(frames) < 50 and frames[-1] == n
     w.cancel()
     assert w._callback(_State(1, n)) is True
+
+
+def test_energy_plot_frames_the_rounded_curve_not_the_soft_phases(qtbot):
+    """A K > 2 run's continuous energies lie orders of magnitude below the answer during each
+    level's soft phase; the view stays on the rounded curve and the reference, widened by at
+    most their own span for the continuous curve."""
+    from types import SimpleNamespace
+
+    from segapp.ui.plot import EnergyPlot
+
+    plot = EnergyPlot()
+    qtbot.addWidget(plot)
+    rng = np.random.default_rng(0)
+    records = []
+    for it in range(1, 301):
+        soft = it % 100 < 40  # three levels, each starting soft
+        rounded = -300_000.0 - 40_000.0 * (it % 100) / 100 + rng.normal(0, 500)
+        cont = -2.5e7 * rng.random() if soft else rounded - 2_000.0
+        records.append(SimpleNamespace(iteration=it, energy_continuous=cont,
+                                       energy_rounded=rounded, residual_box=0.1,
+                                       residual_sphere=0.1))
+    plot.set_history(records, reference=-348_449.0)
+    lo, hi = plot.y_range()
+    span = -300_000.0 - -348_449.0
+    assert lo <= -348_449.0 and hi >= -300_500.0          # the answer and the curve are in view
+    assert lo >= -348_449.0 - 1.2 * span                  # the soft phases do not flatten it
+    assert hi - lo < 4 * span
