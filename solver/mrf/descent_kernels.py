@@ -17,6 +17,7 @@ import numpy as np
 
 from .kernels import best_label
 from .region_kernels import _fuse, _list_proposable, _select, _unlist, fusion_scratch
+from .stencil import best_label_stencil
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -41,8 +42,17 @@ def _push(queue, inq, head, count, i):  # pragma: no cover
 
 
 @_jit
-def _push_neighbours(indptr, indices, movable, queue, inq, head, count, i):  # pragma: no cover
-    """Queue the movable neighbours of ``i``; returns the new count."""
+def _push_neighbours(indptr, indices, stencil, offsets, movable, queue, inq, head, count,
+                     i):  # pragma: no cover
+    """Queue the movable neighbours of ``i`` (in the CSR's order, through the stencil unless it
+    is empty); returns the new count."""
+    if stencil.shape[0]:
+        for d in range(8):
+            if stencil[i, d] <= 0.0:
+                j = i + offsets[d]
+                if movable[j]:
+                    count = _push(queue, inq, head, count, j)
+        return count
     for p in range(indptr[i], indptr[i + 1]):
         j = indices[p]
         if j != i and movable[j]:
@@ -51,16 +61,18 @@ def _push_neighbours(indptr, indices, movable, queue, inq, head, count, i):  # p
 
 
 @_jit
-def _push_around(indptr, indices, movable, queue, inq, head, count, i):  # pragma: no cover
+def _push_around(indptr, indices, stencil, offsets, movable, queue, inq, head, count,
+                 i):  # pragma: no cover
     """Queue ``i`` and its neighbours, the movable ones; returns the new count."""
     if movable[i]:
         count = _push(queue, inq, head, count, i)
-    return _push_neighbours(indptr, indices, movable, queue, inq, head, count, i)
+    return _push_neighbours(indptr, indices, stencil, offsets, movable, queue, inq, head, count,
+                            i)
 
 
 @_jit
-def _descend(indptr, indices, data, unary, two_lam, lab, movable, queue, inq, count, touched,
-             tlist, nt, agree):  # pragma: no cover
+def _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, queue, inq,
+             count, touched, tlist, nt, agree):  # pragma: no cover
     """ICM over a work queue: each queued pixel takes its best label given its neighbours, and
     a move queues the pixel's neighbours. Stops when the queue is empty (every move lowers the
     energy, so it does). Pixels that moved are listed in ``tlist`` after the ``nt`` already
@@ -71,20 +83,24 @@ def _descend(indptr, indices, data, unary, two_lam, lab, movable, queue, inq, co
         head = (head + 1) % queue.size
         count -= 1
         inq[i] = False
-        best = best_label(indptr, indices, data, unary, two_lam, lab, i, agree)
+        if stencil.shape[0]:
+            best = best_label_stencil(stencil, offsets, unary, two_lam, lab, i, agree)
+        else:
+            best = best_label(indptr, indices, data, unary, two_lam, lab, i, agree)
         if best != lab[i]:
             lab[i] = best
             if not touched[i]:
                 touched[i] = True
                 tlist[nt] = i
                 nt += 1
-            count = _push_neighbours(indptr, indices, movable, queue, inq, head, count, i)
+            count = _push_neighbours(indptr, indices, stencil, offsets, movable, queue, inq,
+                                     head, count, i)
     return nt
 
 
 @_jit
-def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, weights, fixed,
-                  thresholds, max_size, scratch):  # pragma: no cover
+def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, pixels,
+                  weights, fixed, thresholds, max_size, scratch):  # pragma: no cover
     """Fuse ``lab`` with every level-set proposal of one snapshot after ICM has carved it.
 
     For each threshold ``t`` and label ``c``: the proposal (``c`` on the listed pixels whose
@@ -120,17 +136,18 @@ def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, w
             count = 0
             for q in range(nt):
                 touched[tlist[q]] = True
-                count = _push_around(indptr, indices, movable, queue, inq, 0, count, tlist[q])
-            nt = _descend(indptr, indices, data, unary, two_lam, work, movable, queue, inq, count,
-                          touched, tlist, nt, agree)
+                count = _push_around(indptr, indices, stencil, offsets, movable, queue, inq, 0,
+                                     count, tlist[q])
+            nt = _descend(indptr, indices, data, stencil, offsets, unary, two_lam, work, movable,
+                          queue, inq, count, touched, tlist, nt, agree)
             m = 0
             for q in range(nt):
                 i = tlist[q]
                 if work[i] != lab[i]:
                     idx[m] = i
                     m += 1
-            got = _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, work, member, region,
-                        order, starts)
+            got = _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m, work,
+                        member, region, order, starts)
             # the pixels now carrying the copy's label are the regions taken
             m2 = 0
             for q in range(m):
@@ -148,9 +165,10 @@ def fuse_descents(indptr, indices, data, unary, two_lam, lab, movable, pixels, w
             taken += got
             count = 0
             for q in range(m2):
-                count = _push_around(indptr, indices, movable, queue, inq, 0, count, idx[q])
-            nt = _descend(indptr, indices, data, unary, two_lam, lab, movable, queue, inq, count,
-                          touched, tlist, 0, agree)
+                count = _push_around(indptr, indices, stencil, offsets, movable, queue, inq, 0,
+                                     count, idx[q])
+            nt = _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable,
+                          queue, inq, count, touched, tlist, 0, agree)
             for q in range(nt):
                 touched[tlist[q]] = False
             for q in range(m2 + nt):  # mirror into the copy; changed pixels join the list

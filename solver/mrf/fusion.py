@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import ndimage
 
-from . import descent_kernels, kernels, region_kernels
+from . import descent_kernels, kernels, region_kernels, stencil
 from .morphology import square_morphology
 from .problem import MRFProblem
 
@@ -133,7 +133,9 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
     movable = np.asarray(problem.hard).ravel() == 0
     scratch = (workspace or Workspace(problem)).descent()
     scratch[1][:] = lab  # the kernel's copy of the labels, which it keeps equal to them
-    graph = (*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam)
+    # the pixels a descent visits are scattered: through the stencil their neighbours' labels
+    # load at once (solver.mrf.stencil)
+    graph = (*graph_arrays(problem), problem.unary, 2.0 * problem.lam)
 
     def fuse_into(pixels: np.ndarray, weights: np.ndarray, fixed: np.ndarray,
                   thresholds: np.ndarray, max_size: int) -> int:
@@ -145,10 +147,17 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
 def _start(problem: MRFProblem, labels: np.ndarray,
            workspace: Workspace | None) -> tuple[np.ndarray, np.ndarray, tuple, float, tuple]:
     """What every fusion works on: a 0-based copy of the labels, the free-pixel mask, the
-    Laplacian's CSR arrays, ``2 lam`` and one set of kernel work arrays for all its proposals."""
+    Laplacian's CSR arrays and grid stencil, ``2 lam`` and one set of kernel work arrays for all
+    its proposals."""
     scratch = (workspace or Workspace(problem)).fusion()
     return (kernels.zero_based(labels), np.asarray(problem.hard).ravel() == 0,
-            kernels.csr_arrays(problem), 2.0 * problem.lam, scratch)
+            graph_arrays(problem), 2.0 * problem.lam, scratch)
+
+
+def graph_arrays(problem: MRFProblem) -> tuple[np.ndarray, ...]:
+    """The Laplacian as the fusion kernels take it: its CSR arrays, then its grid stencil and
+    offsets (:func:`solver.mrf.stencil.grid_stencil`; empty when the graph is no such grid)."""
+    return (*kernels.csr_arrays(problem), *stencil.grid_stencil(problem))
 
 
 def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tuple[np.ndarray, int]:
@@ -167,10 +176,11 @@ def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tupl
     moved : int
         Number of regions taken.
     """
-    lab, free, csr, two_lam, scratch = _start(problem, labels, None)
+    lab, free, graph, two_lam, scratch = _start(problem, labels, None)
     c = kernels.zero_based(candidate)
     idx = np.flatnonzero((lab != c) & free)
-    moved = region_kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx, c[idx], scratch)
+    moved = region_kernels.fuse_candidate(*graph, problem.unary, two_lam, lab, idx, c[idx],
+                                          scratch)
     return lab + 1, moved
 
 
@@ -203,11 +213,11 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
     moved : int
         Number of regions taken.
     """
-    lab, free, csr, two_lam, scratch = _start(problem, labels, workspace)
+    lab, free, graph, two_lam, scratch = _start(problem, labels, workspace)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
     moved = 0
     for snap in snapshots:
-        moved += region_kernels.fuse_level_sets(*csr, problem.unary, two_lam, lab, free,
+        moved += region_kernels.fuse_level_sets(*graph, problem.unary, two_lam, lab, free,
                                                 *snapshot_arrays(snap), ts,
                                                 lab.size if max_pixels is None else max_pixels,
                                                 scratch)
@@ -248,14 +258,14 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray, radius: int = CLOSING
     moved : int
         Number of regions taken.
     """
-    lab, free, csr, two_lam, scratch = _start(problem, labels, workspace)
+    lab, free, graph, two_lam, scratch = _start(problem, labels, workspace)
     moved = 0
     for c in range(problem.k):
         mask = (lab == c).reshape(problem.shape)
         closed = square_morphology(mask, radius, "closing").ravel()
         idx = np.flatnonzero(closed & ~mask.ravel() & free)
         if idx.size:
-            moved += region_kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,
+            moved += region_kernels.fuse_candidate(*graph, problem.unary, two_lam, lab, idx,
                                             np.full(idx.size, c, np.int64), scratch)
     log.debug("closing fusion: %d regions taken", moved)
     return lab + 1, moved
@@ -290,7 +300,7 @@ def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
         Number of pieces taken.
     """
     h, w = problem.shape
-    lab, free, csr, two_lam, scratch = _start(problem, labels, workspace)
+    lab, free, graph, two_lam, scratch = _start(problem, labels, workspace)
     free = free.reshape(h, w)
     moved = 0
     for c in range(problem.k):
@@ -303,7 +313,7 @@ def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
             box = lab.reshape(h, w)[rows, cols]
             ys, xs = np.nonzero((box != c) & free[rows, cols])
             idx = (ys + rows.start) * w + xs + cols.start
-            moved += region_kernels.fuse_candidate(*csr, problem.unary, two_lam, lab, idx,
+            moved += region_kernels.fuse_candidate(*graph, problem.unary, two_lam, lab, idx,
                                             np.full(idx.size, c, np.int64), scratch)
     log.debug("box fusion: %d pieces taken", moved)
     return lab + 1, moved

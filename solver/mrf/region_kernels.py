@@ -16,9 +16,12 @@ _jit = numba.njit(cache=True, nogil=True)
 
 
 @_jit
-def _components(indptr, indices, member, seeds, m, region, order, starts):  # pragma: no cover
+def _components(indptr, indices, stencil, offsets, member, seeds, m, region, order,
+                starts):  # pragma: no cover
     """Connected components of the pixels with ``member[i]`` (graph restricted to them), which
-    are exactly ``seeds[:m]``; the work is proportional to them, not to the image.
+    are exactly ``seeds[:m]``; the work is proportional to them, not to the image. Neighbours
+    come from the grid stencil (:mod:`solver.mrf.stencil`) unless it is empty, else from the CSR
+    arrays, in the same order.
 
     ``region`` (n,) must be -1 on entry at members; on exit it holds each member's component.
     ``order`` receives the members grouped by component, ``starts`` the offsets (length
@@ -38,6 +41,15 @@ def _components(indptr, indices, member, seeds, m, region, order, starts):  # pr
         while head < top:
             i = order[head]
             head += 1
+            if stencil.shape[0]:
+                for d in range(8):
+                    if stencil[i, d] <= 0.0:
+                        j = i + offsets[d]
+                        if member[j] and region[j] < 0:
+                            region[j] = nc
+                            order[top] = j
+                            top += 1
+                continue
             for p in range(indptr[i], indptr[i + 1]):
                 j = indices[p]
                 if member[j] and region[j] < 0:
@@ -58,7 +70,8 @@ def _mask_components(indptr, indices, mask):  # pragma: no cover
     region = np.full(mask.size, -1, np.int64)
     order = np.empty(m, np.int64)
     starts = np.empty(m + 1, np.int64)
-    nc = _components(indptr, indices, mask, seeds, m, region, order, starts) if m else 0
+    nc = (_components(indptr, indices, np.empty((0, 8)), np.empty(0, np.int64), mask, seeds, m,
+                      region, order, starts) if m else 0)
     return region, order, starts, nc
 
 
@@ -68,9 +81,20 @@ def _ne(a, b):  # pragma: no cover
 
 
 @_jit
-def _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member, region, order,
-          starts):  # pragma: no cover
+def _change(lab, newlab, member, a, c, j):  # pragma: no cover
+    """Change in the disagreement of the edge to neighbour ``j`` when a pixel goes from label
+    ``a`` to ``c`` with its region (``member``; an edge inside it is seen from both of its ends,
+    so each end counts half)."""
+    if member[j]:
+        return 0.5 * (_ne(c, newlab[j]) - _ne(a, lab[j]))
+    return _ne(c, lab[j]) - _ne(a, lab[j])
+
+
+@_jit
+def _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m, newlab, member,
+          region, order, starts):  # pragma: no cover
     """Take ``newlab[i]`` on each connected region of ``idx[:m]`` where that lowers the energy.
+    The graph is the stencil's unless it is empty (see :func:`_components`).
 
     ``member`` (False), ``region`` (-1) are ``(n,)`` scratch arrays left as found; ``newlab`` is
     read at ``idx[:m]`` only. Changes ``lab`` in place; returns the number of regions taken.
@@ -79,7 +103,7 @@ def _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member, re
         return 0
     for t in range(m):
         member[idx[t]] = True
-    nc = _components(indptr, indices, member, idx, m, region, order, starts)
+    nc = _components(indptr, indices, stencil, offsets, member, idx, m, region, order, starts)
     delta = np.zeros(nc)
     scale = 1.0
     for r in range(nc):
@@ -88,16 +112,16 @@ def _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member, re
             i = order[q]
             a, c = lab[i], newlab[i]
             dr += unary[i, c] - unary[i, a]
+            if stencil.shape[0]:
+                for d in range(8):
+                    v = stencil[i, d]
+                    if v <= 0.0:
+                        dr -= two_lam * v * _change(lab, newlab, member, a, c, i + offsets[d])
+                continue
             for p in range(indptr[i], indptr[i + 1]):
                 j = indices[p]
-                if j == i:
-                    continue
-                if member[j]:
-                    # an edge inside the region is seen from both of its ends
-                    change = 0.5 * (_ne(c, newlab[j]) - _ne(a, lab[j]))
-                else:
-                    change = _ne(c, lab[j]) - _ne(a, lab[j])
-                dr -= two_lam * data[p] * change
+                if j != i:
+                    dr -= two_lam * data[p] * _change(lab, newlab, member, a, c, j)
         delta[r] = dr
         scale = max(scale, abs(dr))
     taken = 0
@@ -113,7 +137,7 @@ def _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member, re
 
 
 @_jit
-def fuse_candidate(indptr, indices, data, unary, two_lam, lab, idx, new,
+def fuse_candidate(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, new,
                    scratch):  # pragma: no cover
     """Take label ``new[t]`` at pixel ``idx[t]`` on each connected region of ``idx`` where that
     lowers the energy (regions never touch, so each one's change is exact and independent).
@@ -124,8 +148,8 @@ def fuse_candidate(indptr, indices, data, unary, two_lam, lab, idx, new,
     _, newlab, member, region, order, starts, _, _, _ = scratch
     for t in range(idx.size):
         newlab[idx[t]] = new[t]
-    return _fuse(indptr, indices, data, unary, two_lam, lab, idx, idx.size, newlab, member,
-                 region, order, starts)
+    return _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, idx.size,
+                 newlab, member, region, order, starts)
 
 
 @_jit
@@ -186,8 +210,8 @@ def _unlist(span, ns, listed, pixels, row):  # pragma: no cover
 
 
 @_jit
-def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, movable, pixels, weights, fixed,
-                    thresholds, max_size, scratch):  # pragma: no cover
+def fuse_level_sets(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, pixels,
+                    weights, fixed, thresholds, max_size, scratch):  # pragma: no cover
     """Fuse ``lab`` with the proposals "label ``c`` wherever its weight exceeds ``t``", for every
     threshold ``t`` and label ``c`` in turn, on the ``movable`` pixels. Changes ``lab`` in place;
     returns the number of regions taken. ``scratch`` comes from :func:`fusion_scratch` and is left
@@ -210,8 +234,8 @@ def fuse_level_sets(indptr, indices, data, unary, two_lam, lab, movable, pixels,
             if m > max_size:
                 continue
             before = taken
-            taken += _fuse(indptr, indices, data, unary, two_lam, lab, idx, m, newlab, member,
-                           region, order, starts)
+            taken += _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m,
+                           newlab, member, region, order, starts)
             if taken > before:  # relabelled pixels may now differ from other proposals
                 for q in range(m):
                     i = idx[q]

@@ -213,6 +213,7 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
     from solver.mrf import descent_kernels, kernels
     from solver.mrf.fusion import Snapshot
     from solver.mrf.icm import fuse_descents
+    from solver.mrf.stencil import grid_stencil
     for seed in range(3):
         p = random_problem((16, 18), k=k, seed=seed, hard_fraction=0.1)
         rng = np.random.default_rng(seed)
@@ -228,7 +229,8 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
         snap = Snapshot.from_dense(snaps[0])
         lab0 = lab.ravel().astype(np.int64) - 1
         scratch[1][:] = lab0  # the copy of the labels, equal to them on entry
-        descent_kernels.fuse_descents(*kernels.csr_arrays(p), p.unary, 2.0 * p.lam, lab0,
+        descent_kernels.fuse_descents(*kernels.csr_arrays(p), *grid_stencil(p), p.unary,
+                                      2.0 * p.lam, lab0,
                                       hard == 0, snap.pixels, snap.weights, snap.fixed,
                                       np.array([0.2, 0.5]), p.n, scratch)
         _, work, member, region, _, _, _, listed, row, _, inq, touched, _, _ = scratch

@@ -1,0 +1,140 @@
+"""The Laplacian of an 8-neighbour grid as a stencil: each pixel's eight off-diagonal entries by
+direction, for the pixel moves that visit scattered pixels.
+
+A move evaluated through the CSR arrays reads ``indptr[i]``, then ``indices[p]``, then the
+neighbours' labels: three loads, each waiting for the one before. On the pixels a descent visits
+(scattered over an image larger than the caches) those waits are most of its time. With the
+stencil a neighbour's index is ``i + offset``, so the neighbours' labels and weights are loaded
+at once. Side by side on the pixels of one descent-fusion call: 500 → 250 ns a pixel on a
+5e5-pixel K = 2 problem, 210 → 100 ns on a 5e4-pixel K = 4 one, with the same answers.
+
+The stencil holds the CSR entries in the CSR's own (increasing column) order, so every sum over
+a pixel's neighbours is added in the same order as through the CSR arrays and the results are
+bit-identical. A pixel with no entry for some direction (the image border, or an edge the matrix
+leaves out) has :data:`NO_EDGE` there. A Laplacian that is not such a grid (an entry off the
+eight directions, a positive off-diagonal entry, unsorted or repeated columns) gets an empty
+stencil, and the kernels fall back to the CSR arrays.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True)
+
+#: Stencil entry of a direction with no edge. Real entries are the Laplacian's off-diagonal
+#: ones, ``-w_ij <= 0``, so a positive value cannot be one.
+NO_EDGE = 1.0
+
+#: Stencils by ``id`` of their matrix (scipy's matrices cannot be weak dictionary keys); an entry
+#: goes when its matrix does.
+_CACHE: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def grid_offsets(width: int) -> np.ndarray:
+    """The index offsets of the eight neighbours of a pixel on a grid ``width`` columns wide, in
+    increasing order: north-west, north, north-east, west, east, south-west, south, south-east.
+
+    Parameters
+    ----------
+    width : int
+        Columns of the grid (at least 3, so the offsets are distinct and ordered).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(8,)`` int64.
+    """
+    w = int(width)
+    return np.array([-w - 1, -w, -w + 1, -1, 1, w - 1, w, w + 1], dtype=np.int64)
+
+
+@_jit
+def stencil_from_csr(indptr, indices, data, height, width, offsets):  # pragma: no cover
+    """``(n, 8)`` off-diagonal entries of each row by direction (:data:`NO_EDGE` where absent),
+    and whether the matrix is such a grid; on False the array is not to be used."""
+    n = height * width
+    out = np.full((n, 8), NO_EDGE)
+    for r in range(height):
+        for col in range(width):
+            i = r * width + col
+            last = -1
+            for p in range(indptr[i], indptr[i + 1]):
+                j = np.int64(indices[p])
+                if j == i:
+                    continue
+                diff = j - i
+                d = -1
+                for q in range(8):
+                    if diff == offsets[q]:
+                        d = q
+                # a direction that leaves the grid (across the left or right border) is no edge
+                left = d == 0 or d == 3 or d == 5
+                right = d == 2 or d == 4 or d == 7
+                if (d < 0 or d <= last or not data[p] <= 0.0 or (left and col == 0)
+                        or (right and col == width - 1) or j < 0 or j >= n):
+                    return out, False
+                out[i, d] = data[p]
+                last = d
+    return out, True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def best_label_stencil(stencil, offsets, unary, two_lam, lab, i, agree):  # pragma: no cover
+    """:func:`solver.mrf.kernels.best_label` through the stencil: pixel ``i``'s cheapest label
+    given its neighbours', keeping its own unless another is cheaper by more than a relative
+    ``1e-12``; the same arithmetic in the same order. ``agree`` is ``(K,)`` scratch."""
+    k = unary.shape[1]
+    total = 0.0
+    for c in range(k):
+        agree[c] = 0.0
+    for d in range(8):
+        v = stencil[i, d]
+        if v <= 0.0:
+            total -= v
+            agree[lab[i + offsets[d]]] -= v
+    cur = lab[i]
+    cur_cost = unary[i, cur] + two_lam * (total - agree[cur])
+    best, best_cost = cur, cur_cost
+    for c in range(k):
+        cost = unary[i, c] + two_lam * (total - agree[c])
+        if cost < best_cost:
+            best, best_cost = c, cost
+    if best != cur and best_cost < cur_cost - 1e-12 * max(1.0, abs(cur_cost)):
+        return best
+    return cur
+
+
+def grid_stencil(problem: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The stencil of ``problem.laplacian`` and its offsets, made once per matrix.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        Any object with ``shape`` ``(H, W)`` and an ``H W x H W`` CSR ``laplacian``.
+
+    Returns
+    -------
+    stencil : numpy.ndarray
+        ``(n, 8)`` float64 (see the module docstring), or ``(0, 8)`` when the matrix is not an
+        8-neighbour grid on ``shape`` (then the kernels use the CSR arrays).
+    offsets : numpy.ndarray
+        ``(8,)`` int64 from :func:`grid_offsets`.
+    """
+    L = problem.laplacian
+    got = _CACHE.get(id(L))
+    if got is None:
+        height, width = (int(s) for s in problem.shape)
+        offsets = grid_offsets(width)
+        stencil = np.empty((0, 8))
+        if width >= 3 and L.shape == (height * width, height * width):
+            out, ok = stencil_from_csr(L.indptr, L.indices, L.data, height, width, offsets)
+            stencil = out if ok else stencil
+        got = (stencil, offsets)
+        _CACHE[id(L)] = got
+        weakref.finalize(L, _CACHE.pop, id(L), None)
+    return got
