@@ -14,6 +14,7 @@ from . import kernels, region_kernels
 from .fusion import (THRESHOLDS, Snapshot, Workspace, descent_fuser, fuse_boxes,
                      fuse_closings, fuse_level_sets, snapshot_arrays)
 from .problem import MRFProblem
+from .stencil import grid_stencil
 from .watershed import fuse_edge_snapped
 
 log = logging.getLogger(__name__)
@@ -100,8 +101,8 @@ def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
     else:
         before = kernels.zero_based(since)
         active = kernels.around_changes(csr[0], csr[1], lab, before, movable)
-    moves = kernels.icm_sweeps(*csr, problem.unary, 2.0 * problem.lam, lab, movable, active,
-                               problem.shape[1], max_sweeps)
+    moves = kernels.icm_sweeps(*csr, *grid_stencil(problem), problem.unary, 2.0 * problem.lam,
+                               lab, movable, active, problem.shape[1], max_sweeps)
     log.debug("ICM: %d moves", moves)
     return kernels.one_based(lab, problem.shape)
 

@@ -19,6 +19,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from .stencil import best_label_stencil
+
 _jit = numba.njit(cache=True, nogil=True)
 
 
@@ -126,18 +128,32 @@ def best_label(indptr, indices, data, unary, two_lam, lab, i, agree):  # pragma:
 
 
 @_jit
-def icm_sweeps(indptr, indices, data, unary, two_lam, lab, movable, active, width,
-               max_sweeps):  # pragma: no cover
+def _activate(j, movable, active, todo, first, count, width):  # pragma: no cover
+    """Queue pixel ``j`` on its colour class's list of :func:`icm_sweeps`, if it is movable and
+    not queued yet; returns ``count``."""
+    if movable[j] and not active[j]:
+        active[j] = True
+        cj = ((j // width) & 1) * 2 + ((j % width) & 1)
+        todo[first[cj] + count[cj]] = j
+        count[cj] += 1
+    return count
+
+
+@_jit
+def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, active,
+               width, max_sweeps):  # pragma: no cover
     """Colour-parallel ICM on a grid: sweeps over the four classes ``(row % 2, col % 2)``.
 
     No two pixels of one class are 8-neighbours, so visiting a class in any order is the same as
     moving all its pixels at once. Only active pixels are evaluated: those of ``active`` at first
     (changed in place), then the neighbours of pixels that moved. Each class keeps a list of its
     active pixels, so a sweep costs in proportion to them, not to the image (the scan over every
-    pixel it replaced took about as long as the evaluations in the late, sparse sweeps). Changes
-    ``lab`` in place; returns the moves.
+    pixel it replaced took about as long as the evaluations in the late, sparse sweeps). The
+    neighbours come from the grid stencil (:mod:`solver.mrf.stencil`) unless it is empty, else
+    from the CSR arrays, with the same result. Changes ``lab`` in place; returns the moves.
     """
     n, k = unary.shape
+    grid = stencil.shape[0] > 0
     height = n // width
     agree = np.zeros(k)
     # class c's list lives in todo[first[c]:first[c] + count[c]] (at most its pixels, each once)
@@ -162,17 +178,23 @@ def icm_sweeps(indptr, indices, data, unary, two_lam, lab, movable, active, widt
             for q in range(first[c], first[c] + m):
                 i = todo[q]
                 active[i] = False
-                best = best_label(indptr, indices, data, unary, two_lam, lab, i, agree)
+                if grid:
+                    best = best_label_stencil(stencil, offsets, unary, two_lam, lab, i, agree)
+                else:
+                    best = best_label(indptr, indices, data, unary, two_lam, lab, i, agree)
                 if best != lab[i]:
                     lab[i] = best
                     moved += 1
+                    if grid:
+                        for d in range(8):
+                            if stencil[i, d] <= 0.0:
+                                count = _activate(i + offsets[d], movable, active, todo, first,
+                                                  count, width)
+                        continue
                     for p in range(indptr[i], indptr[i + 1]):
                         j = indices[p]
-                        if j != i and movable[j] and not active[j]:
-                            active[j] = True
-                            cj = ((j // width) & 1) * 2 + ((j % width) & 1)
-                            todo[first[cj] + count[cj]] = j
-                            count[cj] += 1
+                        if j != i:
+                            count = _activate(j, movable, active, todo, first, count, width)
         moves += moved
         if moved == 0:
             break

@@ -54,24 +54,43 @@ def grid_offsets(width: int) -> np.ndarray:
 
 
 @_jit
-def stencil_from_csr(indptr, indices, data, height, width, offsets):  # pragma: no cover
+def stencil_from_csr(indptr, indices, data, height, width):  # pragma: no cover
     """``(n, 8)`` off-diagonal entries of each row by direction (:data:`NO_EDGE` where absent),
-    and whether the matrix is such a grid; on False the array is not to be used."""
+    and whether the matrix is such a grid (``width`` at least 3); on False the array is not to
+    be used."""
     n = height * width
     out = np.full((n, 8), NO_EDGE)
+    full = np.array([-width - 1, -width, -width + 1, -1, 0, 1, width - 1, width, width + 1])
     for r in range(height):
         for col in range(width):
             i = r * width + col
+            lo = indptr[i]
+            if indptr[i + 1] - lo == 9 and 0 < col < width - 1:
+                # an inner pixel with all nine entries (most of them): check and copy
+                ok = True
+                for q in range(9):
+                    ok &= np.int64(indices[lo + q]) - i == full[q]
+                    ok &= q == 4 or data[lo + q] <= 0.0
+                if ok:
+                    for q in range(4):
+                        out[i, q] = data[lo + q]
+                        out[i, q + 4] = data[lo + q + 5]
+                    continue
             last = -1
             for p in range(indptr[i], indptr[i + 1]):
                 j = np.int64(indices[p])
                 if j == i:
                     continue
                 diff = j - i
-                d = -1
-                for q in range(8):
-                    if diff == offsets[q]:
-                        d = q
+                d = -1  # the direction whose offset is diff (offsets[d] == diff), if any
+                if -width - 1 <= diff <= -width + 1:
+                    d = diff + width + 1
+                elif diff == -1:
+                    d = 3
+                elif diff == 1:
+                    d = 4
+                elif width - 1 <= diff <= width + 1:
+                    d = diff - width + 6
                 # a direction that leaves the grid (across the left or right border) is no edge
                 left = d == 0 or d == 3 or d == 5
                 right = d == 2 or d == 4 or d == 7
@@ -132,7 +151,7 @@ def grid_stencil(problem: Any) -> tuple[np.ndarray, np.ndarray]:
         offsets = grid_offsets(width)
         stencil = np.empty((0, 8))
         if width >= 3 and L.shape == (height * width, height * width):
-            out, ok = stencil_from_csr(L.indptr, L.indices, L.data, height, width, offsets)
+            out, ok = stencil_from_csr(L.indptr, L.indices, L.data, height, width)
             stencil = out if ok else stencil
         got = (stencil, offsets)
         _CACHE[id(L)] = got

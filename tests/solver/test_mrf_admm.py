@@ -150,17 +150,22 @@ def test_icm_sweeps_match_a_plain_scan_of_the_colour_classes(shape, sweeps):
     """The kernel keeps a list of active pixels per class instead of scanning; after any number
     of sweeps (mid-way too, where the order of the classes matters) the labels are the same."""
     from solver.mrf import kernels
+    from solver.mrf.stencil import grid_stencil
 
     p = random_problem(shape, k=3, seed=shape[0] + sweeps, hard_fraction=0.1)
     rng = np.random.default_rng(sweeps)
     lab = np.where(p.hard.ravel() > 0, p.hard.ravel(), rng.integers(1, 4, p.n)) - 1
     active = (p.hard.ravel() == 0) & (rng.random(p.n) < 0.6)
     expected = _reference_sweeps(p, lab.copy(), active.copy(), sweeps)
-    got = lab.copy()
-    kernels.icm_sweeps(*kernels.csr_arrays(p), p.unary, 2.0 * p.lam, got, p.hard.ravel() == 0,
-                       active.copy(), shape[1], sweeps)
     assert not np.array_equal(expected, lab)  # ICM moved something
-    np.testing.assert_array_equal(got, expected)
+    # through the grid stencil where the image is wide enough for one, and through the CSR
+    stencil, offsets = grid_stencil(p)
+    assert stencil.shape[0] == (p.n if shape[1] >= 3 else 0)
+    for st in (stencil, np.empty((0, 8))):
+        got = lab.copy()
+        kernels.icm_sweeps(*kernels.csr_arrays(p), st, offsets, p.unary, 2.0 * p.lam, got,
+                           p.hard.ravel() == 0, active.copy(), shape[1], sweeps)
+        np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("k", [2, 3])
