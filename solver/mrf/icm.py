@@ -118,8 +118,9 @@ def _move_regions(problem: MRFProblem, lab: np.ndarray, mask: np.ndarray, a: int
     Changes ``lab`` (0-based) in place and returns the number of regions moved.
     """
     seeds = np.flatnonzero(mask if near is None else mask & near)
-    return region_kernels.move_regions(*kernels.csr_arrays(problem), problem.unary,
-                                       2.0 * problem.lam, lab, mask, a, hard, seeds, cap, scratch)
+    return region_kernels.move_regions(*kernels.csr_arrays(problem), *grid_stencil(problem),
+                                       problem.unary, 2.0 * problem.lam, lab, mask, a, hard, seeds,
+                                       cap, scratch)
 
 
 def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10, *,

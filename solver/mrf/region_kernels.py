@@ -261,15 +261,28 @@ def region_scratch(n: int) -> tuple[np.ndarray, ...]:
 
 
 @_jit
-def _capped_components(indptr, indices, mask, seeds, cap, region, order, starts,
-                       big):  # pragma: no cover
+def _reach(j, mask, region, order, nc, top, too_big):  # pragma: no cover
+    """One step of :func:`_capped_components` to neighbour ``j``; returns ``(top, too_big)``."""
+    if mask[j]:
+        if region[j] == -2:
+            too_big = True
+        elif region[j] == -1:
+            region[j] = nc
+            order[top] = j
+            top += 1
+    return top, too_big
+
+
+@_jit
+def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, region, order,
+                       starts, big):  # pragma: no cover
     """Connected components of ``mask`` that hold a pixel of ``seeds`` and at most ``cap``
     pixels, as :func:`_components` fills ``region``, ``order``, ``starts``.
 
     A search that passes ``cap`` pixels, or meets a pixel of a component already found too big,
     stops; its pixels are marked -2 in ``region`` and listed in ``big``, so the work on a big
-    component is at most ``cap`` pixels plus one step per seed in it. Returns
-    ``(components, big pixels)``.
+    component is at most ``cap`` pixels plus one step per seed in it. Neighbours as in
+    :func:`_components`. Returns ``(components, big pixels)``.
     """
     nc, top, nbig = 0, 0, 0
     starts[0] = 0
@@ -285,15 +298,14 @@ def _capped_components(indptr, indices, mask, seeds, cap, region, order, starts,
         while head < top and not too_big:
             i = order[head]
             head += 1
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if mask[j]:
-                    if region[j] == -2:
-                        too_big = True
-                    elif region[j] == -1:
-                        region[j] = nc
-                        order[top] = j
-                        top += 1
+            if stencil.shape[0]:
+                for d in range(8):
+                    if stencil[i, d] <= 0.0:
+                        top, too_big = _reach(i + offsets[d], mask, region, order, nc, top,
+                                              too_big)
+            else:
+                for p in range(indptr[i], indptr[i + 1]):
+                    top, too_big = _reach(indices[p], mask, region, order, nc, top, too_big)
             if top - starts[nc] > cap:
                 too_big = True
         if too_big:
@@ -309,19 +321,21 @@ def _capped_components(indptr, indices, mask, seeds, cap, region, order, starts,
 
 
 @_jit
-def move_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, seeds, cap,
-                 scratch):  # pragma: no cover
+def move_regions(indptr, indices, data, stencil, offsets, unary, two_lam, lab, mask, a, hard,
+                 seeds, cap, scratch):  # pragma: no cover
     """Move each connected region of ``mask`` (pixels all labelled ``a``) that holds a pixel of
     ``seeds`` and at most ``cap`` pixels to its best label.
 
     Moving region ``R`` from ``a`` to ``c`` changes the energy by its unary difference plus
     ``2 lam`` times (its border weight to label ``a`` minus that to label ``c``). Regions holding a
     hard pixel stay. Changes ``lab`` in place; returns the number of regions moved. ``scratch``
-    comes from :func:`region_scratch` and is left as found.
+    comes from :func:`region_scratch` and is left as found. The graph is the stencil's unless
+    it is empty (see :func:`_components`).
     """
     n, k = unary.shape
     region, order, starts, big = scratch
-    nc, nbig = _capped_components(indptr, indices, mask, seeds, cap, region, order, starts, big)
+    nc, nbig = _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, region,
+                                  order, starts, big)
     moved = 0
     if nc > 0:
         delta = np.zeros((nc, k))
@@ -336,6 +350,12 @@ def move_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, seed
                     pinned[r] = True
                 for c in range(k):
                     delta[r, c] += unary[i, c] - unary[i, a]
+                if stencil.shape[0]:
+                    for d in range(8):
+                        v = stencil[i, d]
+                        if v <= 0.0 and not mask[i + offsets[d]]:
+                            border[lab[i + offsets[d]]] -= v
+                    continue
                 for p in range(indptr[i], indptr[i + 1]):
                     j = indices[p]
                     if j != i and not mask[j]:

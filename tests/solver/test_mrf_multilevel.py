@@ -138,29 +138,35 @@ def test_region_moves_leave_out_regions_above_the_cap(monkeypatch):
     assert (component_flips(p, lab) == 1).all()                # at the cap: moved
 
 
-def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found():
+@pytest.mark.parametrize("through", ["stencil", "csr"])
+def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(through):
     from solver.mrf import kernels, region_kernels
+    from solver.mrf.stencil import grid_stencil
     p = random_problem((20, 20), k=2, seed=0)
     mask = np.zeros((20, 20), bool)
     mask[2:4, 2:4] = True       # 4 pixels
     mask[10:18, 10:18] = True   # 64 pixels
     mask[0, 19] = True          # 1 pixel, never seeded
+    mask[1, 0] = True           # 1 pixel beside the last, a row apart: not its neighbour
     mask = mask.ravel()
     indptr, indices, data = kernels.csr_arrays(p)
+    stencil, offsets = grid_stencil(p)
+    stencil = stencil if through == "stencil" else np.empty((0, 8))
     region, order, starts, big = scratch = region_kernels.region_scratch(p.n)
-    seeds = np.array([2 * 20 + 2, 3 * 20 + 3, 12 * 20 + 12, 17 * 20 + 17], np.int64)
-    nc, nbig = region_kernels._capped_components(indptr, indices, mask, seeds, 10, region,
-                                                 order, starts, big)
-    assert nc == 1  # the small square; the big one's searches stopped past 10 pixels
+    seeds = np.array([2 * 20 + 2, 3 * 20 + 3, 12 * 20 + 12, 17 * 20 + 17, 20], np.int64)
+    nc, nbig = region_kernels._capped_components(indptr, indices, stencil, offsets, mask, seeds,
+                                                 10, region, order, starts, big)
+    assert nc == 2  # the small square and the lone pixel; the big one's searches stopped
     assert 10 < nbig < 64
     square = np.zeros((20, 20), bool)
     square[10:18, 10:18] = True
     assert square.ravel()[big[:nbig]].all()
     assert sorted(order[:starts[1]]) == [42, 43, 62, 63]
+    assert order[starts[1]:starts[2]].tolist() == [20]
     lab = np.zeros(p.n, np.int64)
     region.fill(-1)
-    region_kernels.move_regions(indptr, indices, data, p.unary, 2.0 * p.lam, lab, mask, 0,
-                                p.hard.ravel(), seeds, 10, scratch)
+    region_kernels.move_regions(indptr, indices, data, stencil, offsets, p.unary, 2.0 * p.lam,
+                                lab, mask, 0, p.hard.ravel(), seeds, 10, scratch)
     assert (region == -1).all()
 
 

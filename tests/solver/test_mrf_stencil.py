@@ -134,3 +134,25 @@ def test_level_set_fusion_is_the_same_through_the_stencil_and_the_csr(k):
         np.testing.assert_array_equal(out[0][1], out[1][1])
         taken_any += out[1][0]
     assert taken_any > 0
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_region_moves_are_the_same_through_the_stencil_and_the_csr(k):
+    from solver.mrf import region_kernels
+    moved_any = 0
+    for seed in range(4):
+        p = random_problem((18, 20), k=k, seed=seed, hard_fraction=0.02)
+        lab = np.random.default_rng(seed).integers(0, k, p.n)
+        out = []
+        for stencil in (grid_stencil(p)[0], np.empty((0, 8))):
+            lab0, moved = lab.copy(), 0
+            for a in range(k):  # the regions of each label in turn, as settle_regions does
+                moved += region_kernels.move_regions(
+                    *kernels.csr_arrays(p), stencil, grid_offsets(p.shape[1]), p.unary,
+                    2.0 * p.lam, lab0, lab0 == a, a, p.hard.ravel(), np.arange(p.n), 50,
+                    region_kernels.region_scratch(p.n))
+            out.append((moved, lab0))
+        assert out[0][0] == out[1][0]
+        np.testing.assert_array_equal(out[0][1], out[1][1])
+        moved_any += out[1][0]
+    assert moved_any > 0
