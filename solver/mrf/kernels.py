@@ -19,7 +19,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .stencil import best_label_stencil
+from .stencil import best_label_stencil, choose_label
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -115,16 +115,7 @@ def best_label(indptr, indices, data, unary, two_lam, lab, i, agree):  # pragma:
         if j != i:
             total -= data[p]
             agree[lab[j]] -= data[p]
-    cur = lab[i]
-    cur_cost = unary[i, cur] + two_lam * (total - agree[cur])
-    best, best_cost = cur, cur_cost
-    for c in range(k):
-        cost = unary[i, c] + two_lam * (total - agree[c])
-        if cost < best_cost:
-            best, best_cost = c, cost
-    if best != cur and best_cost < cur_cost - 1e-12 * max(1.0, abs(cur_cost)):
-        return best
-    return cur
+    return choose_label(unary, two_lam, i, lab[i], total, agree)
 
 
 @_jit

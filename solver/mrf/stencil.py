@@ -116,10 +116,18 @@ def best_label_stencil(stencil, offsets, unary, two_lam, lab, i, agree):  # prag
         if v <= 0.0:
             total -= v
             agree[lab[i + offsets[d]]] -= v
-    cur = lab[i]
+    return choose_label(unary, two_lam, i, lab[i], total, agree)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def choose_label(unary, two_lam, i, cur, total, agree):  # pragma: no cover
+    """Pixel ``i``'s label given the weight ``total`` of its edges and ``-agree[c]``, the weight
+    of those to neighbours labelled ``c``: the cheapest, but ``cur`` (its own) unless another is
+    cheaper by more than a relative ``1e-12``. Shared by :func:`best_label_stencil` and
+    :func:`solver.mrf.kernels.best_label`, so both decide alike."""
     cur_cost = unary[i, cur] + two_lam * (total - agree[cur])
     best, best_cost = cur, cur_cost
-    for c in range(k):
+    for c in range(unary.shape[1]):
         cost = unary[i, c] + two_lam * (total - agree[c])
         if cost < best_cost:
             best, best_cost = c, cost
