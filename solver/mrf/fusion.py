@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import ndimage
 
-from . import descent_kernels, kernels, region_kernels, stencil
+from . import descent_kernels, kernels, region_kernels
 from .morphology import square_morphology
 from .problem import MRFProblem
 
@@ -135,7 +135,7 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
     scratch[1][:] = lab  # the kernel's copy of the labels, which it keeps equal to them
     # the pixels a descent visits are scattered: through the stencil their neighbours' labels
     # load at once (solver.mrf.stencil)
-    graph = (*graph_arrays(problem), problem.unary, 2.0 * problem.lam)
+    graph = (*kernels.graph_arrays(problem), problem.unary, 2.0 * problem.lam)
 
     def fuse_into(pixels: np.ndarray, weights: np.ndarray, fixed: np.ndarray,
                   thresholds: np.ndarray, max_size: int) -> int:
@@ -151,13 +151,7 @@ def _start(problem: MRFProblem, labels: np.ndarray,
     its proposals."""
     scratch = (workspace or Workspace(problem)).fusion()
     return (kernels.zero_based(labels), np.asarray(problem.hard).ravel() == 0,
-            graph_arrays(problem), 2.0 * problem.lam, scratch)
-
-
-def graph_arrays(problem: MRFProblem) -> tuple[np.ndarray, ...]:
-    """The Laplacian as the fusion kernels take it: its CSR arrays, then its grid stencil and
-    offsets (:func:`solver.mrf.stencil.grid_stencil`; empty when the graph is no such grid)."""
-    return (*kernels.csr_arrays(problem), *stencil.grid_stencil(problem))
+            kernels.graph_arrays(problem), 2.0 * problem.lam, scratch)
 
 
 def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tuple[np.ndarray, int]:

@@ -14,7 +14,6 @@ from . import kernels, region_kernels
 from .fusion import (THRESHOLDS, Snapshot, Workspace, descent_fuser, fuse_boxes,
                      fuse_closings, fuse_level_sets, snapshot_arrays)
 from .problem import MRFProblem
-from .stencil import grid_stencil
 from .watershed import fuse_edge_snapped
 
 log = logging.getLogger(__name__)
@@ -95,14 +94,14 @@ def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
     """
     lab = kernels.zero_based(labels)
     movable = np.asarray(problem.hard).ravel() == 0
-    csr = kernels.csr_arrays(problem)
+    graph = kernels.graph_arrays(problem)
     if since is None:
         active = movable.copy()
     else:
         before = kernels.zero_based(since)
-        active = kernels.around_changes(csr[0], csr[1], lab, before, movable)
-    moves = kernels.icm_sweeps(*csr, *grid_stencil(problem), problem.unary, 2.0 * problem.lam,
-                               lab, movable, active, problem.shape[1], max_sweeps)
+        active = kernels.around_changes(graph[0], graph[1], lab, before, movable)
+    moves = kernels.icm_sweeps(*graph, problem.unary, 2.0 * problem.lam, lab, movable, active,
+                               problem.shape[1], max_sweeps)
     log.debug("ICM: %d moves", moves)
     return kernels.one_based(lab, problem.shape)
 
@@ -118,9 +117,8 @@ def _move_regions(problem: MRFProblem, lab: np.ndarray, mask: np.ndarray, a: int
     Changes ``lab`` (0-based) in place and returns the number of regions moved.
     """
     seeds = np.flatnonzero(mask if near is None else mask & near)
-    return region_kernels.move_regions(*kernels.csr_arrays(problem), *grid_stencil(problem),
-                                       problem.unary, 2.0 * problem.lam, lab, mask, a, hard, seeds,
-                                       cap, scratch)
+    return region_kernels.move_regions(*kernels.graph_arrays(problem), problem.unary,
+                                       2.0 * problem.lam, lab, mask, a, hard, seeds, cap, scratch)
 
 
 def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10, *,

@@ -2,7 +2,9 @@
 set-up, on a Laplacian in CSR form; the region moves are in :mod:`solver.mrf.region_kernels`.
 
 All kernels take the Laplacian ``L = D - W`` as its CSR arrays (``indptr``, ``indices``, ``data``;
-the diagonal entry of a row is skipped) and 0-based labels. With the Potts energy
+the diagonal entry of a row is skipped) and 0-based labels; those that visit scattered pixels
+also take its grid stencil (:mod:`solver.mrf.stencil`, via :func:`graph_arrays`) and read the
+neighbours through it when it is not empty, with the same results. With the Potts energy
 ``E = 2 lam sum_{edges} W_ij [l_i != l_j] + sum_i d_{i, l_i}``, giving pixel ``i`` label ``c`` costs
 ``d_ic + 2 lam sum_j W_ij [l_j != c]`` given its neighbours, which is what every move evaluates.
 The energy changes are exact; a move is taken only when it lowers the energy by more than a
@@ -19,7 +21,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .stencil import best_label_stencil, choose_label
+from .stencil import best_label_stencil, choose_label, grid_stencil
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -28,6 +30,13 @@ def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(indptr, indices, data)`` of ``problem.laplacian`` (CSR), as the kernels take it."""
     L = problem.laplacian
     return L.indptr, L.indices, L.data
+
+
+def graph_arrays(problem: Any) -> tuple[np.ndarray, ...]:
+    """The Laplacian as the polish kernels take it: its CSR arrays (:func:`csr_arrays`), then
+    its grid stencil and offsets (:func:`solver.mrf.stencil.grid_stencil`; an empty stencil
+    when the graph is no such grid)."""
+    return (*csr_arrays(problem), *grid_stencil(problem))
 
 
 def zero_based(labels: np.ndarray) -> np.ndarray:
