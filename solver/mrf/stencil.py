@@ -30,6 +30,11 @@ _jit = numba.njit(cache=True, nogil=True)
 #: ones, ``-w_ij <= 0``, so a positive value cannot be one.
 NO_EDGE = 1.0
 
+#: Largest image (pixels) that gets a stencil: 64 bytes a pixel, kept as long as its matrix, on
+#: top of the CSR arrays' 108. Above this (256 MiB of stencil) the kernels read the CSR arrays,
+#: so a 24-megapixel photo does not carry another 1.5 GB.
+MAX_PIXELS = 1 << 22
+
 #: Stencils by ``id`` of their matrix (scipy's matrices cannot be weak dictionary keys); an entry
 #: goes when its matrix does.
 _CACHE: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -148,7 +153,8 @@ def grid_stencil(problem: Any) -> tuple[np.ndarray, np.ndarray]:
     -------
     stencil : numpy.ndarray
         ``(n, 8)`` float64 (see the module docstring), or ``(0, 8)`` when the matrix is not an
-        8-neighbour grid on ``shape`` (then the kernels use the CSR arrays).
+        8-neighbour grid on ``shape`` or the image has more than :data:`MAX_PIXELS` pixels
+        (then the kernels use the CSR arrays).
     offsets : numpy.ndarray
         ``(8,)`` int64 from :func:`grid_offsets`.
     """
@@ -158,7 +164,8 @@ def grid_stencil(problem: Any) -> tuple[np.ndarray, np.ndarray]:
         height, width = (int(s) for s in problem.shape)
         offsets = grid_offsets(width)
         stencil = np.empty((0, 8))
-        if width >= 3 and L.shape == (height * width, height * width):
+        n = height * width
+        if width >= 3 and L.shape == (n, n) and n <= MAX_PIXELS:
             out, ok = stencil_from_csr(L.indptr, L.indices, L.data, height, width)
             stencil = out if ok else stencil
         got = (stencil, offsets)

@@ -61,6 +61,18 @@ def test_a_stored_zero_is_an_edge_and_a_matrix_off_the_grid_gets_no_stencil():
     assert grid_offsets(4).tolist() == [-5, -4, -3, -1, 1, 3, 4, 5]
 
 
+def test_an_image_above_the_size_limit_gets_no_stencil_and_icm_is_the_same(monkeypatch):
+    from solver.mrf import stencil as stencil_module
+    p, q = random_problem((9, 10), k=3, seed=4), random_problem((9, 10), k=3, seed=4)
+    start = np.random.default_rng(4).integers(1, 4, p.shape)
+    with_stencil = icm(p, start)
+    assert grid_stencil(p)[0].shape == (p.n, 8)
+    monkeypatch.setattr(stencil_module, "MAX_PIXELS", p.n - 1)
+    assert grid_stencil(q)[0].shape == (0, 8)
+    np.testing.assert_array_equal(icm(q, start), with_stencil)
+    assert not np.array_equal(with_stencil, start)
+
+
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_best_label_through_the_stencil_is_the_csrs_for_every_pixel(k):
     import numba
