@@ -25,6 +25,21 @@ _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 
 
 @_jit
+def residual_rows(B, B_prev, R_prev, X, dshift, R):  # pragma: no cover
+    """``R[c] = (B[c] - B_prev[c] + R_prev[c]) - dshift[c] X[c]`` row by row: the residual of the
+    warm start ``X`` for the new system, from the last solve's (as
+    :meth:`solver.qp._CompiledCSR.pcg` takes it). Its own contiguous loop per row vectorises;
+    inside the right-hand side's pixel loop the same arithmetic took 2.5-4x the time of the
+    whole pass (K = 4 at 1e3 and 2.3e4 pixels)."""
+    for c in range(B.shape[0]):
+        b, bp, rp, x, r, ds = B[c], B_prev[c], R_prev[c], X[c], R[c], dshift[c]
+        for i in range(b.size):
+            t = b[i] - bp[i]
+            t += rp[i]
+            r[i] = t - ds * x[i]
+
+
+@_jit
 def onehot_rhs(z1, z2, y1, y2, b, y3, d, rho, rc, k, B, R, B_prev, R_prev, X,
                dshift, have_r):  # pragma: no cover
     """The x-update's right-hand side, split into label directions, in one pass.
@@ -33,8 +48,8 @@ def onehot_rhs(z1, z2, y1, y2, b, y3, d, rho, rc, k, B, R, B_prev, R_prev, X,
     ``k`` (``C1`` sums each group), written to ``B`` as :func:`solver.cpu_kernels.onehot_split`
     lays it out: row 0 the mean over the group, row ``c`` the entry of label ``c - 1`` minus
     the mean. With ``have_r``, ``R`` receives the warm start ``X``'s residual for the new system
-    from the last solve's (``B_prev``, ``R_prev``, shift change ``dshift``), which spares a
-    product (as :meth:`solver.qp._CompiledCSR.pcg` does).
+    from the last solve's (``B_prev``, ``R_prev``, shift change ``dshift``;
+    :func:`residual_rows`), which spares a product (as :meth:`solver.qp._CompiledCSR.pcg` does).
     """
     n = B.shape[1]
     v = np.empty(k)  # (computing each entry once and keeping it: twice as fast as twice)
@@ -49,11 +64,8 @@ def onehot_rhs(z1, z2, y1, y2, b, y3, d, rho, rc, k, B, R, B_prev, R_prev, X,
         B[0, i] = mean
         for c in range(1, k):
             B[c, i] = v[c - 1] - mean
-        if have_r:
-            for c in range(k):
-                r = B[c, i] - B_prev[c, i]
-                r += R_prev[c, i]
-                R[c, i] = r - dshift[c] * X[c, i]
+    if have_r:
+        residual_rows(B, B_prev, R_prev, X, dshift, R)
 
 
 @_jit
@@ -78,7 +90,7 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
     quad = 0.0
     s = 0.0
     for i in range(n):
-        quad = merge_pixel(B, X, R, shift, k, i, x, quad)
+        quad += merge_pixel(B, X, R, shift, k, i, x)
         for c in range(k):
             v = x[i * k + c] + y2[i * k + c] / rho - 0.5
             s += v * v
@@ -86,26 +98,33 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
     scale = np.sqrt(size) / 2.0 / norm if norm > 0 else 0.0
     z1, z2, xr = np.empty(size), np.empty(size), np.zeros(size)
     d1 = d2 = xx = r3sq = dsq = viol = bx = bxr = 0.0
+    has_norm = norm > 0
+    # entry by entry, then pixel by pixel: the same sums in the same order as one pixel loop
+    # with a loop over its labels inside, in three quarters of the time (K = 4, 1e3 pixels)
+    for t in range(size):
+        xi = x[t]
+        e1, e2 = box_sphere_entry(x, y1, y2, z1, z2, t, rho, gamma, scale, has_norm)
+        d1 += e1 * e1
+        d2 += e2 * e2
+        xx += xi * xi
+        bx += b[t] * xi
     for i in range(n):
-        gsum = 0.0
+        t0 = i * k
+        gsum = x[t0]
         best = 0
-        for c in range(k):
-            t = i * k + c
-            xi = x[t]
-            e1, e2 = box_sphere_entry(x, y1, y2, z1, z2, t, rho, gamma, scale, norm > 0)
-            d1 += e1 * e1
-            d2 += e2 * e2
-            xx += xi * xi
-            bx += b[t] * xi
+        top = gsum
+        for c in range(1, k):
+            xi = x[t0 + c]
             gsum += xi
-            if c > 0 and xi > x[i * k + best]:
+            if xi > top:
                 best = c
+                top = xi
         r3 = gsum - d[i]
         y3[i] += rc_step * r3
         r3sq += r3 * r3
         dsq += d[i] * d[i]
-        xr[i * k + best] = 1.0
-        bxr += b[i * k + best]
+        xr[t0 + best] = 1.0
+        bxr += b[t0 + best]
         viol = max(viol, abs(1.0 - d[i]))
     return x, z1, z2, xr, quad, d1, d2, xx, r3sq, dsq, viol, bx, bxr
 
@@ -115,12 +134,11 @@ def plain_rhs(z1, z2, y1, y2, b, rho, B, R, B_prev, R_prev, X, dshift,
               have_r):  # pragma: no cover
     """``B[0] = rho (z1 + z2) - b - y1 - y2`` (the x-update's right-hand side with no
     constraints), and with ``have_r`` the warm start's residual as in :func:`onehot_rhs`."""
+    b0 = B[0]
     for i in range(b.size):
-        B[0, i] = rho * (z1[i] + z2[i]) - b[i] - y1[i] - y2[i]
-        if have_r:
-            r = B[0, i] - B_prev[0, i]
-            r += R_prev[0, i]
-            R[0, i] = r - dshift[0] * X[0, i]
+        b0[i] = rho * (z1[i] + z2[i]) - b[i] - y1[i] - y2[i]
+    if have_r:
+        residual_rows(B, B_prev, R_prev, X, dshift, R)
 
 
 @_jit
