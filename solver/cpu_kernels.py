@@ -243,30 +243,25 @@ def onehot_merge(B, X, R, shift):  # pragma: no cover
     x = np.empty(n * k)
     quad = 0.0
     for i in range(n):
-        quad += merge_pixel(B, X, R, shift, k, i, x)
+        quad = merge_pixel(B, X, R, shift, k, i, x, quad)
     return x, quad
 
 
 @_jit
-def merge_pixel(B, X, R, shift, k, i, x):  # pragma: no cover
-    """Pixel ``i`` of :func:`onehot_merge`: writes its ``k`` entries of ``x`` and returns its
-    term of ``x' (L ⊗ I_k) x``. The term is summed within the pixel, and the caller adds it to
-    its total once: a running total through every label made one chain of dependent additions
-    across the whole image, which took half the merge's time (the sum is the same up to
-    rounding, and only the reported objective of the continuous iterate reads it)."""
-    x0 = X[0, i]
-    q = k * x0 * (0.5 * (B[0, i] - R[0, i] - shift[0] * x0))
+def merge_pixel(B, X, R, shift, k, i, x, quad):  # pragma: no cover
+    """Pixel ``i`` of :func:`onehot_merge`: writes its ``k`` entries of ``x`` and returns ``quad``
+    plus its terms (added in a fixed order, so every caller sums the same way)."""
     rest = 0.0
     a_rest = 0.0
-    for c in range(1, k):
-        xc = X[c, i]
-        ax = 0.5 * (B[c, i] - R[c, i] - shift[c] * xc)
-        q += xc * ax
-        x[i * k + c - 1] = x0 + xc
-        rest += xc
-        a_rest += ax
-    x[i * k + k - 1] = x0 - rest
-    return q + rest * a_rest   # w_k = -rest, A w_k = -a_rest
+    for c in range(k):
+        ax = 0.5 * (B[c, i] - R[c, i] - shift[c] * X[c, i])
+        quad += (k if c == 0 else 1.0) * X[c, i] * ax
+        if c > 0:
+            x[i * k + c - 1] = X[0, i] + X[c, i]
+            rest += X[c, i]
+            a_rest += ax
+    x[i * k + k - 1] = X[0, i] - rest
+    return quad + rest * a_rest   # w_k = -rest, A w_k = -a_rest
 
 
 @_jit

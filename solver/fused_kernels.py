@@ -28,9 +28,9 @@ _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 def residual_rows(B, B_prev, R_prev, X, dshift, R):  # pragma: no cover
     """``R[c] = (B[c] - B_prev[c] + R_prev[c]) - dshift[c] X[c]`` row by row: the residual of the
     warm start ``X`` for the new system, from the last solve's (as
-    :meth:`solver.qp._CompiledCSR.pcg` takes it). Its own contiguous loop per row vectorises;
-    inside the right-hand side's pixel loop the same arithmetic took 2.5-4x the time of the
-    whole pass (K = 4 at 1e3 and 2.3e4 pixels)."""
+    :meth:`solver.qp._CompiledCSR.pcg` takes it), in a contiguous loop per row. Done inside the
+    right-hand side's pixel loop instead, the same arithmetic made that pass take 2.5-4x as
+    long (K = 4 at 1e3 and 2.3e4 pixels)."""
     for c in range(B.shape[0]):
         b, bp, rp, x, r, ds = B[c], B_prev[c], R_prev[c], X[c], R[c], dshift[c]
         for i in range(b.size):
@@ -90,7 +90,7 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
     quad = 0.0
     s = 0.0
     for i in range(n):
-        quad += merge_pixel(B, X, R, shift, k, i, x)
+        quad = merge_pixel(B, X, R, shift, k, i, x, quad)
         for c in range(k):
             v = x[i * k + c] + y2[i * k + c] / rho - 0.5
             s += v * v
@@ -98,33 +98,26 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
     scale = np.sqrt(size) / 2.0 / norm if norm > 0 else 0.0
     z1, z2, xr = np.empty(size), np.empty(size), np.zeros(size)
     d1 = d2 = xx = r3sq = dsq = viol = bx = bxr = 0.0
-    has_norm = norm > 0
-    # entry by entry, then pixel by pixel: the same sums in the same order as one pixel loop
-    # with a loop over its labels inside, in three quarters of the time (K = 4, 1e3 pixels)
-    for t in range(size):
-        xi = x[t]
-        e1, e2 = box_sphere_entry(x, y1, y2, z1, z2, t, rho, gamma, scale, has_norm)
-        d1 += e1 * e1
-        d2 += e2 * e2
-        xx += xi * xi
-        bx += b[t] * xi
     for i in range(n):
-        t0 = i * k
-        gsum = x[t0]
+        gsum = 0.0
         best = 0
-        top = gsum
-        for c in range(1, k):
-            xi = x[t0 + c]
+        for c in range(k):
+            t = i * k + c
+            xi = x[t]
+            e1, e2 = box_sphere_entry(x, y1, y2, z1, z2, t, rho, gamma, scale, norm > 0)
+            d1 += e1 * e1
+            d2 += e2 * e2
+            xx += xi * xi
+            bx += b[t] * xi
             gsum += xi
-            if xi > top:
+            if c > 0 and xi > x[i * k + best]:
                 best = c
-                top = xi
         r3 = gsum - d[i]
         y3[i] += rc_step * r3
         r3sq += r3 * r3
         dsq += d[i] * d[i]
-        xr[t0 + best] = 1.0
-        bxr += b[t0 + best]
+        xr[i * k + best] = 1.0
+        bxr += b[i * k + best]
         viol = max(viol, abs(1.0 - d[i]))
     return x, z1, z2, xr, quad, d1, d2, xx, r3sq, dsq, viol, bx, bxr
 
