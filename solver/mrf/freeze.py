@@ -17,9 +17,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numba
 import numpy as np
 
 from ..admm import ADMMState
+
+_jit = numba.njit(cache=True, nogil=True)
 
 #: Whether :class:`solver.mrf.MRFADMM` fixes settled pixels unless told otherwise.
 ENABLED = True
@@ -96,22 +99,63 @@ def one_hot_distance(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     Returns
     -------
     labels : numpy.ndarray
-        ``(m,)`` int, 0-based label of the nearest one-hot point (largest weight).
+        ``(m,)`` int, 0-based label of the nearest one-hot point (largest weight; the first on
+        ties).
     distance : numpy.ndarray
-        ``(m,)`` largest absolute difference to that point.
+        ``(m,)`` largest absolute difference to that point (NaN where the iterate has a NaN).
     """
     if k == 2:
         lab = (x < 0.5).astype(np.int64)  # x is the weight of label 1 (index 0)
         return lab, np.abs(x - (1 - lab))
-    X = x.reshape(-1, k)
-    lab = np.argmax(X, axis=1)
-    d = np.abs(X)
-    d[np.arange(X.shape[0]), lab] = np.abs(1.0 - X[np.arange(X.shape[0]), lab])
-    return lab, d.max(axis=1)
+    return _group_vertices(np.ascontiguousarray(x, dtype=np.float64), k)
+
+
+@_jit
+def _vertex(x, k, i):  # pragma: no cover
+    """Pixel ``i``'s largest weight's label (the first on ties) and its sup-distance to that
+    label's one-hot point, for groups of ``k > 2``; as numpy's ``argmax`` and ``max``, a NaN
+    weight is the largest and makes the distance NaN."""
+    t0 = i * k
+    best, top = 0, x[t0]
+    for c in range(1, k):
+        v = x[t0 + c]
+        if top == top and (v > top or v != v):
+            best, top = c, v
+    dist = 0.0
+    for c in range(k):
+        e = abs(1.0 - x[t0 + c]) if c == best else abs(x[t0 + c])
+        if dist == dist and not e <= dist:
+            dist = e
+    return best, dist
+
+
+@_jit
+def _group_vertices(x, k):  # pragma: no cover
+    """:func:`one_hot_distance` for ``k > 2`` in one pass."""
+    m = x.size // k
+    lab, dist = np.empty(m, np.int64), np.empty(m)
+    for i in range(m):
+        lab[i], dist[i] = _vertex(x, k, i)
+    return lab, dist
+
+
+@_jit
+def _settled_groups(x, previous, k, delta):  # pragma: no cover
+    """:func:`settled` for ``k > 2`` in one pass, with no temporaries."""
+    m = x.size // k
+    out = np.empty(m, np.bool_)
+    for i in range(m):
+        a, da = _vertex(x, k, i)
+        b, db = _vertex(previous, k, i)
+        out[i] = a == b and da < delta and db < delta
+    return out
 
 
 def settled(x: np.ndarray, previous: np.ndarray, k: int, delta: float = DELTA) -> np.ndarray:
     """Pixels whose iterate is within ``delta`` of the same one-hot point in both vectors.
+
+    For K > 2 a compiled pass (cameraman K = 4, 2.3e4 free pixels: 0.8 ms against 4.1 ms for
+    the numpy of :func:`one_hot_distance` twice); K = 2's numpy is already faster than a loop.
 
     Parameters
     ----------
@@ -125,6 +169,9 @@ def settled(x: np.ndarray, previous: np.ndarray, k: int, delta: float = DELTA) -
     numpy.ndarray
         ``(m,)`` bool mask over the free pixels.
     """
+    if k > 2:
+        return _settled_groups(np.ascontiguousarray(x, dtype=np.float64),
+                               np.ascontiguousarray(previous, dtype=np.float64), k, float(delta))
     lab, dist = one_hot_distance(x, k)
     lab0, dist0 = one_hot_distance(previous, k)
     return (lab == lab0) & (dist < delta) & (dist0 < delta)

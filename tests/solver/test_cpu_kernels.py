@@ -93,8 +93,8 @@ def test_onehot_rounding_and_group_sums_match_numpy():
 
 def test_warm_up_compiles_the_kernels_of_both_label_counts():
     from solver import cpu_kernels, fused_kernels
-    from solver.mrf import (descent_kernels, grid_kernels, kernels, morphology, region_kernels,
-                            stencil, warm_up, watershed)
+    from solver.mrf import (descent_kernels, freeze, grid_kernels, kernels, morphology,
+                            region_kernels, stencil, warm_up, watershed)
 
     assert warm_up(3) > 0
     # the kernels a segmentation solve calls (quad_form is for LpBoxADMM.objective only: the
@@ -108,7 +108,7 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    kernels.pair_moves, grid_kernels.laplacian_csr, grid_kernels.coarsen_edges,
                    grid_kernels.potts_energy, cpu_kernels.padded_split,
                    descent_kernels.fuse_descents, morphology._square, watershed.flood_zone,
-                   stencil.stencil_from_csr):
+                   stencil.stencil_from_csr, freeze._settled_groups, freeze._group_vertices):
         assert kernel.signatures, kernel.py_func.__name__
 
 

@@ -71,6 +71,36 @@ def test_settled_needs_the_same_label_near_its_corner_at_both_checks():
                                   [True, False, False])
 
 
+def _numpy_vertices(x, k):
+    X = x.reshape(-1, k)
+    lab = np.argmax(X, axis=1)
+    d = np.abs(X)
+    d[np.arange(X.shape[0]), lab] = np.abs(1.0 - X[np.arange(X.shape[0]), lab])
+    return lab, d.max(axis=1)
+
+
+@pytest.mark.parametrize("k", [3, 4, 8])
+def test_compiled_vertices_and_settledness_equal_numpys(k):
+    rng = np.random.default_rng(k)
+    m = 500
+    X = np.eye(k)[rng.integers(0, k, m)] + rng.normal(0, 0.04, (m, k))
+    X[:40] = rng.random((40, k))  # undecided pixels
+    X[40:60, :2] = 0.5  # ties: the first label wins
+    X[60, 1] = np.nan  # a NaN is never settled
+    X[61, 0] = X[61, 2] = np.nan
+    prev = X + rng.normal(0, 0.01, X.shape)
+    prev[70:90] = np.roll(prev[70:90], 1, axis=1)  # another label at the previous check
+    lab, dist = freeze.one_hot_distance(X.ravel(), k)
+    ref_lab, ref_dist = _numpy_vertices(X.ravel(), k)
+    np.testing.assert_array_equal(lab, ref_lab)  # (a NaN is the largest, as for numpy)
+    np.testing.assert_array_equal(dist, ref_dist)
+    ref_lab0, ref_dist0 = _numpy_vertices(prev.ravel(), k)
+    expected = (ref_lab == ref_lab0) & (ref_dist < 0.05) & (ref_dist0 < 0.05)
+    got = freeze.settled(X.ravel(), prev.ravel(), k, 0.05)
+    np.testing.assert_array_equal(got, expected)
+    assert 0 < got.sum() < m - 100 and not got[60] and not got[70:90].any()
+
+
 @pytest.mark.parametrize("k", [2, 3])
 def test_early_fixing_shrinks_the_system_and_keeps_the_answer(backend, k):
     image, _, strokes = shapes_image(seed=2, k=k, size=96, noise=0.15)
