@@ -50,6 +50,37 @@ def one_based(lab: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 @_jit
+def label_weights(x, k):  # pragma: no cover
+    """``(m, k)`` float32 label weights from pixel-major ``x`` (``(m * k,)``, K > 2) in one pass:
+    each entry as float32 clipped to [0, 1], then divided by its pixel's sum (summed in label
+    order), or ``1/k`` where that sum is not positive. The same float32 arithmetic as
+    ``np.clip(x.astype(np.float32), 0, 1)`` divided by its row sums, with those sums added in
+    label order (numpy's own order for fewer than 8 labels). A pixel with a NaN entry gets
+    ``1/k`` like one whose sum is 0."""
+    m = x.size // k
+    out = np.empty((m, k), np.float32)
+    even = np.float32(1.0 / k)
+    zero, one = np.float32(0.0), np.float32(1.0)
+    for i in range(m):
+        s = zero
+        for c in range(k):
+            v = np.float32(x[i * k + c])
+            if v < zero:
+                v = zero
+            elif v > one:
+                v = one
+            out[i, c] = v
+            s += v
+        if s > zero:
+            for c in range(k):
+                out[i, c] = out[i, c] / s
+        else:
+            for c in range(k):
+                out[i, c] = even
+    return out
+
+
+@_jit
 def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
     """A symmetric matrix (the Laplacian, or an objective's ``A``) split by the fixed rows
     (``hard > 0``), in one pass over its entries.

@@ -108,7 +108,8 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    kernels.pair_moves, grid_kernels.laplacian_csr, grid_kernels.coarsen_edges,
                    grid_kernels.potts_energy, cpu_kernels.padded_split,
                    descent_kernels.fuse_descents, morphology._square, watershed.flood_zone,
-                   stencil.stencil_from_csr, freeze._settled_groups, freeze._group_vertices):
+                   stencil.stencil_from_csr, freeze._settled_groups, freeze._group_vertices,
+                   kernels.label_weights):
         assert kernel.signatures, kernel.py_func.__name__
 
 

@@ -399,3 +399,28 @@ def test_plain_level_set_fusion_rounds_final_and_coarse(monkeypatch, split, roun
     calls.clear()
     icm_module.polish_labels(p, res.labels, snaps, max_rounds=2, split=split)
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("k", [3, 4, 8])
+def test_label_weights_are_the_clipped_iterate_over_its_sum_in_float32(k):
+    from solver.mrf.kernels import label_weights
+
+    rng = np.random.default_rng(k)
+    x = rng.normal(0.3, 0.5, 400 * k)
+    x[:k] = 0.0  # sum 0: uniform
+    x[k:2 * k] = -1.0  # clipped to 0: uniform
+    x[2 * k + 1] = np.nan  # a NaN sum: uniform
+    x[3 * k:4 * k] = [5.0] + [0.0] * (k - 1)  # clipped to 1: one-hot
+    X = np.clip(x.astype(np.float32), 0, 1).reshape(-1, k)
+    s = X[:, 0].copy()
+    for c in range(1, k):  # float32, in label order
+        s = s + X[:, c]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.where((s > 0)[:, None], X / s[:, None], np.float32(1.0 / k))
+    got = label_weights(x, k)
+    assert got.dtype == np.float32 and got.shape == (400, k)
+    assert got.tobytes() == expected.astype(np.float32).tobytes()
+    for i in range(3):
+        np.testing.assert_array_equal(got[i], np.full(k, np.float32(1 / k)))
+    np.testing.assert_array_equal(got[3], np.eye(k, dtype=np.float32)[0])
+    np.testing.assert_allclose(got[4:].sum(axis=1), 1.0, rtol=1e-5)
