@@ -52,11 +52,9 @@ def one_based(lab: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 @_jit
 def label_weights(x, k):  # pragma: no cover
     """``(m, k)`` float32 label weights from pixel-major ``x`` (``(m * k,)``, K > 2) in one pass:
-    each entry as float32 clipped to [0, 1], then divided by its pixel's sum (summed in label
-    order), or ``1/k`` where that sum is not positive. The same float32 arithmetic as
-    ``np.clip(x.astype(np.float32), 0, 1)`` divided by its row sums, with those sums added in
-    label order (numpy's own order for fewer than 8 labels). A pixel with a NaN entry gets
-    ``1/k`` like one whose sum is 0."""
+    ``np.clip(x.astype(np.float32), 0, 1)`` divided by each pixel's sum, or ``1/k`` where that
+    sum is not positive (or NaN). The sums are added in label order in float32, which is
+    numpy's own order for fewer than 8 labels."""
     m = x.size // k
     out = np.empty((m, k), np.float32)
     even = np.float32(1.0 / k)
