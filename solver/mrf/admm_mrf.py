@@ -159,7 +159,10 @@ class MRFADMM:
         k, lam = problem.k, problem.lam
         hard = np.asarray(problem.hard).ravel()
         self.free = np.flatnonzero(hard == 0)
-        self.snapshots: list[tuple[MRFADMM, np.ndarray]] = []
+        # (free pixels, fixed labels, x) of the solver that made each iterate: not the solver
+        # itself, which would make a reference cycle holding the whole system until the
+        # cyclic garbage collector runs (about 75 MB a solve at 5e5 pixels)
+        self.snapshots: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         fix = np.flatnonzero(hard > 0)
         L = problem.laplacian.tocsr()
         ptr, idx, val, coupling, same = kernels.split_by_fixed(L.indptr, L.indices, L.data,
@@ -276,8 +279,7 @@ class MRFADMM:
         """The continuous iterates kept by the last :meth:`run` (at
         :data:`solver.mrf.fusion.SNAPSHOT_ITERATIONS`), as label weights on the pixels free at
         the time (:class:`solver.mrf.fusion.Snapshot`; ``.dense()`` gives ``(n, K)``)."""
-        return [Snapshot(owner.free, owner.free_weights(x), owner._fixed_labels)
-                for owner, x in self.snapshots]
+        return [Snapshot(free, self.free_weights(x), fixed) for free, fixed, x in self.snapshots]
 
     def start_vector(self, x0: np.ndarray) -> np.ndarray:
         """Free-variable start vector from ``(H, W, K)`` / ``(n, K)`` label weights."""
@@ -379,8 +381,8 @@ class MRFADMM:
         """The LpBoxADMM callback of one piece of a run: snapshots, then the user's callback."""
         def inner_cb(state: IterationState) -> bool | None:
             if state.record.iteration in SNAPSHOT_ITERATIONS:
-                self.snapshots.append((active, active.backend.to_numpy(state.x)
-                                       .astype(np.float32)))
+                self.snapshots.append((active.free, active._fixed_labels,
+                                       active.backend.to_numpy(state.x).astype(np.float32)))
             if callback is not None:
                 return callback(MRFIterationState(state, active, **(view or {})))
             return None
