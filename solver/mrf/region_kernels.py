@@ -261,19 +261,6 @@ def region_scratch(n: int) -> tuple[np.ndarray, ...]:
 
 
 @_jit
-def _reach(j, mask, region, order, nc, top, too_big):  # pragma: no cover
-    """One step of :func:`_capped_components` to neighbour ``j``; returns ``(top, too_big)``."""
-    if mask[j]:
-        if region[j] == -2:
-            too_big = True
-        elif region[j] == -1:
-            region[j] = nc
-            order[top] = j
-            top += 1
-    return top, too_big
-
-
-@_jit
 def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, region, order,
                        starts, big):  # pragma: no cover
     """Connected components of ``mask`` that hold a pixel of ``seeds`` and at most ``cap``
@@ -298,14 +285,29 @@ def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, regi
         while head < top and not too_big:
             i = order[head]
             head += 1
+            # (each step written out: through a helper that writes ``region`` and ``order``,
+            # numba made the search several times slower)
             if stencil.shape[0]:
                 for d in range(8):
                     if stencil[i, d] <= 0.0:
-                        top, too_big = _reach(i + offsets[d], mask, region, order, nc, top,
-                                              too_big)
+                        j = i + offsets[d]
+                        if mask[j]:
+                            if region[j] == -2:
+                                too_big = True
+                            elif region[j] == -1:
+                                region[j] = nc
+                                order[top] = j
+                                top += 1
             else:
                 for p in range(indptr[i], indptr[i + 1]):
-                    top, too_big = _reach(indices[p], mask, region, order, nc, top, too_big)
+                    j = indices[p]
+                    if mask[j]:
+                        if region[j] == -2:
+                            too_big = True
+                        elif region[j] == -1:
+                            region[j] = nc
+                            order[top] = j
+                            top += 1
             if top - starts[nc] > cap:
                 too_big = True
         if too_big:
