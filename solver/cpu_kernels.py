@@ -239,29 +239,39 @@ def onehot_merge(B, X, R, shift):  # pragma: no cover
     (``x_c = u + w_c``, the last label ``u - sum_c w_c``) and get ``x' (A ⊗ I_k) x`` from the CG
     residuals, ``A X[c] = (B[c] - R[c] - shift[c] X[c]) / 2``, with no further product: since
     ``sum_c w_c = 0`` it is ``k u'Au + sum_c w_c' A w_c``. Returns ``(x, quad)``."""
-    k, n = X.shape
-    x = np.empty(n * k)
-    quad = 0.0
-    for i in range(n):
-        quad = merge_pixel(B, X, R, shift, k, i, x, quad)
+    x = np.empty(X.size)
+    quad, _ = merge_pass(B, X, R, shift, x, x, 1.0, False)
     return x, quad
 
 
 @_jit
-def merge_pixel(B, X, R, shift, k, i, x, quad):  # pragma: no cover
-    """Pixel ``i`` of :func:`onehot_merge`: writes its ``k`` entries of ``x`` and returns ``quad``
-    plus its terms (added in a fixed order, so every caller sums the same way)."""
-    rest = 0.0
-    a_rest = 0.0
-    for c in range(k):
-        ax = 0.5 * (B[c, i] - R[c, i] - shift[c] * X[c, i])
-        quad += (k if c == 0 else 1.0) * X[c, i] * ax
-        if c > 0:
-            x[i * k + c - 1] = X[0, i] + X[c, i]
-            rest += X[c, i]
-            a_rest += ax
-    x[i * k + k - 1] = X[0, i] - rest
-    return quad + rest * a_rest   # w_k = -rest, A w_k = -a_rest
+def merge_pass(B, X, R, shift, x, y2, rho, with_norm):  # pragma: no cover
+    """:func:`onehot_merge` into ``x``, pixel by pixel; returns ``(quad, s)``, with ``s`` the
+    squared norm of ``x + y2 / rho - 1/2`` (the sphere projection's) if ``with_norm``, else 0.
+    Each pixel's terms are added in a fixed order, so every caller sums the same way.
+
+    One loop for all pixels: the same arithmetic through a helper per pixel that writes ``x``
+    took twice as long (numba passes each array to every call)."""
+    k, n = X.shape
+    quad = 0.0
+    s = 0.0
+    for i in range(n):
+        rest = 0.0
+        a_rest = 0.0
+        for c in range(k):
+            ax = 0.5 * (B[c, i] - R[c, i] - shift[c] * X[c, i])
+            quad += (k if c == 0 else 1.0) * X[c, i] * ax
+            if c > 0:
+                x[i * k + c - 1] = X[0, i] + X[c, i]
+                rest += X[c, i]
+                a_rest += ax
+        x[i * k + k - 1] = X[0, i] - rest
+        quad = quad + rest * a_rest  # w_k = -rest, A w_k = -a_rest
+        if with_norm:
+            for c in range(k):
+                v = x[i * k + c] + y2[i * k + c] / rho - 0.5
+                s += v * v
+    return quad, s
 
 
 @_jit
@@ -319,7 +329,9 @@ def box_sphere_update(x, y1, y2, rho, gamma):  # pragma: no cover
     z1, z2 = np.empty(n), np.empty(n)
     d1 = d2 = xx = 0.0
     for i in range(n):
-        e1, e2 = box_sphere_entry(x, y1, y2, z1, z2, i, rho, gamma, scale, norm > 0)
+        z1[i], z2[i], y1[i], y2[i] = box_sphere_entry(x[i], y1[i], y2[i], rho, gamma, scale,
+                                                      norm > 0)
+        e1, e2 = x[i] - z1[i], x[i] - z2[i]
         d1 += e1 * e1
         d2 += e2 * e2
         xx += x[i] * x[i]
@@ -327,18 +339,16 @@ def box_sphere_update(x, y1, y2, rho, gamma):  # pragma: no cover
 
 
 @_jit
-def box_sphere_entry(x, y1, y2, z1, z2, t, rho, gamma, scale, has_norm):  # pragma: no cover
-    """Entry ``t`` of :func:`box_sphere_update`'s second pass: ``z1[t]``, ``z2[t]`` and the dual
-    steps of ``y1[t]``, ``y2[t]``; returns ``(x - z1, x - z2)`` at ``t``. ``scale`` is the
-    sphere's radius over the norm of ``x + y2 / rho - 1/2`` (``has_norm``: that norm is not 0)."""
-    a = min(max(x[t] + y1[t] / rho, 0.0), 1.0)
-    c = 0.5 + (x[t] + y2[t] / rho - 0.5) * scale if has_norm else 1.0
-    z1[t] = a
-    z2[t] = c
-    e1, e2 = x[t] - a, x[t] - c
-    y1[t] += gamma * rho * e1
-    y2[t] += gamma * rho * e2
-    return e1, e2
+def box_sphere_entry(xt, y1t, y2t, rho, gamma, scale, has_norm):  # pragma: no cover
+    """One entry of :func:`box_sphere_update`'s second pass, from ``x``, ``y1``, ``y2`` there:
+    returns ``(z1, z2, y1, y2)`` after the projections and the dual steps. ``scale`` is the
+    sphere's radius over the norm of ``x + y2 / rho - 1/2`` (``has_norm``: that norm is not 0).
+
+    Scalars in and out, so the callers' loops write the arrays themselves: a helper that wrote
+    them took three to four times as long (numba passes each array to every call)."""
+    a = min(max(xt + y1t / rho, 0.0), 1.0)
+    c = 0.5 + (xt + y2t / rho - 0.5) * scale if has_norm else 1.0
+    return a, c, y1t + gamma * rho * (xt - a), y2t + gamma * rho * (xt - c)
 
 
 @_jit

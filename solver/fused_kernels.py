@@ -19,7 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .cpu_kernels import box_sphere_entry, merge_pixel
+from .cpu_kernels import box_sphere_entry, merge_pass
 
 _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 
@@ -87,13 +87,7 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
     n = B.shape[1]
     size = n * k
     x = np.empty(size)
-    quad = 0.0
-    s = 0.0
-    for i in range(n):
-        quad = merge_pixel(B, X, R, shift, k, i, x, quad)
-        for c in range(k):
-            v = x[i * k + c] + y2[i * k + c] / rho - 0.5
-            s += v * v
+    quad, s = merge_pass(B, X, R, shift, x, y2, rho, True)
     norm = np.sqrt(s)
     scale = np.sqrt(size) / 2.0 / norm if norm > 0 else 0.0
     z1, z2, xr = np.empty(size), np.empty(size), np.zeros(size)
@@ -104,7 +98,9 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
         for c in range(k):
             t = i * k + c
             xi = x[t]
-            e1, e2 = box_sphere_entry(x, y1, y2, z1, z2, t, rho, gamma, scale, norm > 0)
+            z1[t], z2[t], y1[t], y2[t] = box_sphere_entry(xi, y1[t], y2[t], rho, gamma, scale,
+                                                          norm > 0)
+            e1, e2 = xi - z1[t], xi - z2[t]
             d1 += e1 * e1
             d2 += e2 * e2
             xx += xi * xi
@@ -165,7 +161,9 @@ def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no co
     d1 = d2 = xx = bx = bxr = 0.0
     for i in range(n):
         xi = x[i]
-        e1, e2 = box_sphere_entry(x, y1, y2, z1, z2, i, rho, gamma, scale, norm > 0)
+        z1[i], z2[i], y1[i], y2[i] = box_sphere_entry(xi, y1[i], y2[i], rho, gamma, scale,
+                                                      norm > 0)
+        e1, e2 = xi - z1[i], xi - z2[i]
         d1 += e1 * e1
         d2 += e2 * e2
         xx += xi * xi
