@@ -157,18 +157,6 @@ def best_label(indptr, indices, data, unary, two_lam, lab, i, agree):  # pragma:
 
 
 @_jit
-def _activate(j, movable, active, todo, first, count, width):  # pragma: no cover
-    """Queue pixel ``j`` on its colour class's list of :func:`icm_sweeps`, if it is movable and
-    not queued yet; returns ``count``."""
-    if movable[j] and not active[j]:
-        active[j] = True
-        cj = ((j // width) & 1) * 2 + ((j % width) & 1)
-        todo[first[cj] + count[cj]] = j
-        count[cj] += 1
-    return count
-
-
-@_jit
 def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, active,
                width, max_sweeps):  # pragma: no cover
     """Colour-parallel ICM on a grid: sweeps over the four classes ``(row % 2, col % 2)``.
@@ -211,19 +199,27 @@ def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, mov
                     best = best_label_stencil(stencil, offsets, unary, two_lam, lab, i, agree)
                 else:
                     best = best_label(indptr, indices, data, unary, two_lam, lab, i, agree)
-                if best != lab[i]:
-                    lab[i] = best
-                    moved += 1
+                if best == lab[i]:
+                    continue
+                lab[i] = best
+                moved += 1
+                # queue each movable neighbour not queued yet on its class's list (written out
+                # here: through a helper per neighbour, numba made such loops several times
+                # slower)
+                for t in range(8 if grid else indptr[i + 1] - indptr[i]):
                     if grid:
-                        for d in range(8):
-                            if stencil[i, d] <= 0.0:
-                                count = _activate(i + offsets[d], movable, active, todo, first,
-                                                  count, width)
-                        continue
-                    for p in range(indptr[i], indptr[i + 1]):
-                        j = indices[p]
-                        if j != i:
-                            count = _activate(j, movable, active, todo, first, count, width)
+                        if stencil[i, t] > 0.0:
+                            continue
+                        j = i + offsets[t]
+                    else:
+                        j = indices[indptr[i] + t]
+                        if j == i:
+                            continue
+                    if movable[j] and not active[j]:
+                        active[j] = True
+                        cj = ((j // width) & 1) * 2 + ((j % width) & 1)
+                        todo[first[cj] + count[cj]] = j
+                        count[cj] += 1
         moves += moved
         if moved == 0:
             break
