@@ -51,21 +51,19 @@ def _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, pixels
             inq[i] = True
             queue[count] = i
             count += 1
-        if grid:
-            for d in range(8):
-                if stencil[i, d] <= 0.0:
-                    j = i + offsets[d]
-                    if movable[j] and not inq[j]:
-                        inq[j] = True
-                        queue[count] = j
-                        count += 1
-        else:
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if j != i and movable[j] and not inq[j]:
-                    inq[j] = True
-                    queue[count] = j
-                    count += 1
+        for t in range(8 if grid else indptr[i + 1] - indptr[i]):
+            if grid:
+                if not stencil[i, t] <= 0.0:
+                    continue
+                j = i + offsets[t]
+            else:
+                j = indices[indptr[i] + t]
+                if j == i:
+                    continue
+            if movable[j] and not inq[j]:
+                inq[j] = True
+                queue[count] = j
+                count += 1
     return count
 
 
@@ -96,22 +94,21 @@ def _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movab
             touched[i] = True
             tlist[nt] = i
             nt += 1
-        # (the pushes written out here: see _queue_around)
-        if grid:
-            for d in range(8):
-                if stencil[i, d] <= 0.0:
-                    j = i + offsets[d]
-                    if movable[j] and not inq[j]:
-                        inq[j] = True
-                        queue[(head + count) % size] = j
-                        count += 1
-        else:
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if j != i and movable[j] and not inq[j]:
-                    inq[j] = True
-                    queue[(head + count) % size] = j
-                    count += 1
+        # (the pushes written out here, as in _queue_around: a helper per moved pixel made
+        # this kernel 1.12-1.15x as slow)
+        for t in range(8 if grid else indptr[i + 1] - indptr[i]):
+            if grid:
+                if not stencil[i, t] <= 0.0:
+                    continue
+                j = i + offsets[t]
+            else:
+                j = indices[indptr[i] + t]
+                if j == i:
+                    continue
+            if movable[j] and not inq[j]:
+                inq[j] = True
+                queue[(head + count) % size] = j
+                count += 1
     return nt
 
 

@@ -272,9 +272,10 @@ def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, regi
     :func:`_components`. Returns ``(components, big pixels)``.
     """
     nc, top, nbig = 0, 0, 0
+    grid = stencil.shape[0] > 0
     starts[0] = 0
-    for t in range(seeds.size):
-        s = seeds[t]
+    for q0 in range(seeds.size):
+        s = seeds[q0]
         if region[s] != -1:
             continue
         head = top
@@ -287,27 +288,20 @@ def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, regi
             head += 1
             # (each step written out: through a helper that writes ``region`` and ``order``,
             # numba made the search several times slower)
-            if stencil.shape[0]:
-                for d in range(8):
-                    if stencil[i, d] <= 0.0:
-                        j = i + offsets[d]
-                        if mask[j]:
-                            if region[j] == -2:
-                                too_big = True
-                            elif region[j] == -1:
-                                region[j] = nc
-                                order[top] = j
-                                top += 1
-            else:
-                for p in range(indptr[i], indptr[i + 1]):
-                    j = indices[p]
-                    if mask[j]:
-                        if region[j] == -2:
-                            too_big = True
-                        elif region[j] == -1:
-                            region[j] = nc
-                            order[top] = j
-                            top += 1
+            for t in range(8 if grid else indptr[i + 1] - indptr[i]):
+                if grid:
+                    if not stencil[i, t] <= 0.0:
+                        continue
+                    j = i + offsets[t]
+                else:
+                    j = indices[indptr[i] + t]
+                if mask[j]:
+                    if region[j] == -2:
+                        too_big = True
+                    elif region[j] == -1:
+                        region[j] = nc
+                        order[top] = j
+                        top += 1
             if top - starts[nc] > cap:
                 too_big = True
         if too_big:
