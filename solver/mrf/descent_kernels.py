@@ -17,7 +17,7 @@ import numpy as np
 
 from .kernels import best_label
 from .region_kernels import _fuse, _list_proposable, _select, _unlist, fusion_scratch
-from .stencil import best_label_stencil
+from .stencil import best_label_stencil, degree, neighbour
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -39,10 +39,9 @@ def _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, pixels
     CSR's order (through the stencil unless it is empty); with ``mark``, also set ``touched``
     at ``pixels[:m]``. Returns the number queued.
 
-    One loop for a whole proposal: the same pushes made through a helper function per pixel
-    took three times as long (numba passes every array to each call)."""
+    One loop for a whole proposal, with the pushes written out: made through a helper per
+    pixel (which writes ``inq`` and ``queue``) they took three times as long."""
     count = 0
-    grid = stencil.shape[0] > 0
     for q in range(m):
         i = pixels[q]
         if mark:
@@ -51,16 +50,9 @@ def _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, pixels
             inq[i] = True
             queue[count] = i
             count += 1
-        for t in range(8 if grid else indptr[i + 1] - indptr[i]):
-            if grid:
-                if not stencil[i, t] <= 0.0:
-                    continue
-                j = i + offsets[t]
-            else:
-                j = indices[indptr[i] + t]
-                if j == i:
-                    continue
-            if movable[j] and not inq[j]:
+        for t in range(degree(indptr, stencil, i)):
+            j = neighbour(indptr, indices, stencil, offsets, i, t)
+            if j >= 0 and movable[j] and not inq[j]:
                 inq[j] = True
                 queue[count] = j
                 count += 1
@@ -94,18 +86,11 @@ def _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movab
             touched[i] = True
             tlist[nt] = i
             nt += 1
-        # (the pushes written out here, as in _queue_around: a helper per moved pixel made
-        # this kernel 1.12-1.15x as slow)
-        for t in range(8 if grid else indptr[i + 1] - indptr[i]):
-            if grid:
-                if not stencil[i, t] <= 0.0:
-                    continue
-                j = i + offsets[t]
-            else:
-                j = indices[indptr[i] + t]
-                if j == i:
-                    continue
-            if movable[j] and not inq[j]:
+        # (the pushes written out, as in _queue_around: through a helper per moved pixel the
+        # kernel took 1.12-1.15x as long)
+        for t in range(degree(indptr, stencil, i)):
+            j = neighbour(indptr, indices, stencil, offsets, i, t)
+            if j >= 0 and movable[j] and not inq[j]:
                 inq[j] = True
                 queue[(head + count) % size] = j
                 count += 1

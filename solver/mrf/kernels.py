@@ -21,7 +21,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .stencil import best_label_stencil, choose_label, grid_stencil
+from .stencil import best_label_stencil, choose_label, degree, grid_stencil, neighbour
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -206,16 +206,9 @@ def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, mov
                 # queue each movable neighbour not queued yet on its class's list (written out
                 # here: through a helper per neighbour, numba made such loops several times
                 # slower)
-                for t in range(8 if grid else indptr[i + 1] - indptr[i]):
-                    if grid:
-                        if stencil[i, t] > 0.0:
-                            continue
-                        j = i + offsets[t]
-                    else:
-                        j = indices[indptr[i] + t]
-                        if j == i:
-                            continue
-                    if movable[j] and not active[j]:
+                for t in range(degree(indptr, stencil, i)):
+                    j = neighbour(indptr, indices, stencil, offsets, i, t)
+                    if j >= 0 and movable[j] and not active[j]:
                         active[j] = True
                         cj = ((j // width) & 1) * 2 + ((j % width) & 1)
                         todo[first[cj] + count[cj]] = j

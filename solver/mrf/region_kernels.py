@@ -12,6 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .stencil import degree, neighbour
+
 _jit = numba.njit(cache=True, nogil=True)
 
 
@@ -272,7 +274,6 @@ def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, regi
     :func:`_components`. Returns ``(components, big pixels)``.
     """
     nc, top, nbig = 0, 0, 0
-    grid = stencil.shape[0] > 0
     starts[0] = 0
     for q0 in range(seeds.size):
         s = seeds[q0]
@@ -288,14 +289,9 @@ def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, regi
             head += 1
             # (each step written out: through a helper that writes ``region`` and ``order``,
             # numba made the search several times slower)
-            for t in range(8 if grid else indptr[i + 1] - indptr[i]):
-                if grid:
-                    if not stencil[i, t] <= 0.0:
-                        continue
-                    j = i + offsets[t]
-                else:
-                    j = indices[indptr[i] + t]
-                if mask[j]:
+            for t in range(degree(indptr, stencil, i)):
+                j = neighbour(indptr, indices, stencil, offsets, i, t)
+                if j >= 0 and mask[j]:
                     if region[j] == -2:
                         too_big = True
                     elif region[j] == -1:
