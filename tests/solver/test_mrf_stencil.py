@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from solver.mrf import descent_kernels, icm, kernels
 from solver.mrf.fusion import Snapshot
 from solver.mrf.multilevel import coarsen
-from solver.mrf.stencil import NO_EDGE, best_label_stencil, grid_offsets, grid_stencil
+from solver.mrf.stencil import (NO_EDGE, best_label_stencil, degree, grid_offsets, grid_stencil,
+                                neighbour)
 
 from ._mrf_helpers import random_problem
 
@@ -40,6 +41,23 @@ def test_stencil_holds_each_pixels_laplacian_entries_by_direction(shape):
     assert grid_stencil(p)[0] is stencil  # made once per matrix
     coarse, _ = coarsen(random_problem((8, 10), k=3, seed=2))
     np.testing.assert_array_equal(grid_stencil(coarse)[0], _expected_stencil(coarse))
+
+
+@pytest.mark.parametrize("shape", [(7, 9), (3, 3), (1, 5), (6, 4)])
+def test_neighbours_through_the_stencil_and_the_csr_are_each_rows_columns_in_order(shape):
+    """The kernels' loops over a pixel's neighbours (stencil.degree / neighbour): through the
+    stencil and through the CSR arrays, the row's off-diagonal columns in the CSR's order."""
+    p = random_problem(shape, k=2, seed=2)
+    stencil, offsets = grid_stencil(p)
+    L = p.laplacian
+    none = np.empty((0, 8))
+    for i in range(p.n):
+        row = [j for j in L.indices[L.indptr[i]:L.indptr[i + 1]] if j != i]
+        for st in (stencil, none):
+            got = [neighbour(L.indptr, L.indices, st, offsets, i, t)
+                   for t in range(degree(L.indptr, st, i))]
+            assert [j for j in got if j >= 0] == row
+    assert degree(L.indptr, stencil, 0) == 8
 
 
 def test_a_stored_zero_is_an_edge_and_a_matrix_off_the_grid_gets_no_stencil():
