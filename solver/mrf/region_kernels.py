@@ -32,8 +32,8 @@ def _components(indptr, indices, stencil, offsets, member, seeds, m, region, ord
     nc = 0
     top = 0
     starts[0] = 0
-    for t in range(m):
-        s = seeds[t]
+    for q0 in range(m):
+        s = seeds[q0]
         if region[s] >= 0:
             continue
         region[s] = nc
@@ -43,18 +43,9 @@ def _components(indptr, indices, stencil, offsets, member, seeds, m, region, ord
         while head < top:
             i = order[head]
             head += 1
-            if stencil.shape[0]:
-                for d in range(8):
-                    if stencil[i, d] <= 0.0:
-                        j = i + offsets[d]
-                        if member[j] and region[j] < 0:
-                            region[j] = nc
-                            order[top] = j
-                            top += 1
-                continue
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if member[j] and region[j] < 0:
+            for t in range(degree(indptr, stencil, i)):
+                j = neighbour(indptr, indices, stencil, offsets, i, t)
+                if j >= 0 and member[j] and region[j] < 0:
                     region[j] = nc
                     order[top] = j
                     top += 1
