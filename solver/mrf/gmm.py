@@ -7,6 +7,8 @@ import logging
 import numpy as np
 from scipy.special import logsumexp
 
+from .colour_kernels import gmm_neg_log_likelihood
+
 __all__ = ["GaussianMixtureModel", "as_samples"]
 
 logger = logging.getLogger(__name__)
@@ -146,4 +148,12 @@ class GaussianMixtureModel:
         """
         if self.means_ is None:
             raise ValueError("GaussianMixtureModel is not fitted")
-        return -logsumexp(self._component_log_prob(as_samples(colours)), axis=1)
+        x = np.ascontiguousarray(as_samples(colours))
+        if x.shape[1] != self.means_.shape[1]:
+            raise ValueError(f"expected {self.means_.shape[1]} colour channels, got {x.shape[1]}")
+        chol = np.linalg.cholesky(self.covariances_)
+        logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(1)
+        log_norm = np.log(self.weights_) - 0.5 * (logdet + x.shape[1] * _LOG_2PI)
+        # one compiled pass per pixel (the (G, m, C) numpy temporaries cost seconds per megapixel)
+        return gmm_neg_log_likelihood(x, np.ascontiguousarray(self.means_),
+                                      np.ascontiguousarray(chol), log_norm)

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .colour_kernels import edge_squared_differences, grid_edge_list
 from .grid_kernels import laplacian_csr
 
 __all__ = [
     "GridGraph",
     "NEIGHBOUR_OFFSETS",
     "build_grid_graph",
+    "edge_contrast",
     "estimate_beta",
     "grid_edges",
     "image_to_float",
@@ -92,17 +94,6 @@ def _check_shape(shape: tuple[int, int]) -> tuple[int, int]:
     return h, w
 
 
-def _offset_pairs(shape: tuple[int, int], offset: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Flat indices ``(i, j)`` of all pixel pairs ``(r, c) -> (r + dr, c + dc)`` inside the grid."""
-    h, w = shape
-    dr, dc = offset
-    idx = np.arange(h * w, dtype=np.int64).reshape(h, w)
-    c0, c1 = max(0, -dc), w - max(0, dc)
-    src = idx[0 : h - dr, c0:c1]
-    dst = idx[dr:h, c0 + dc : c1 + dc]
-    return src.ravel(), dst.ravel()
-
-
 def grid_edges(shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """List each unordered 8-neighbour pixel pair of a grid once.
 
@@ -118,23 +109,36 @@ def grid_edges(shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     is_diagonal : numpy.ndarray
         bool, True for diagonal neighbours.
     """
-    shape = _check_shape(shape)
-    parts_i, parts_j, parts_d = [], [], []
-    for off in NEIGHBOUR_OFFSETS:
-        a, b = _offset_pairs(shape, off)
-        parts_i.append(a)
-        parts_j.append(b)
-        parts_d.append(np.full(a.size, off[0] != 0 and off[1] != 0))
-    lo = np.concatenate(parts_i)
-    hi = np.concatenate(parts_j)
-    # for the (1, -1) direction the source index is still the smaller one (next row)
-    return lo, hi, np.concatenate(parts_d)
+    h, w = _check_shape(shape)
+    # (for the (1, -1) direction the source index is still the smaller one: next row)
+    return grid_edge_list(h, w, np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64))
 
 
-def _squared_differences(colours: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """``||c_i - c_j||^2`` for colour rows ``colours`` of shape ``(n, C)``."""
-    diff = colours[i] - colours[j]
-    return np.einsum("ec,ec->e", diff, diff)
+def edge_contrast(colours: np.ndarray) -> np.ndarray:
+    """``||c_i - c_j||^2`` of every 8-neighbour pair, in the order of :func:`grid_edges`.
+
+    Parameters
+    ----------
+    colours : numpy.ndarray
+        ``(H, W, C)`` float colours (see :func:`image_to_float`).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, one entry per edge.
+    """
+    return edge_squared_differences(np.ascontiguousarray(colours, dtype=np.float64),
+                                    np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64))
+
+
+def _beta_from_contrast(contrast: np.ndarray) -> float:
+    """``1 / (2 * mean)`` of the edges' squared contrasts, floored (see :func:`estimate_beta`)."""
+    if contrast.size == 0:
+        return 1.0 / (2.0 * _MIN_CONTRAST)
+    mean = float(contrast.mean())
+    beta = 1.0 / (2.0 * max(mean, _MIN_CONTRAST))
+    logger.debug("estimate_beta: mean squared contrast %.3g -> beta %.3g", mean, beta)
+    return beta
 
 
 def estimate_beta(image: np.ndarray) -> float:
@@ -153,15 +157,7 @@ def estimate_beta(image: np.ndarray) -> float:
     float
         The positive, finite beta.
     """
-    colours = image_to_float(image)
-    h, w, c = colours.shape
-    i, j, _ = grid_edges((h, w))
-    if i.size == 0:
-        return 1.0 / (2.0 * _MIN_CONTRAST)
-    mean = float(_squared_differences(colours.reshape(-1, c), i, j).mean())
-    beta = 1.0 / (2.0 * max(mean, _MIN_CONTRAST))
-    logger.debug("estimate_beta: mean squared contrast %.3g -> beta %.3g", mean, beta)
-    return beta
+    return _beta_from_contrast(edge_contrast(image_to_float(image)))
 
 
 @dataclass(frozen=True)
@@ -220,14 +216,16 @@ def build_grid_graph(
         If the image is invalid or beta is negative or not finite.
     """
     colours = image_to_float(image)
-    h, w, c = colours.shape
+    h, w, _ = colours.shape
+    contrast = edge_contrast(colours)  # (computed once for beta and the weights)
     if beta is None:
-        beta = estimate_beta(colours)
+        beta = _beta_from_contrast(contrast)
     beta = float(beta)
     if not np.isfinite(beta) or beta < 0:
         raise ValueError(f"beta must be finite and non-negative, got {beta}")
     i, j, diag = grid_edges((h, w))
-    weights = np.exp(-beta * _squared_differences(colours.reshape(-1, c), i, j))
+    contrast *= -beta
+    weights = np.exp(contrast, out=contrast)
     if diagonal_distance:
         weights[diag] /= np.sqrt(2.0)
     return GridGraph(shape=(h, w), i=i, j=j, weights=weights, beta=beta)

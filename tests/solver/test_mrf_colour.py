@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
+from scipy.stats import multivariate_normal
 
 from solver.mrf import GaussianMixtureModel, HistogramModel, fit_colour_models, unary_costs
 
@@ -70,3 +72,25 @@ def test_fit_colour_models_errors():
         fit_colour_models(image, strokes, 2, model="kde")
     with pytest.raises(ValueError, match="not fitted"):
         GaussianMixtureModel().neg_log_likelihood(np.zeros((1, 3)))
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_gmm_negative_log_density_is_the_mixture_density(channels):
+    rng = np.random.default_rng(4)
+    samples = np.clip(rng.normal(0.5, 0.15, (800, channels)), 0, 1)
+    gmm = GaussianMixtureModel(n_components=3).fit(samples, seed=1)
+    points = np.vstack([rng.random((50, channels)), np.full((1, channels), 40.0)])
+    density = sum(w * multivariate_normal(mu, cov).pdf(points)
+                  for w, mu, cov in zip(gmm.weights_, gmm.means_, gmm.covariances_))
+    nll = gmm.neg_log_likelihood(points)
+    np.testing.assert_allclose(nll[:-1], -np.log(density[:-1]), rtol=1e-10)
+    # far from every component the density underflows, the negative log of it does not
+    log_terms = [np.log(w) + multivariate_normal(mu, cov).logpdf(points[-1])
+                 for w, mu, cov in zip(gmm.weights_, gmm.means_, gmm.covariances_)]
+    assert nll[-1] == pytest.approx(-logsumexp(log_terms), rel=1e-10)
+
+
+def test_gmm_rejects_colours_with_other_channels():
+    gmm = GaussianMixtureModel(n_components=2).fit(np.random.default_rng(0).random((50, 3)))
+    with pytest.raises(ValueError, match="3 colour channels, got 1"):
+        gmm.neg_log_likelihood(np.zeros((4, 1)))

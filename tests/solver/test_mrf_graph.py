@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from solver.mrf import build_grid_graph, estimate_beta, grid_edges, image_to_float, laplacian
+from solver.mrf.graph import edge_contrast
 
 
 def _images():
@@ -98,3 +99,22 @@ def test_beta_constant_image_is_finite():
 def test_bad_beta(beta):
     with pytest.raises(ValueError, match="beta"):
         build_grid_graph(np.zeros((3, 3)), beta=beta)
+
+
+@pytest.mark.parametrize("shape", [(7, 9, 3), (6, 5, 1), (1, 4, 3), (4, 1, 3), (1, 1, 3), (2, 2, 1)])
+def test_edge_contrast_follows_grid_edges(shape):
+    colours = np.random.default_rng(3).random(shape)
+    i, j, _ = grid_edges(shape[:2])
+    flat = colours.reshape(-1, shape[2])
+    expected = ((flat[i] - flat[j]) ** 2).sum(axis=1)
+    np.testing.assert_allclose(edge_contrast(colours), expected, rtol=1e-15, atol=0)
+
+
+def test_grid_edges_order_is_direction_then_row_major():
+    i, j, _ = grid_edges((3, 4))
+    # east pairs first, row by row, then south, south-east, south-west
+    assert list(zip(i[:3].tolist(), j[:3].tolist())) == [(0, 1), (1, 2), (2, 3)]
+    assert (i[9], j[9]) == (0, 4)
+    assert (i[17], j[17]) == (0, 5)
+    assert (i[23], j[23]) == (1, 4)
+    assert len(i) == 29
