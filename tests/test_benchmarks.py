@@ -1,7 +1,10 @@
 """The Table 1 script's aggregation (the grid itself is exercised by `segapp bench` tests)."""
 
 import importlib.util
+import json
 from pathlib import Path
+
+import numpy as np
 
 spec = importlib.util.spec_from_file_location(
     "table1", Path(__file__).resolve().parents[1] / "benchmarks" / "table1.py")
@@ -91,3 +94,20 @@ def test_ablation_rejects_an_unknown_setting():
 
     with pytest.raises(SystemExit, match="no attribute"):
         _ablation().apply("solver.mrf.freeze.NO_SUCH_THING=1")
+
+
+_e2e_spec = importlib.util.spec_from_file_location(
+    "end_to_end", Path(__file__).resolve().parents[1] / "benchmarks" / "end_to_end.py")
+end_to_end = importlib.util.module_from_spec(_e2e_spec)
+_e2e_spec.loader.exec_module(end_to_end)
+
+
+def test_end_to_end_times_each_phase_of_a_small_photo(tmp_path):
+    assert end_to_end.main(["--megapixels", "0.05", "--backends", "cpu",
+                            "--out", str(tmp_path)]) == 0
+    (rec,) = json.loads((tmp_path / "end_to_end.json").read_text())
+    assert abs(rec["pixels"] - 50_000) < 500 and rec["backend"] == "cpu"
+    phases = rec["read_s"] + rec["build_s"] + rec["solve_s"] + rec["write_s"]
+    assert 0 < phases <= rec["total_s"] + 1e-9 and rec["peak_rss_mib"] > 50
+    assert rec["iterations"] > 0 and np.isfinite(rec["energy"])
+    assert "| 0.1M | cpu |" in (tmp_path / "end_to_end.md").read_text()
