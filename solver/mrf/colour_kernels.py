@@ -1,7 +1,8 @@
 """Compiled (numba) kernels for the per-pixel work of building an MRF from a photo: the GMM's
-negative log density of every pixel colour and the squared colour differences of every grid edge.
+negative log density of every pixel colour, the squared colour differences of every grid edge,
+and the edge list itself.
 
-Both are single passes that keep each pixel's few numbers in registers. numpy's versions build
+Each is a single pass that keep each pixel's few numbers in registers. numpy's versions build
 ``(G, m, C)`` and ``(edges, C)`` temporaries (a 12-megapixel photo: gigabytes of them, with
 their page faults) and batched triangular solves; they made the model build three quarters of
 the end-to-end time of ``segapp segment`` on a 3-megapixel photo.
@@ -65,6 +66,16 @@ def gmm_neg_log_likelihood(x, means, chol, log_norm):  # pragma: no cover
 
 
 @_jit
+def _edge_count(h, w, offsets):  # pragma: no cover
+    """Number of edges ``(r, c) -> (r + dr, c + dc)`` inside an ``h x w`` grid over ``offsets``."""
+    total = 0
+    for d in range(offsets.shape[0]):
+        dr, dc = offsets[d, 0], offsets[d, 1]
+        total += max(h - dr, 0) * max(w - abs(dc), 0)
+    return total
+
+
+@_jit
 def edge_squared_differences(colours, offsets):  # pragma: no cover
     """``||c_p - c_q||^2`` of every grid edge, in the order of :func:`solver.mrf.graph.grid_edges`.
 
@@ -72,11 +83,7 @@ def edge_squared_differences(colours, offsets):  # pragma: no cover
     offset in turn, the edges ``(r, c) -> (r + dr, c + dc)`` inside the grid, row by row.
     """
     h, w, ch = colours.shape
-    total = 0
-    for d in range(offsets.shape[0]):
-        dr, dc = offsets[d, 0], offsets[d, 1]
-        total += max(h - dr, 0) * max(w - abs(dc), 0)
-    out = np.empty(total)
+    out = np.empty(_edge_count(h, w, offsets))
     e = 0
     for d in range(offsets.shape[0]):
         dr, dc = offsets[d, 0], offsets[d, 1]
@@ -97,10 +104,7 @@ def grid_edge_list(h, w, offsets):  # pragma: no cover
     """The ends of every grid edge, ``(lo, hi)`` int64, and whether each is diagonal, in the order
     of :func:`edge_squared_differences` (numpy's version builds an index grid and concatenates
     slices of it per direction: five full copies)."""
-    total = 0
-    for d in range(offsets.shape[0]):
-        dr, dc = offsets[d, 0], offsets[d, 1]
-        total += max(h - dr, 0) * max(w - abs(dc), 0)
+    total = _edge_count(h, w, offsets)
     lo = np.empty(total, np.int64)
     hi = np.empty(total, np.int64)
     diagonal = np.empty(total, np.bool_)
