@@ -94,13 +94,17 @@ class GaussianMixtureModel:
         cov = np.einsum("gm,gmc,gmd->gcd", resp.T, diff, diff) / nk[:, None, None]
         self.covariances_ = cov + self.reg * np.eye(x.shape[1])[None]
 
+    def _cholesky(self) -> tuple[np.ndarray, np.ndarray]:
+        """The covariances' lower Cholesky factors ``(G, C, C)`` and log-determinants ``(G,)``."""
+        chol = np.linalg.cholesky(self.covariances_)
+        return chol, 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(1)
+
     def _component_log_prob(self, x: np.ndarray) -> np.ndarray:
         """``log(w_g N(x | mu_g, S_g))`` for every sample and component, ``(m, G)``."""
-        chol = np.linalg.cholesky(self.covariances_)  # (G, C, C)
+        chol, logdet = self._cholesky()
         diff = x[None, :, :] - self.means_[:, None, :]  # (G, m, C)
         sol = np.linalg.solve(chol, diff.transpose(0, 2, 1))  # (G, C, m)
         maha = (sol * sol).sum(1).T  # (m, G)
-        logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(1)
         c = x.shape[1]
         return np.log(self.weights_)[None] - 0.5 * (maha + logdet[None] + c * _LOG_2PI)
 
@@ -151,8 +155,7 @@ class GaussianMixtureModel:
         x = np.ascontiguousarray(as_samples(colours))
         if x.shape[1] != self.means_.shape[1]:
             raise ValueError(f"expected {self.means_.shape[1]} colour channels, got {x.shape[1]}")
-        chol = np.linalg.cholesky(self.covariances_)
-        logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(1)
+        chol, logdet = self._cholesky()
         log_norm = np.log(self.weights_) - 0.5 * (logdet + x.shape[1] * _LOG_2PI)
         # one compiled pass per pixel (the (G, m, C) numpy temporaries cost seconds per megapixel)
         return gmm_neg_log_likelihood(x, np.ascontiguousarray(self.means_),
