@@ -101,12 +101,12 @@ def edge_squared_differences(colours, offsets):  # pragma: no cover
 
 @_jit
 def grid_edge_list(h, w, offsets):  # pragma: no cover
-    """The ends of every grid edge, ``(lo, hi)`` int64, and whether each is diagonal, in the order
+    """The ends of every grid edge, ``(lo, hi)`` int32, and whether each is diagonal, in the order
     of :func:`edge_squared_differences` (numpy's version builds an index grid and concatenates
     slices of it per direction: five full copies)."""
     total = _edge_count(h, w, offsets)
-    lo = np.empty(total, np.int64)
-    hi = np.empty(total, np.int64)
+    lo = np.empty(total, np.int32)
+    hi = np.empty(total, np.int32)
     diagonal = np.empty(total, np.bool_)
     e = 0
     for d in range(offsets.shape[0]):

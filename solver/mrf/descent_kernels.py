@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 from .kernels import best_label
-from .region_kernels import _fuse, _list_proposable, _select, _unlist, fusion_scratch
+from .region_kernels import _fuse, _list_proposable, _select, _unlist, fusion_scratch, index_dtype
 from .stencil import best_label_stencil, degree, neighbour
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -27,8 +27,9 @@ def descent_scratch(n: int, k: int,
     """Work arrays for :func:`fuse_descents` on ``n`` pixels and ``k`` labels (left as found,
     so one set serves every snapshot); they begin with a :func:`fusion_scratch` set, ``fusion``
     if given (shared with the plain fusions, which leave it as found too)."""
-    return (*(fusion_scratch(n) if fusion is None else fusion), np.empty(n, np.int64),
-            np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.empty(n, np.int64), np.zeros(k))
+    ix = index_dtype(n)
+    return (*(fusion_scratch(n) if fusion is None else fusion), np.empty(n, ix),
+            np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.empty(n, ix), np.zeros(k))
 
 
 @_jit

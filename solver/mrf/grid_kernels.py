@@ -142,8 +142,8 @@ def coarsen_edges(i, j, w, shape, factor):  # pragma: no cover
         for s in range(4):
             if seen[b, s]:
                 m += 1
-    lo = np.empty(m, np.int64)
-    hi = np.empty(m, np.int64)
+    lo = np.empty(m, np.int32)
+    hi = np.empty(m, np.int32)
     weight = np.empty(m)
     q = 0
     for b in range(hc * wc):

@@ -383,6 +383,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
             lab, settled = settle_regions(problem, icm(problem, resplit, since=lab),
                                           icm_optimal=True, since=lab if settled else None,
                                           workspace=ws)
+        resplit = None  # (each step's proposal is dropped once taken: a photo's peak memory)
     if len(snapshots):
         snapshots = list(snapshots)  # built once for all rounds
     if DESCENTS and split and len(snapshots):
@@ -394,11 +395,13 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         if moved:
             lab, settled = settle_regions(problem, carved, icm_optimal=True,
                                           since=lab if settled else None, workspace=ws)
+        carved = None
     if EDGE_SNAP and split:
         snapped, moved = fuse_edge_snapped(problem, lab, workspace=ws)
         if moved:
             lab, settled = settle_regions(problem, snapped, icm_optimal=True,
                                           since=lab if settled else None, workspace=ws)
+        snapped = None
     if max_rounds is None:
         max_rounds = FINAL_FUSION_ROUNDS if split else COARSE_FUSION_ROUNDS
     for _ in range(max_rounds if len(snapshots) else 0):
@@ -406,6 +409,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                        workspace=ws)
         if moved == 0:
             break
-        lab, settled = settle_regions(problem, icm(problem, fused, since=lab), icm_optimal=True,
+        fused = icm(problem, fused, since=lab)
+        lab, settled = settle_regions(problem, fused, icm_optimal=True,
                                       since=lab if settled else None, workspace=ws)
+        fused = None
     return lab

@@ -303,3 +303,41 @@ def test_band_levels_polish_from_their_warm_start(monkeypatch):
         since = np.asarray(since).ravel()
         np.testing.assert_array_equal(icm(level, since, max_sweeps=1000).ravel(), since)
         assert (labels != since).mean() < 0.2  # ADMM moved only band pixels
+
+
+def test_the_final_polish_runs_with_no_coarser_level_left(monkeypatch):
+    """A photo's memory peak is the last level's polish: by then the coarser levels, their
+    block maps and the warm start have been dropped (by reference counting, not the collector)."""
+    import gc
+    import importlib
+    import weakref
+
+    from solver.mrf import multilevel
+
+    icm_module = importlib.import_module("solver.mrf.icm")
+    real_pyramid, real_polish = multilevel.pyramid, icm_module.polish_labels
+    coarse_refs, alive_at_final = [], []
+
+    def pyramid(problem, coarsest):
+        levels, blocks = real_pyramid(problem, coarsest)
+        roots = [b if b.base is None else b.base for b in blocks]  # (a block map is a ravel)
+        coarse_refs.extend(weakref.ref(x) for x in levels[1:] + roots)
+        return levels, blocks
+
+    def polish(level, labels, snapshots=(), max_rounds=None, **kwargs):
+        if kwargs.get("split", True):
+            alive_at_final.append(sum(r() is not None for r in coarse_refs))
+        return real_polish(level, labels, snapshots, max_rounds, **kwargs)
+
+    monkeypatch.setattr(multilevel, "pyramid", pyramid)
+    monkeypatch.setattr(icm_module, "polish_labels", polish)
+    monkeypatch.setattr(multilevel, "COARSEST", 500)
+    p, _ = _big_problem()
+    gc.collect()
+    gc.disable()
+    try:
+        solve_mrf(p, "admm", seed=0, coarse_to_fine=True)
+    finally:
+        gc.enable()
+    assert len(coarse_refs) >= 4  # two or more coarser levels, each with its block map
+    assert alive_at_final == [0]
