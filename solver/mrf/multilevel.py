@@ -75,7 +75,7 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
     unary = np.stack([np.bincount(block, weights=problem.unary[:, c], minlength=nc)
                       for c in range(k)], axis=1)
     g = problem.graph
-    lo, hi, weights, bad = coarsen_edges(np.asarray(g.i, np.int64), np.asarray(g.j, np.int64),
+    lo, hi, weights, bad = coarsen_edges(np.asarray(g.i, np.int32), np.asarray(g.j, np.int32),
                                          np.asarray(g.weights, np.float64),
                                          (int(problem.shape[0]), int(problem.shape[1])), factor)
     if bad:
@@ -258,7 +258,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     radius = BAND_RADIUS if radius is None else radius
     levels, blocks = pyramid(problem, coarsest)
     # levels, blocks and maps are dropped once the loop has passed them: at the last level's
-    # polish, a large photo's memory peak, none is left (3 MP: 2.2 -> 1.6 GB peak, with the
+    # polish, a large photo's memory peak, none is left (3 MP: 2.2 -> 1.6 GB peak with the
     # polish's int32 work arrays and graph ends)
     maps = _pixel_maps(blocks)
     history: list = []

@@ -45,6 +45,29 @@ def test_grid_edges_each_pair_once():
     np.testing.assert_array_equal(diag, (dr == 1) & (dc == 1))
 
 
+def test_a_graph_with_int64_ends_gives_the_same_laplacian_and_energy():
+    """The built graph's ends are int32 (half the memory); a caller's own int64 graph still
+    works, with the same matrix and energies."""
+    from dataclasses import replace
+
+    from solver.mrf import problem_from_unary
+
+    g = build_grid_graph(_images()["rgb_uint8"])
+    assert g.i.dtype == g.j.dtype == np.int32
+    wide = replace(g, i=g.i.astype(np.int64), j=g.j.astype(np.int64))
+    a, b = laplacian(g), laplacian(wide)
+    assert (a != b).nnz == 0
+    unary = np.random.default_rng(0).random((*g.shape, 3))
+    lab = np.random.default_rng(1).integers(1, 4, g.n)
+    p = problem_from_unary(np.zeros(g.shape), unary, lam=2.0)
+    assert replace(p, graph=g).energy(lab) == replace(p, graph=wide).energy(lab)
+
+
+def test_grid_edges_refuse_an_image_beyond_32_bit_indices():
+    with pytest.raises(ValueError, match="too large"):
+        grid_edges((2**16, 2**15))
+
+
 def test_grid_edges_single_row_and_pixel():
     assert len(grid_edges((1, 4))[0]) == 3
     assert len(grid_edges((1, 1))[0]) == 0
