@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .colour_kernels import edge_squared_differences, grid_edge_list
-from .grid_kernels import laplacian_csr
+from .grid_kernels import _is_grid_edge_list, grid_laplacian_csr, laplacian_csr
 
 __all__ = [
     "GridGraph",
@@ -260,10 +260,14 @@ def laplacian(graph: GridGraph) -> sp.csr_matrix:
     n = graph.n
     if 9 * n >= 2**31:
         raise ValueError(f"image too large for a 32-bit sparse index: {n} pixels")
-    indptr, indices, data, bad = laplacian_csr(np.asarray(graph.i, np.int32),
-                                               np.asarray(graph.j, np.int32),
-                                               np.asarray(graph.weights, np.float64),
-                                               (int(graph.shape[0]), int(graph.shape[1])))
-    if bad:
-        raise ValueError(f"{bad} edges of the graph are not 8-neighbour pixel pairs")
+    h, w = (int(s) for s in graph.shape)
+    weights = np.asarray(graph.weights, np.float64)
+    if _is_grid_edge_list(np.asarray(graph.i), np.asarray(graph.j), h, w):
+        # (every built grid graph: read the matrix straight from the weights, same values)
+        indptr, indices, data = grid_laplacian_csr(weights, h, w)
+    else:
+        indptr, indices, data, bad = laplacian_csr(np.asarray(graph.i, np.int32),
+                                                   np.asarray(graph.j, np.int32), weights, (h, w))
+        if bad:
+            raise ValueError(f"{bad} edges of the graph are not 8-neighbour pixel pairs")
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))

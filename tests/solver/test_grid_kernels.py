@@ -5,7 +5,13 @@ import pytest
 import scipy.sparse as sp
 
 from solver.mrf.graph import GridGraph, grid_edges, laplacian
-from solver.mrf.grid_kernels import coarsen_edges, laplacian_csr, potts_energy
+from solver.mrf.grid_kernels import (
+    _is_grid_edge_list,
+    coarsen_edges,
+    grid_laplacian_csr,
+    laplacian_csr,
+    potts_energy,
+)
 from solver.mrf.multilevel import block_index
 
 
@@ -36,6 +42,29 @@ def test_laplacian_csr_matches_scipy_with_repeats_and_missing_edges(shape):
     ref = _reference_laplacian(n, i, j, w)
     np.testing.assert_allclose(L.toarray(), ref.toarray(), atol=1e-12)
     assert L.nnz == (ref + sp.eye(n)).nnz  # no entry for a pair without an edge
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 5), (5, 1), (2, 2), (3, 4), (7, 3), (31, 40)])
+def test_grid_laplacian_is_bit_identical_to_the_general_kernel(shape):
+    """A built grid graph's Laplacian is read straight from its weights, with the same bits
+    (zero weights keep their entries) as the kernel that takes any edge list."""
+    h, w = shape
+    i, j, _ = grid_edges(shape)
+    rng = np.random.default_rng(h * 100 + w)
+    weights = rng.random(i.size) * 10.0 ** rng.integers(-8, 8, i.size)
+    weights[::5] = 0.0
+    assert _is_grid_edge_list(i, j, h, w)
+    general = laplacian_csr(i, j, weights, shape)[:3]
+    for got, want in zip(grid_laplacian_csr(weights, h, w), general):
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    if i.size > 1:  # any other order or list goes through the general kernel
+        assert not _is_grid_edge_list(i[::-1].copy(), j[::-1].copy(), h, w)
+        assert not _is_grid_edge_list(i[1:], j[1:], h, w)
+        shuffled = rng.permutation(i.size)
+        g = GridGraph(shape=shape, i=i[shuffled], j=j[shuffled], weights=weights[shuffled],
+                      beta=1.0)
+        want = laplacian(GridGraph(shape, i, j, weights, 1.0))
+        assert abs(laplacian(g) - want).max() <= 1e-12 * abs(want).max()  # (summed in another order)
 
 
 def test_laplacian_of_a_graph_with_a_non_neighbour_edge_is_refused():
