@@ -93,17 +93,23 @@ def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
         single free pixel can lower the energy by changing its label (unless ``max_sweeps`` ran out).
     """
     lab = kernels.zero_based(labels)
+    _icm_in_place(problem, lab, max_sweeps, None if since is None else kernels.zero_based(since))
+    return kernels.one_based(lab, problem.shape)
+
+
+def _icm_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 30,
+                  since: np.ndarray | None = None) -> None:
+    """:func:`icm` on ``(n,)`` int64 0-based labels, changed in place (``since`` 0-based too):
+    the region moves' rounds, which work on such labels, skip four conversions of the image."""
     movable = np.asarray(problem.hard).ravel() == 0
     graph = kernels.graph_arrays(problem)
     if since is None:
         active = movable.copy()
     else:
-        before = kernels.zero_based(since)
-        active = kernels.around_changes(graph[0], graph[1], lab, before, movable)
+        active = kernels.around_changes(graph[0], graph[1], lab, since, movable)
     moves = kernels.icm_sweeps(*graph, problem.unary, 2.0 * problem.lam, lab, movable, active,
                                problem.shape[1], max_sweeps)
     log.debug("ICM: %d moves", moves)
-    return kernels.one_based(lab, problem.shape)
 
 
 def _move_regions(problem: MRFProblem, lab: np.ndarray, mask: np.ndarray, a: int,
@@ -232,10 +238,10 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
     previous = None if since is None else kernels.zero_based(since)
     moved_total, settled = 0, False
     for _ in range(max_rounds):
-        before = lab + 1 if icm_optimal else None
         near = (None if previous is None
                 else kernels.around_changes(indptr, indices, lab, previous, everywhere))
-        previous = lab.copy()
+        previous = lab.copy()  # (this round's start: also the ICM fixed point for the ICM below)
+        before = previous if icm_optimal else None
         moved = 0
         for a in range(k):
             moved += _move_regions(problem, lab, lab == a, a, hard, near, cap, scratch)
@@ -247,7 +253,7 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
         if moved == 0:
             settled = True
             break
-        lab = kernels.zero_based(icm(problem, lab + 1, since=before))
+        _icm_in_place(problem, lab, since=before)
         icm_optimal = True
     log.debug("region moves: %d regions moved", moved_total)
     return kernels.one_based(lab, (h, w)), settled
