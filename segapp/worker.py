@@ -4,6 +4,11 @@ A :class:`SolveWorker` lives in a ``QThread``; it emits throttled frames of the
 continuous solution, batches of per-iteration records, and the outcome. Cancel
 sets a flag that the solver callback returns, so the solve stops at the next
 iteration and still returns the best labels so far.
+
+Frames are live views, not results: at most :data:`FRAME_MAX_SIDE` pixels a side (a
+photo's frame is its ``[::s, ::s]``, made for those pixels alone), and a new one only once
+the window has shown the last (:meth:`SolveWorker.frame_shown`). Full-size frames of a
+12 MP photo, queued faster than the window could draw them, took the app past 20 GB.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from PyQt6.QtCore import QObject, QThread, pyqtSignal, pyqtSlot
 log = logging.getLogger(__name__)
 
 FRAME_INTERVAL = 1.0 / 10.0   # at most ~10 frames a second
+FRAME_MAX_SIDE = 1600         # live frames' longest side (the result itself is full size)
 RECORD_INTERVAL = 1.0 / 10.0  # energy batches (and plot redraws) at most ~10 times a second
 
 
@@ -79,6 +85,12 @@ class SolveWorker(QObject):
         self._batch: list[Record] = []
         self._last_frame = 0.0
         self._last_batch = 0.0
+        self._frame_free = threading.Event()  # set: the window has shown the last frame
+        self._frame_free.set()
+
+    def frame_shown(self) -> None:
+        """The window has drawn the last frame: the next may come (thread-safe)."""
+        self._frame_free.set()
 
     def cancel(self) -> None:
         """Ask the solve to stop at its next iteration (thread-safe)."""
@@ -101,10 +113,11 @@ class SolveWorker(QObject):
         if now - self._last_batch >= RECORD_INTERVAL or last:
             self._flush()
             self._last_batch = now
-        if now - self._last_frame >= FRAME_INTERVAL or last:
+        if (now - self._last_frame >= FRAME_INTERVAL and self._frame_free.is_set()) or last:
             self._last_frame = now
             try:
-                probs = np.asarray(state.probabilities(), np.float32)
+                probs = np.asarray(state.probabilities(max_side=FRAME_MAX_SIDE), np.float32)
+                self._frame_free.clear()
                 self.frame.emit(rec.iteration, probs)
             except Exception:  # noqa: BLE001 - a frame is optional
                 log.exception("could not get probabilities")
@@ -263,7 +276,8 @@ class SolveController(QObject):
     @pyqtSlot(int, object)
     def _on_frame(self, iteration: int, probs: Any) -> None:
         if self._current():
-            self.frame.emit(iteration, probs)
+            self.frame.emit(iteration, probs)  # (drawn by the time emit returns: same thread)
+            self._worker.frame_shown()
 
     @pyqtSlot(object)
     def _on_records(self, batch: Any) -> None:

@@ -76,13 +76,27 @@ class MRFIterationState:
     rho = property(lambda self: self.inner.record.rho)
     max_iter = property(lambda self: self.max_iter_total or self.inner.max_iter)
 
-    def probabilities(self) -> np.ndarray:
-        """Per-pixel label weights of the continuous iterate, ``(H, W, K)`` float32 on the host."""
-        probs = self.solver.probabilities(self.solver.backend.to_numpy(self.inner.x))
-        if self.pixel_map is None:
-            return probs
-        k = probs.shape[-1]
-        return probs.reshape(-1, k)[self.pixel_map].reshape(*self.shape, k)
+    def probabilities(self, max_side: int | None = None) -> np.ndarray:
+        """Per-pixel label weights of the continuous iterate, ``(H, W, K)`` float32 on the host.
+
+        Parameters
+        ----------
+        max_side : int, optional
+            Only every ``s``-th row and column, ``s = ceil(max(H, W) / max_side)``: the image's
+            ``[::s, ::s]``, made for those pixels alone (a live view of a 12 MP photo need not
+            pay for 12 M pixels each frame). None: every pixel.
+        """
+        x = self.solver.backend.to_numpy(self.inner.x)
+        shape = self.shape if self.pixel_map is not None else self.solver.problem.shape
+        h, w = (int(v) for v in shape)
+        step = 1 if max_side is None else max(1, -(-max(h, w) // max(1, int(max_side))))
+        if step == 1 and self.pixel_map is None:
+            return self.solver.probabilities(x)
+        pixels = (np.arange(0, h, step)[:, None] * w + np.arange(0, w, step)[None, :]).ravel()
+        if self.pixel_map is not None:
+            pixels = self.pixel_map[pixels]
+        k = self.solver.problem.k
+        return self.solver.probabilities_at(x, pixels).reshape(-(-h // step), -(-w // step), k)
 
     def request_stop(self) -> None:
         """Stop after this iteration."""
@@ -267,6 +281,21 @@ class MRFADMM:
         out[np.flatnonzero(fixed), self._fixed_labels[fixed] - 1] = 1.0
         out[self.free] = self.free_weights(x_free)
         return out.reshape(*p.shape, p.k)
+
+    def probabilities_at(self, x_free: np.ndarray, pixels: np.ndarray) -> np.ndarray:
+        """``(m, K)`` float32 label weights of ``pixels`` (flat indices into this solver's
+        problem) from a host vector over the free variables: :meth:`probabilities` at those
+        pixels, without making them for the rest."""
+        k = self.problem.k
+        pixels = np.asarray(pixels).ravel()
+        out = np.zeros((pixels.size, k), dtype=np.float32)
+        hard = self._fixed_labels[pixels]
+        fixed = hard > 0
+        out[np.flatnonzero(fixed), hard[fixed] - 1] = 1.0
+        rows = np.searchsorted(self.free, pixels[~fixed])  # (free: sorted, every other pixel)
+        per_pixel = np.asarray(x_free).reshape(self.free.size, -1)
+        out[~fixed] = self.free_weights(per_pixel[rows].ravel())
+        return out
 
     def labels(self, x_free: np.ndarray) -> np.ndarray:
         """Labels ``(H, W)`` int32 from a (binary or continuous) host vector over free variables:

@@ -66,7 +66,9 @@ class _State:
         self.rho = 1.0
         self.calls = 0
 
-    def probabilities(self):
+    def probabilities(self, max_side=None):
+        self.calls += 1
+        self.max_side = max_side
         return np.zeros((4, 4, 2), np.float32)
 
 
@@ -74,7 +76,7 @@ def test_worker_callback_throttles_and_cancels(qtbot):
     from segapp.worker import SolveJob, SolveWorker
     w = SolveWorker(SolveJob(np.zeros((4, 4)), np.zeros((4, 4)), None))
     frames, batches = [], []
-    w.frame.connect(lambda i, p: frames.append(i))
+    w.frame.connect(lambda i, p: (frames.append(i), w.frame_shown()))
     w.records.connect(lambda b: batches.append(b))
     n = 500
     for it in range(1, n + 1):
@@ -83,6 +85,30 @@ def test_worker_callback_throttles_and_cancels(qtbot):
     assert 1 <= len(frames) < 50 and frames[-1] == n
     w.cancel()
     assert w._callback(_State(1, n)) is True
+
+
+def test_worker_sends_no_frame_until_the_last_is_shown(qtbot, monkeypatch):
+    """A window slower than the solver gets one frame at a time (and always the last one), each
+    asked for at the live size: queued full-size frames of a 12 MP photo exhausted memory."""
+    from segapp import worker as worker_module
+    from segapp.worker import SolveJob, SolveWorker
+
+    monkeypatch.setattr(worker_module, "FRAME_INTERVAL", 0.0)
+    w = SolveWorker(SolveJob(np.zeros((4, 4)), np.zeros((4, 4)), None))
+    frames = []
+    w.frame.connect(lambda i, p: frames.append(i))  # received, never shown
+    states = [_State(it, 50) for it in range(1, 51)]
+    for st in states[:10]:
+        w._callback(st)
+    assert frames == [1]
+    assert [st.calls for st in states[:3]] == [1, 0, 0]  # no frame made while one is pending
+    assert states[0].max_side == worker_module.FRAME_MAX_SIDE
+    w.frame_shown()
+    for st in states[10:49]:
+        w._callback(st)
+    assert frames == [1, 11]
+    w._callback(states[49])  # the last iteration's frame goes out regardless
+    assert frames == [1, 11, 50]
 
 
 def test_energy_plot_frames_the_rounded_curve_not_the_soft_phases(qtbot):

@@ -341,3 +341,23 @@ def test_the_final_polish_runs_with_no_coarser_level_left(monkeypatch):
         gc.enable()
     assert len(coarse_refs) >= 4  # two or more coarser levels, each with its block map
     assert alive_at_final == [0]
+
+
+@pytest.mark.parametrize(("k", "coarse_to_fine"), [(2, True), (3, True), (3, False)])
+def test_a_subsampled_frame_is_the_full_frame_subsampled(k, coarse_to_fine):
+    """``probabilities(max_side)`` (a live view's frame) is the full frame's ``[::s, ::s]`` at
+    every iteration: coarse levels (through the pixel map), early-fixed pieces, fixed pixels."""
+    p, _ = _big_problem(k=k, hard=True)
+    checked = []
+
+    def check(state):
+        full = state.probabilities()
+        for side in (7, 40, max(p.shape), 10_000):
+            step = -(-max(p.shape) // side) if side < max(p.shape) else 1
+            np.testing.assert_array_equal(state.probabilities(max_side=side),
+                                          full[::step, ::step])
+        checked.append(state.level)
+
+    solve_mrf(p, "admm", seed=0, coarse_to_fine=coarse_to_fine, callback=check)
+    assert len(checked) > 20
+    assert (max(checked) > 0) == coarse_to_fine
