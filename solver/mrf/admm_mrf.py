@@ -283,9 +283,20 @@ class MRFADMM:
         return out.reshape(*p.shape, p.k)
 
     def probabilities_at(self, x_free: np.ndarray, pixels: np.ndarray) -> np.ndarray:
-        """``(m, K)`` float32 label weights of ``pixels`` (flat indices into this solver's
-        problem) from a host vector over the free variables: :meth:`probabilities` at those
-        pixels, without making them for the rest."""
+        """:meth:`probabilities` at some pixels only, without making them for the rest.
+
+        Parameters
+        ----------
+        x_free : numpy.ndarray
+            Host vector over the free variables (as for :meth:`probabilities`).
+        pixels : numpy.ndarray
+            Flat pixel indices into this solver's problem.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(len(pixels), K)`` float32 label weights.
+        """
         k = self.problem.k
         pixels = np.asarray(pixels).ravel()
         out = np.zeros((pixels.size, k), dtype=np.float32)
