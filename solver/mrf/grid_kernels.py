@@ -169,31 +169,33 @@ def grid_laplacian_csr(w, h, width):  # pragma: no cover
             p = r * width + c
             up, left, right, down = r > 0, c > 0, c + 1 < width, r + 1 < h
             lo_sum, hi_sum = 0.0, 0.0
-            # upper-end edges (p the higher index), listed first in column order: NW, N, NE, W
+            # upper-end edges (p the higher index), listed first in column order: NW, N, NE, W;
+            # their sum in edge order: W, N, NW, NE
+            v_nw = w[b_se + (r - 1) * we + c - 1] if up and left else 0.0
+            v_n = w[b_s + (r - 1) * width + c] if up else 0.0
+            v_ne = w[b_sw + (r - 1) * we + c] if up and right else 0.0
+            v_w = w[r * we + c - 1] if left else 0.0
             if up and left:
-                v = w[b_se + (r - 1) * we + c - 1]
                 indices[q] = p - width - 1
-                data[q] = -(0.0 + v)
+                data[q] = -(0.0 + v_nw)
                 q += 1
             if up:
-                v_n = w[b_s + (r - 1) * width + c]
                 indices[q] = p - width
                 data[q] = -(0.0 + v_n)
                 q += 1
             if up and right:
-                v_ne = w[b_sw + (r - 1) * we + c]
                 indices[q] = p - width + 1
                 data[q] = -(0.0 + v_ne)
                 q += 1
             if left:
-                hi_sum += w[r * we + c - 1]  # (the sums in edge order: W, N, NW, NE)
+                hi_sum += v_w
                 indices[q] = p - 1
-                data[q] = -(0.0 + w[r * we + c - 1])
+                data[q] = -(0.0 + v_w)
                 q += 1
             if up:
                 hi_sum += v_n
             if up and left:
-                hi_sum += w[b_se + (r - 1) * we + c - 1]
+                hi_sum += v_nw
             if up and right:
                 hi_sum += v_ne
             diag = q
