@@ -11,6 +11,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .colour_kernels import _edge_count
+
 _jit = numba.njit(cache=True, nogil=True)
 
 
@@ -124,17 +126,20 @@ def laplacian_csr(i, j, w, shape):  # pragma: no cover
     return indptr, indices, data, bad
 
 
+#: The edge order :func:`grid_laplacian_csr` reads its weights in (that of
+#: :func:`solver.mrf.graph.grid_edges`): east, south, south-east, then south-west, row by row.
+_GRID_ORDER = np.array(((0, 1), (1, 0), (1, 1), (1, -1)), dtype=np.int64)
+
+
 @_jit
 def _is_grid_edge_list(i, j, h, width):  # pragma: no cover
-    """Whether ``(i, j)`` is exactly :func:`solver.mrf.graph.grid_edges`' list for an
-    ``h x width`` grid: east, south, south-east, then south-west edges, each row by row."""
-    m = 0
-    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-        m += max(h - dr, 0) * max(width - abs(dc), 0)
+    """Whether ``(i, j)`` is exactly the ``h x width`` grid's edge list in :data:`_GRID_ORDER`."""
+    m = _edge_count(h, width, _GRID_ORDER)
     if i.size != m or j.size != m:
         return False
     e = 0
-    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+    for d in range(_GRID_ORDER.shape[0]):
+        dr, dc = _GRID_ORDER[d, 0], _GRID_ORDER[d, 1]
         c0, c1 = max(0, -dc), width - max(0, dc)
         for r in range(h - dr):
             for c in range(c0, c1):
