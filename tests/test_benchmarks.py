@@ -111,3 +111,34 @@ def test_end_to_end_times_each_phase_of_a_small_photo(tmp_path):
     assert 0 < phases <= rec["total_s"] + 1e-9 and rec["peak_rss_mib"] > 50
     assert rec["iterations"] > 0 and np.isfinite(rec["energy"])
     assert "| 0.1M | cpu |" in (tmp_path / "end_to_end.md").read_text()
+
+
+_GPU_SESSION = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_session.sh"
+
+
+def _gpu_session(step, out, **env):
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    env = {**os.environ, "PY": sys.executable, "OUT": str(out), **env}
+    return subprocess.run(["bash", str(_GPU_SESSION), step], env=env, capture_output=True,
+                          text=True, check=False, timeout=300)
+
+
+def test_gpu_session_table_step_runs_the_k2_grid_with_a_gpu_column_where_usable(tmp_path):
+    from solver import gpu_available  # noqa: PLC0415
+
+    res = _gpu_session("table", tmp_path, SIZES="300", RUNS="1")
+    assert res.returncode == 0, res.stderr
+    recs = json.loads((tmp_path / "table1_k2.json").read_text())
+    recs = recs["records"] if isinstance(recs, dict) else recs
+    methods = {r["method"] for r in recs}
+    assert methods == {"mincut", "admm-cpu"} | ({"admm-gpu"} if gpu_available() else set())
+    assert (tmp_path / "table1_k2.md").exists() and (tmp_path / "table1_k2.png").exists()
+
+
+def test_gpu_session_rejects_an_unknown_step(tmp_path):
+    res = _gpu_session("benchmark-everything", tmp_path)
+    assert res.returncode == 2
+    assert "unknown step 'benchmark-everything'" in res.stderr
