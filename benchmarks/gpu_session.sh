@@ -10,10 +10,9 @@
 #
 # Results go to $OUT (default benchmarks/results/gpu): gpu.txt, tests.log, table1_k2.{json,md,png},
 # end_to_end.{json,md}. The machine has numpy, scipy, numba, OpenCV, matplotlib, pytest and
-# CuPy but no PyMaxflow and no package index, so carry a wheel of it in .whl (it is installed
-# from there when present). Prepare that here, once:
+# CuPy but no PyMaxflow and no package index, so carry a wheel of it in .whl (git-ignored; it is
+# installed from there when present). Fetch it on a machine with an index, once:
 #
-#   echo /.whl/ >> .git/info/exclude
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #       --implementation cp --platform manylinux2014_x86_64 -d .whl PyMaxflow==1.3.2
 #
