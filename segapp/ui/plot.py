@@ -42,7 +42,10 @@ class EnergyPlot(QWidget):
         self.ref_line = pg.InfiniteLine(angle=0, movable=False,
                                         pen=pg.mkPen(C_REF, width=1.5, style=Qt.PenStyle.DashLine),
                                         label="reference",
-                                        labelOpts={"color": C_REF, "position": 0.15})
+                                        # the label's left edge near the view's left: a
+                                        # centred label of a 7-digit energy ran off the plot
+                                        labelOpts={"color": C_REF, "position": 0.03,
+                                                   "anchors": [(0, 0), (0, 1)]})
         self.ref_line.hide()
         self.energy.addItem(self.ref_line, ignoreBounds=False)
         self.marker = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(200, 200, 200, 120))

@@ -136,3 +136,29 @@ def test_energy_plot_frames_the_rounded_curve_not_the_soft_phases(qtbot):
     assert lo <= -348_449.0 and hi >= -300_500.0          # the answer and the curve are in view
     assert lo >= -348_449.0 - 1.2 * span                  # the soft phases do not flatten it
     assert hi - lo < 4 * span
+
+
+def test_energy_plot_reference_label_stays_inside_the_plot(qtbot):
+    """The reference line's label ("reference -1.09867e+06") is drawn whole inside the energy
+    plot's view box, however wide the axis labels make the view."""
+    from types import SimpleNamespace
+
+    from segapp.ui.plot import EnergyPlot
+
+    plot = EnergyPlot()
+    qtbot.addWidget(plot)
+    plot.resize(400, 420)
+    plot.show()
+    qtbot.waitExposed(plot)
+    records = [SimpleNamespace(iteration=it, energy_continuous=-1.2e6 + 100.0 * it,
+                               energy_rounded=-1.0e6 - 200.0 * it, residual_box=0.1,
+                               residual_sphere=0.1) for it in range(1, 361)]
+    plot.set_history(records, reference=-1.09867e6)
+    qtbot.wait(50)
+    label = plot.ref_line.label
+    assert label.isVisible() and "-1.09867e+06" in label.toPlainText()
+    view = plot.energy.getViewBox()
+    box = view.mapRectToScene(view.boundingRect())
+    text = label.mapRectToScene(label.boundingRect())
+    assert text.width() > 0
+    assert box.left() <= text.left() and text.right() <= box.right()
