@@ -361,3 +361,57 @@ def test_a_subsampled_frame_is_the_full_frame_subsampled(k, coarse_to_fine):
     solve_mrf(p, "admm", seed=0, coarse_to_fine=coarse_to_fine, callback=check)
     assert len(checked) > 20
     assert (max(checked) > 0) == coarse_to_fine
+
+
+def test_warm_start_fusion_takes_every_region_where_the_warm_start_is_better():
+    """Fused with the global optimum, a settled labelling reaches the optimum's energy: the
+    regions where they differ never touch, so each region's energy change is exact and
+    independent, and none of them can be positive (the optimum would be improvable)."""
+    from solver.mrf.icm import polish_labels
+    from solver.mrf.multilevel import _fuse_warm_start
+
+    image, _, strokes = shapes_image(seed=3, k=2, size=40, noise=0.3)
+    p = build_problem(image, strokes, 2, lam=4.0)
+    opt = solve_mrf(p, "mincut").labels
+    rng = np.random.default_rng(0)
+    settled = polish_labels(p, rng.integers(1, 3, size=p.shape))
+    assert p.energy(settled) > p.energy(opt) + 1.0  # a labelling the fusion can improve
+    fused = _fuse_warm_start(p, settled, opt)
+    assert p.energy(fused) == pytest.approx(p.energy(opt), abs=1e-9)
+    # nothing to take from a worse warm start: the labels come back as they were
+    np.testing.assert_array_equal(_fuse_warm_start(p, opt, settled), opt)
+
+
+def test_band_levels_fuse_with_their_warm_start(monkeypatch):
+    """Each band level's polished labels are fused with that level's warm start, the labelling
+    its polish was told to start from; the coarsest level has none."""
+    import importlib
+
+    from solver.mrf import multilevel
+
+    icm_module = importlib.import_module("solver.mrf.icm")
+    real_polish, real_fuse = icm_module.polish_labels, multilevel._fuse_warm_start
+    starts, fused = [], []
+
+    def polish(level, labels, snapshots=(), max_rounds=None, **kwargs):
+        starts.append(kwargs.get("since"))
+        return real_polish(level, labels, snapshots, max_rounds, **kwargs)
+
+    def fuse(level, labels, up):
+        out = real_fuse(level, labels, up)
+        assert level.energy(out) <= level.energy(labels) + 1e-9
+        fused.append(up)
+        return out
+
+    monkeypatch.setattr(icm_module, "polish_labels", polish)
+    monkeypatch.setattr(multilevel, "_fuse_warm_start", fuse)
+    p, _ = _big_problem()
+    solve_mrf(p, "admm", seed=0)
+    assert len(starts) >= 2 and starts[0] is None
+    assert len(fused) == len(starts) - 1
+    assert all(f is s for f, s in zip(fused, starts[1:]))
+    fused.clear()
+    starts.clear()
+    monkeypatch.setattr(multilevel, "WARM_FUSION", False)
+    solve_mrf(p, "admm", seed=0)
+    assert len(starts) >= 2 and not fused
