@@ -101,8 +101,10 @@ def run_grid(sizes: list[int], methods: list[str], runs: int, k: int,
     """
     from solver.mrf import build_problem, warm_up  # noqa: PLC0415
 
-    # compile the CPU kernels first, as a C++ yardstick comes compiled (a one-off per process)
-    print(f"compiling the CPU kernels: {warm_up(k):.1f} s", file=sys.stderr, flush=True)
+    # compile the kernels first, as a C++ yardstick comes compiled (a one-off per process)
+    gpu = "admm-gpu" in methods
+    print(f"compiling the {'CPU and GPU' if gpu else 'CPU'} kernels: {warm_up(k, gpu):.1f} s",
+          file=sys.stderr, flush=True)
     records: list[dict[str, Any]] = []
     total = len(sizes) * len(methods) * runs
     for n in sizes:

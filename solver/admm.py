@@ -371,7 +371,8 @@ class LpBoxADMM:
                 step = step_fn(x, z1, z2, y1, y2, y3, rho, rc)
                 x, z1, z2, xr = step.x, step.z1, step.z2, step.xr
                 r1, r2, cres = step.residuals(self.fixed_norm_sq)
-                obj_r = rounded_quad(xr) + step.bxr + self.constant
+                quad_r = rounded_quad(xr) if step.quad_r is None else step.quad_r
+                obj_r = quad_r + step.bxr + self.constant
                 viol, cg_its = step.violation, step.cg_iterations
                 obj_x = step.quad + step.bx + self.constant
             else:

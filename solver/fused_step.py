@@ -12,56 +12,13 @@ the CG (the rest is the snapshots and the rounded objective's update).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import cpu_kernels, fused_kernels
+from . import cpu_kernels, fused_kernels, gpu_step
 from .qp import RESIDUAL_REFRESH, GenericSystem, LinearOperatorPair, OneHotKronSystem
-
-
-@dataclass
-class StepResult:
-    """What one fused iteration gives the ADMM loop.
-
-    Attributes
-    ----------
-    x, z1, z2, xr : numpy.ndarray
-        The new iterate, its box and sphere projections, and its rounding (one-hot per group, or
-        at 1/2).
-    quad, bx, bxr : float
-        ``x' A x``, ``b'x`` and ``b'xr``.
-    d1, d2, xx, r3sq, dsq : float
-        ``||x - z1||^2``, ``||x - z2||^2``, ``||x||^2``, ``||C1 x - d||^2`` and ``||d||^2`` (the
-        last two 0 without constraints).
-    violation : float
-        ``max |C1 xr - d|`` (0 without constraints).
-    cg_iterations : int
-    """
-
-    x: np.ndarray
-    z1: np.ndarray
-    z2: np.ndarray
-    xr: np.ndarray
-    quad: float
-    bx: float
-    bxr: float
-    d1: float
-    d2: float
-    xx: float
-    r3sq: float
-    dsq: float
-    violation: float
-    cg_iterations: int
-
-    def residuals(self, fixed_norm_sq: float) -> tuple[float, float, float]:
-        """``(r1, r2, r3)``: the box and sphere residuals relative to ``max(||x||, 1)``
-        (counting eliminated variables' ``fixed_norm_sq``) and the constraint residual relative
-        to ``max(||d||, 1)``, as the generic loop measures them."""
-        xnorm = max(math.sqrt(self.xx + fixed_norm_sq), 1.0)
-        return (math.sqrt(self.d1) / xnorm, math.sqrt(self.d2) / xnorm,
-                math.sqrt(self.r3sq) / max(math.sqrt(self.dsq), 1.0))
+from .result import StepResult
 
 
 class _Step:
@@ -157,7 +114,7 @@ def fused_step(system: Any, b: Any, eq: LinearOperatorPair | None, ineq: Any, ba
                simplex_groups: int | None, gamma: float, tol: float,
                maxiter: int) -> _Step | None:
     """The fused iteration for a run with these parts, or None where only the generic loop
-    applies (GPU, inequality constraints, simplex groups, other systems).
+    applies (inequality constraints, simplex groups, other systems, K > 2 on a GPU).
 
     Parameters
     ----------
@@ -168,9 +125,13 @@ def fused_step(system: Any, b: Any, eq: LinearOperatorPair | None, ineq: Any, ba
 
     Returns
     -------
-    OneHotStep, PlainStep or None
+    OneHotStep, PlainStep, solver.gpu_step.GPUPlainStep or None
     """
-    if backend.is_gpu or ineq is not None or simplex_groups is not None:
+    if ineq is not None or simplex_groups is not None:
+        return None
+    if backend.is_gpu:
+        if eq is None and isinstance(system, GenericSystem) and gpu_step.applies(system, backend):
+            return gpu_step.GPUPlainStep(system, b, backend, gamma, tol, maxiter)
         return None
     if (isinstance(system, OneHotKronSystem) and system._compiled is not None
             and eq is not None and eq.group_size and system.k == eq.group_size):

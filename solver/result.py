@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,3 +151,50 @@ class ADMMResult:
     def pcg_iterations(self) -> int:
         """Total conjugate-gradient iterations over the solve."""
         return sum(r.pcg_iterations for r in self.history)
+
+
+@dataclass
+class StepResult:
+    """What one fused iteration gives the ADMM loop.
+
+    Attributes
+    ----------
+    x, z1, z2, xr : array
+        The new iterate, its box and sphere projections, and its rounding (one-hot per group, or
+        at 1/2).
+    quad, bx, bxr : float
+        ``x' A x``, ``b'x`` and ``b'xr``.
+    d1, d2, xx, r3sq, dsq : float
+        ``||x - z1||^2``, ``||x - z2||^2``, ``||x||^2``, ``||C1 x - d||^2`` and ``||d||^2`` (the
+        last two 0 without constraints).
+    violation : float
+        ``max |C1 xr - d|`` (0 without constraints).
+    cg_iterations : int
+    quad_r : float or None
+        ``xr' A xr`` where the step computed it (the GPU step, which has no host copy of ``xr``
+        to update the CPU's running value from); None: the loop takes it from ``xr``.
+    """
+
+    x: np.ndarray
+    z1: np.ndarray
+    z2: np.ndarray
+    xr: np.ndarray
+    quad: float
+    bx: float
+    bxr: float
+    d1: float
+    d2: float
+    xx: float
+    r3sq: float
+    dsq: float
+    violation: float
+    cg_iterations: int
+    quad_r: float | None = None
+
+    def residuals(self, fixed_norm_sq: float) -> tuple[float, float, float]:
+        """``(r1, r2, r3)``: the box and sphere residuals relative to ``max(||x||, 1)``
+        (counting eliminated variables' ``fixed_norm_sq``) and the constraint residual relative
+        to ``max(||d||, 1)``, as the generic loop measures them."""
+        xnorm = max(math.sqrt(self.xx + fixed_norm_sq), 1.0)
+        return (math.sqrt(self.d1) / xnorm, math.sqrt(self.d2) / xnorm,
+                math.sqrt(self.r3sq) / max(math.sqrt(self.dsq), 1.0))

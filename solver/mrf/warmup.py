@@ -15,13 +15,16 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 
-def warm_up(max_labels: int = 3) -> float:
+def warm_up(max_labels: int = 3, gpu: bool = False) -> float:
     """Solve tiny problems with K = 2 .. ``max_labels`` so every CPU kernel is compiled.
 
     Parameters
     ----------
     max_labels : int
         Largest K to prepare (K = 2 and K > 2 use different kernels).
+    gpu : bool
+        Also solve them on the GPU, which compiles :mod:`solver.gpu_step`'s CUDA kernels and
+        starts CuPy's libraries (about a second in a fresh process). Needs a usable GPU.
 
     Returns
     -------
@@ -41,8 +44,10 @@ def warm_up(max_labels: int = 3) -> float:
             strokes[c, :] = c + 1
         problem = build_problem(img, strokes, k)
         res = solve_mrf(problem, "admm", seed=0)
+        if gpu:
+            solve_mrf(problem, "admm", backend="gpu", seed=0)
         coarsen(problem)
         undecided_band(problem, res.labels)
     elapsed = time.perf_counter() - t0
-    log.info("CPU kernels ready in %.2f s", elapsed)
+    log.info("%s kernels ready in %.2f s", "CPU and GPU" if gpu else "CPU", elapsed)
     return elapsed

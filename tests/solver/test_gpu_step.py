@@ -1,0 +1,85 @@
+"""The GPU's fused K = 2 iteration (solver.gpu_step) gives the CPU's iterates.
+
+CUDA kernels cannot run without a GPU, so these tests skip where none is usable (CI); the
+other solver tests' "gpu" backend runs every K = 2 solve through this step where one is.
+"""
+
+import numpy as np
+import pytest
+
+import solver.admm as admm_module
+from solver import gpu_available
+from solver.fused_step import fused_step
+from solver.gpu_step import GPUPlainStep, applies
+from solver.mrf import MRFADMM, solve_mrf
+from solver.mrf.multilevel import slow_schedule
+
+from ._mrf_helpers import random_problem
+
+pytestmark = pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")
+
+
+def _history(res):
+    return np.array([[h.objective, h.objective_rounded, h.residual_box, h.residual_sphere,
+                      h.rho, h.pcg_iterations] for h in res.history])
+
+
+def _problem(seed=2):
+    return random_problem((40, 44), 2, seed=seed, hard_fraction=0.05)
+
+
+def test_the_gpu_takes_the_fused_step():
+    a = MRFADMM(_problem(), "gpu").admm
+    assert applies(a.system, a.backend)
+    step = fused_step(a.system, a.b, a.eq, None, a.backend, None, 1.0, 1e-4, 10)
+    assert isinstance(step, GPUPlainStep)
+
+
+@pytest.mark.parametrize("maxiter", [1, 7, 30])
+def test_one_step_equals_the_cpu_step(maxiter):
+    """From the same state: x, z1, z2, xr, the duals, the sums and the CG count."""
+    p = _problem()
+    cpu, gpu = MRFADMM(p, "cpu").admm, MRFADMM(p, "gpu").admm
+    xp = gpu.backend.xp
+    rng = np.random.default_rng(1)
+    n = cpu.n
+    x, z1, z2 = rng.random(n), rng.random(n), rng.random(n)
+    y1, y2 = rng.normal(size=n), rng.normal(size=n)
+    rho = 0.7
+    steps = [fused_step(a.system, a.b, None, None, a.backend, None, 1.0, 1e-6, maxiter)
+             for a in (cpu, gpu)]
+    dev = [xp.asarray(v) for v in (x, z1, z2, y1, y2)]
+    host = [v.copy() for v in (x, z1, z2, y1, y2)]
+    want = steps[0](*host[:3], host[3], host[4], None, rho, 0.0)
+    got = steps[1](*dev[:3], dev[3], dev[4], None, rho, 0.0)
+    assert got.cg_iterations == want.cg_iterations
+    for name in ("x", "z1", "z2", "xr"):
+        np.testing.assert_allclose(xp.asnumpy(getattr(got, name)), getattr(want, name),
+                                   rtol=0, atol=1e-10, err_msg=name)
+    np.testing.assert_allclose(xp.asnumpy(dev[3]), host[3], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(xp.asnumpy(dev[4]), host[4], rtol=0, atol=1e-10)
+    for name in ("quad", "bx", "bxr", "d1", "d2", "xx"):
+        assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-10, abs=1e-10), name
+    xr = want.xr
+    assert got.quad_r == pytest.approx(float(xr @ (cpu.system._A @ xr)), rel=1e-12, abs=1e-9)
+
+
+def test_a_whole_run_follows_the_cpu():
+    """Many iterations (the CPU reuses its last residual; the GPU recomputes it, so the two
+    differ in rounding only) and the same best labelling."""
+    p = _problem(seed=3)
+    runs = [MRFADMM(p, be, slow_schedule(None, 2)).admm for be in ("cpu", "gpu")]
+    res = [a.run(x0=np.full(a.n, 0.5)) for a in runs]
+    assert res[1].iterations == res[0].iterations > 50
+    np.testing.assert_allclose(_history(res[1]), _history(res[0]), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(res[1].x, res[0].x)
+
+
+def test_gpu_solve_matches_the_generic_gpu_loop(monkeypatch):
+    """The fused step and CuPy's generic loop reach the same energy on the whole pipeline."""
+    p = _problem(seed=4)
+    energies = []
+    for fused in (True, False):
+        monkeypatch.setattr(admm_module, "FUSED_STEPS", fused)
+        energies.append(solve_mrf(p, "admm", backend="gpu", seed=0).energy)
+    assert energies[0] == pytest.approx(energies[1], rel=1e-9)
