@@ -6,7 +6,8 @@ either the MRF's K > 2 form (:class:`solver.qp.OneHotKronSystem` with
 matrix, no constraints: K = 2). An iteration is then a right-hand-side pass, the CG and one pass
 after it (:mod:`solver.fused_kernels`) instead of a dozen numpy and kernel calls, with the same
 iterates as the generic loop. Cameraman K = 3 at n = 1e5: 570 → 350 µs per iteration outside
-the CG (the rest is the snapshots and the rounded objective's update).
+the CG (the rest is the snapshots and the rounded objective's update). On a GPU the same two
+forms take :mod:`solver.gpu_step`'s CUDA kernels.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def fused_step(system: Any, b: Any, eq: LinearOperatorPair | None, ineq: Any, ba
                simplex_groups: int | None, gamma: float, tol: float,
                maxiter: int) -> _Step | None:
     """The fused iteration for a run with these parts, or None where only the generic loop
-    applies (inequality constraints, simplex groups, other systems, K > 2 on a GPU).
+    applies (inequality constraints, simplex groups, other systems; on a GPU, CuPy's own arrays).
 
     Parameters
     ----------
@@ -125,13 +126,20 @@ def fused_step(system: Any, b: Any, eq: LinearOperatorPair | None, ineq: Any, ba
 
     Returns
     -------
-    OneHotStep, PlainStep, solver.gpu_step.GPUPlainStep or None
+    OneHotStep, PlainStep, solver.gpu_step.GPUPlainStep, solver.gpu_step.GPUOneHotStep or None
     """
     if ineq is not None or simplex_groups is not None:
         return None
     if backend.is_gpu:
-        if eq is None and isinstance(system, GenericSystem) and gpu_step.applies(system, backend):
-            return gpu_step.GPUPlainStep(system, b, backend, gamma, tol, maxiter)
+        if isinstance(system, GenericSystem) and eq is None and gpu_step.applies(system._A,
+                                                                                 backend):
+            return gpu_step.GPUPlainStep(system._A, system._diag2, b, backend, gamma, tol,
+                                         maxiter)
+        if (isinstance(system, OneHotKronSystem) and eq is not None
+                and eq.group_size == system.k and system.k <= gpu_step.KMAX
+                and gpu_step.applies(system._L, backend)):
+            return gpu_step.GPUOneHotStep(system._L, system._diag2, b, eq.d, system.k, backend,
+                                          gamma, tol, maxiter)
         return None
     if (isinstance(system, OneHotKronSystem) and system._compiled is not None
             and eq is not None and eq.group_size and system.k == eq.group_size):
