@@ -5,10 +5,11 @@
 #
 # check  the GPU and CuPy as Python sees them, then the solver tests on every backend (the real
 #        "gpu" one included: it skips only where no GPU is usable)
-# table  the Table 1 grid for K = 2 (min-cut, ADMM on the CPU and on the GPU; LP left out)
+# table  the Table 1 grid for K (default 2): the yardstick (min-cut, or alpha-expansion for K > 2)
+#        and ADMM on the CPU and on the GPU; LP left out
 # e2e    a photo end to end on the GPU and on the CPU (benchmarks/end_to_end.py)
 #
-# Results go to $OUT (default benchmarks/results/gpu): gpu.txt, tests.log, table1_k2.{json,md,png},
+# Results go to $OUT (default benchmarks/results/gpu): gpu.txt, tests.log, table1_kK.{json,md,png},
 # end_to_end.{json,md}. The machine has numpy, scipy, numba, OpenCV, matplotlib, pytest and
 # CuPy but no PyMaxflow and no package index, so carry a wheel of it in .whl (git-ignored; it is
 # installed from there when present). Fetch it on a machine with an index, once:
@@ -16,8 +17,9 @@
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #       --implementation cp --platform manylinux2014_x86_64 -d .whl PyMaxflow==1.3.2
 #
-# and run each step with .whl carried. Overrides: PY (interpreter, default python3), SIZES
-# (table's sizes, default 1e4,1e5,5e5), RUNS (default 5), MEGAPIXELS (default 1,24).
+# and run each step with .whl carried. Overrides: PY (interpreter, default python3), K (table's
+# labels, default 2), SIZES (table's sizes, default 1e4,1e5,5e5), RUNS (default 5), MEGAPIXELS
+# (default 1,24).
 set -euo pipefail
 
 step=${1:-all}
@@ -26,6 +28,7 @@ PY=${PY:-python3}
 OUT=${OUT:-benchmarks/results/gpu}
 SIZES=${SIZES:-1e4,1e5,5e5}
 RUNS=${RUNS:-5}
+K=${K:-2}
 MEGAPIXELS=${MEGAPIXELS:-1,24}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -52,8 +55,10 @@ print('numpy', numpy.__version__, 'numba', numba.__version__, 'GPU usable:', gpu
 }
 
 table() {
-    "$PY" benchmarks/table1.py --k 2 --sizes "$SIZES" --runs "$RUNS" \
-        --methods "mincut,admm-cpu$(gpu_methods)" --out "$OUT"
+    local yardstick=expansion
+    [ "$K" = 2 ] && yardstick=mincut
+    "$PY" benchmarks/table1.py --k "$K" --sizes "$SIZES" --runs "$RUNS" \
+        --methods "$yardstick,admm-cpu$(gpu_methods)" --out "$OUT"
 }
 
 e2e() {

@@ -136,6 +136,13 @@ def test_gpu_session_table_step_runs_the_k2_grid_with_a_gpu_column_where_usable(
     assert (tmp_path / "table1_k2.md").exists() and (tmp_path / "table1_k2.png").exists()
 
 
+def test_gpu_session_table_step_takes_alpha_expansion_as_the_yardstick_for_k3(tmp_path):
+    res = _gpu_session("table", tmp_path, SIZES="1000", RUNS="1", K="3")
+    assert res.returncode == 0, res.stderr
+    methods = {r["method"] for r in json.loads((tmp_path / "table1_k3.json").read_text())}
+    assert {"expansion", "admm-cpu"} <= methods and "mincut" not in methods
+
+
 def test_gpu_session_rejects_an_unknown_step(tmp_path):
     res = _gpu_session("benchmark-everything", tmp_path)
     assert res.returncode == 2
