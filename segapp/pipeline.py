@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from solver import GPUUnavailableError, get_backend
-from solver.mrf import DEFAULT_LAMBDA, MRFIterationState, MRFProblem, build_problem, solve_mrf
+from solver.mrf import (DEFAULT_LAMBDA, MRFIterationState, MRFProblem, auto_backend, build_problem,
+                        solve_mrf)
 from solver.result import IterationRecord
 
 log = logging.getLogger(__name__)
@@ -122,10 +123,15 @@ class SegmentationOutcome:
         return (self.energy - self.reference_energy) / abs(self.reference_energy)
 
 
-def resolve_backend(name: str, warnings: list[str]) -> str:
-    """The backend that will actually run: "gpu" without a GPU becomes "cpu" with a warning."""
+def resolve_backend(name: str, warnings: list[str], n: int | None = None,
+                    k: int | None = None) -> str:
+    """The backend that will actually run: "gpu" without a GPU becomes "cpu" with a warning;
+    "auto" for a problem of ``n`` pixels and ``k`` labels is :func:`solver.mrf.auto_backend`'s
+    choice (the GPU only where it is faster)."""
     if name == "cpu":
         return "cpu"
+    if name == "auto" and n is not None and k is not None:
+        return auto_backend(n, k)
     try:
         return get_backend(name).name
     except GPUUnavailableError as exc:
@@ -192,7 +198,7 @@ def run_segmentation(
         ref = solve_mrf(problem, ref_method)
         ref_labels, ref_energy, ref_time = ref.labels, ref.energy, ref.time_s
     if params.solver == "admm":
-        backend = resolve_backend(params.backend, warnings)
+        backend = resolve_backend(params.backend, warnings, problem.n, problem.k)
         if x0 is not None and np.size(x0) != problem.n * problem.k:
             log.info("warm start ignored: it has %d entries, the problem needs %d",
                      np.size(x0), problem.n * problem.k)

@@ -34,8 +34,10 @@ __all__ = [
     "unary_costs",
 ]
 
-from .admm_mrf import METHODS, MRFADMM, MRFIterationState, MRFResult, solve_mrf  # noqa: E402
+from .admm_mrf import (METHODS, MRFADMM, MRFIterationState, MRFResult, auto_backend,  # noqa: E402
+                       solve_mrf)
 from .icm import icm  # noqa: E402
 from .warmup import warm_up  # noqa: E402
 
-__all__ += ["METHODS", "MRFADMM", "MRFIterationState", "MRFResult", "icm", "solve_mrf", "warm_up"]
+__all__ += ["METHODS", "MRFADMM", "MRFIterationState", "MRFResult", "auto_backend", "icm", "solve_mrf",
+            "warm_up"]
