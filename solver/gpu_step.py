@@ -186,7 +186,17 @@ __global__ void cg_c(int n, const double* R, const double* minv, double* P, cons
 
 // Post sums at S + off: 0 x'Ax times a_scale (plain) or x'(L (x) I)x (one-hot),
 // 1 |x + y2/rho - 1/2|^2, 2 |x|^2, 3 b'x, 4 b'xr, 5 xr'A xr, then post_b's 6 |x - z1|^2,
-// 7 |x - z2|^2, and one-hot's 8 |C1 x - d|^2, 9 |d|^2.
+// 7 |x - z2|^2, and one-hot's 8 |C1 x - d|^2, 9 |d|^2. This adds the first six.
+__device__ void post_sums(double* S, double quad, double s, double xx, double bx, double bxr,
+                          double qr) {
+    block_add(quad, S);
+    block_add(s, S + 1);
+    block_add(xx, S + 2);
+    block_add(bx, S + 3);
+    block_add(bxr, S + 4);
+    block_add(qr, S + 5);
+}
+
 __global__ void post_a(int n, const int* ptr, const int* idx, const double* val, double shift,
                        double rho, const double* X, const double* B, const double* R,
                        const double* y2, const double* b, double* xr, double* S, int off) {
@@ -207,13 +217,7 @@ __global__ void post_a(int n, const int* ptr, const int* idx, const double* val,
             xr[i] = 0.0;
         }
     }
-    S += off;
-    block_add(quad, S);
-    block_add(s, S + 1);
-    block_add(xx, S + 2);
-    block_add(bx, S + 3);
-    block_add(bxr, S + 4);
-    block_add(qr, S + 5);
+    post_sums(S + off, quad, s, xx, bx, bxr, qr);
 }
 
 // pixel j's entries x_j from the directions (u + w_c, the last u - sum w_c), into v[0..k-1]
@@ -274,15 +278,9 @@ __global__ void oh_post_a(int n, int k, const int* ptr, const int* idx, const do
         r3sq = r3 * r3;
         dsq = d[i] * d[i];
     }
-    S += off;
-    block_add(quad, S);
-    block_add(s, S + 1);
-    block_add(xx, S + 2);
-    block_add(bx, S + 3);
-    block_add(bxr, S + 4);
-    block_add(qr, S + 5);
-    block_add(r3sq, S + 8);
-    block_add(dsq, S + 9);
+    post_sums(S + off, quad, s, xx, bx, bxr, qr);
+    block_add(r3sq, S + off + 8);
+    block_add(dsq, S + off + 9);
 }
 
 // box and sphere projections and the dual steps over all `size` entries of x (read from xin)
