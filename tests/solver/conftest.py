@@ -13,9 +13,10 @@ from solver.backend import Backend
 def _host_gpu() -> Backend:
     """A backend that takes the GPU code paths (``is_gpu``) with numpy and scipy arrays.
 
-    No GPU has been lent to this project so far, so the CuPy branches (numpy PCG instead of
-    the compiled kernels, unfused ADMM steps, transfers) would otherwise never run in CI; this
-    runs their logic on the host. CuPy's own API is covered only by the real "gpu" backend.
+    CI has no GPU, so the GPU branches (numpy PCG instead of the compiled kernels, unfused ADMM
+    steps, transfers) would otherwise never run there; this runs their logic on the host. CuPy's
+    own API and the CUDA kernels of solver.gpu_step are covered only by the real "gpu" backend
+    (all solver tests passed on a lent H100 in session 21).
     """
     xp = types.ModuleType("numpy_as_cupy")
     xp.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
