@@ -373,7 +373,7 @@ class _GPUStep:
         self._k = {name: mod.get_function(name) for name in (
             "plain_b", "oh_split", "resid", "cg_a", "cg_b", "cg_c", "post_a", "oh_post_a",
             "post_b")}
-        blocks = (self.n + BLOCK - 1) // BLOCK
+        blocks = max(1, (self.n + BLOCK - 1) // BLOCK)  # a grid of no blocks is a CUDA error
         self._grid1, self._grid2 = (blocks,), (blocks, self.cols)
 
     def _launch(self, name: str, grid: tuple, *args: Any) -> None:
@@ -399,7 +399,7 @@ class _GPUStep:
 
     def _post_b(self, xin: Any, y1: Any, y2: Any, rho: float, x: Any, z1: Any, z2: Any) -> None:
         size = int(x.size)
-        grid = ((size + BLOCK - 1) // BLOCK,)
+        grid = (max(1, (size + BLOCK - 1) // BLOCK),)
         self._launch("post_b", grid, np.int32(size), xin, y1, y2, np.float64(rho),
                      np.float64(self.gamma), x, z1, z2, self.S, np.int32(self.off))
 
