@@ -49,7 +49,9 @@ def image_to_float(image: np.ndarray) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        Array of shape ``(H, W, C)`` with ``C`` equal to 1 or 3, dtype float64.
+        Read-only array of shape ``(H, W, C)`` with ``C`` equal to 1 or 3, dtype float64: a new
+        one, except that a read-only float64 image (such as one this function returned) is
+        returned as is (or as a view without its alpha channel).
 
     Raises
     ------
@@ -80,11 +82,15 @@ def image_to_float(image: np.ndarray) -> np.ndarray:
     elif arr.dtype == np.bool_:
         out = arr.astype(np.float64)
     elif np.issubdtype(arr.dtype, np.floating):
-        out = arr.astype(np.float64)
+        # a read-only float64 array (this function's own output, passed on by build_problem to
+        # the colour models, unaries and graph) is used as is: no 8-byte-a-channel copy each time
+        keep = arr.dtype == np.float64 and not arr.flags.writeable
+        out = arr if keep else arr.astype(np.float64)
         if not np.all(np.isfinite(out)):
             raise ValueError("image contains NaN or infinite values")
     else:
         raise ValueError(f"unsupported image dtype {arr.dtype} (use uint8, uint16 or float)")
+    out.flags.writeable = False
     return out
 
 

@@ -141,3 +141,15 @@ def test_grid_edges_order_is_direction_then_row_major():
     assert (i[17], j[17]) == (0, 5)
     assert (i[23], j[23]) == (1, 4)
     assert len(i) == 29
+
+
+def test_image_to_float_passes_its_own_output_on_without_a_copy():
+    raw = np.random.default_rng(0).random((5, 6, 3))
+    first = image_to_float(raw)
+    assert first is not raw and not first.flags.writeable and raw.flags.writeable
+    assert image_to_float(first) is first  # build_problem's helpers reuse it
+    bad = first.copy()
+    bad[0, 0, 0] = np.nan
+    bad.flags.writeable = False
+    with pytest.raises(ValueError, match="NaN"):
+        image_to_float(bad)
