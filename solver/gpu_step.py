@@ -2,10 +2,10 @@
 
 The generic loop runs an iteration as some fifty CuPy calls, a dozen of which copy a scalar back
 to the host (each CG dot product), so on a lent H100 it took 7 s for the 5e5-pixel cameraman
-against the CPU's 0.83 s: the GPU waited on Python. Here an iteration is 27 kernel launches and
-one copy back, for the plain form (K = 2, :class:`GPUPlainStep`) and the one-hot one (K > 2,
-:class:`GPUOneHotStep`, the label directions of :class:`solver.qp.OneHotKronSystem` as the CG's
-columns, one row of blocks each):
+against the CPU's 0.83 s: the GPU waited on Python. Here an iteration is 26 kernel launches
+(K = 2; 14 for K > 2, whose CG cap is 3) and one copy back, for the plain form (K = 2,
+:class:`GPUPlainStep`) and the one-hot one (K > 2, :class:`GPUOneHotStep`, the label directions
+of :class:`solver.qp.OneHotKronSystem` as the CG's columns, one row of blocks each):
 
 * ``plain_b`` or ``oh_split``: the right-hand side ``rho (z1 + z2) - b - y1 - y2`` (plus
   ``C1'(rc d - y3)`` for one-hot) and the warm start (the last ``x``), split into directions;
@@ -237,7 +237,7 @@ __device__ __forceinline__ int first_max(const double* v, int k) {
     return best;
 }
 
-#define KMAX 16
+#define KMAX @KMAX@
 __global__ void oh_post_a(int n, int k, const int* ptr, const int* idx, const double* val,
                           double shift0, double shift1, double rho, double rc_step,
                           const double* X, const double* B, const double* R, const double* y2,
@@ -310,6 +310,7 @@ __global__ void post_b(int size, const double* xin, double* y1, double* y2, doub
 
 #: Largest K the one-hot kernels take (their per-pixel arrays are on the stack).
 KMAX = 16
+_SOURCE = _SOURCE.replace("@KMAX@", str(KMAX))
 
 _MODULES: dict[int, Any] = {}  # compiled once per device
 
