@@ -123,14 +123,13 @@ class SegmentationOutcome:
         return (self.energy - self.reference_energy) / abs(self.reference_energy)
 
 
-def resolve_backend(name: str, warnings: list[str], n: int | None = None,
-                    k: int | None = None) -> str:
+def resolve_backend(name: str, warnings: list[str], n: int, k: int) -> str:
     """The backend that will actually run: "gpu" without a GPU becomes "cpu" with a warning;
     "auto" for a problem of ``n`` pixels and ``k`` labels is :func:`solver.mrf.auto_backend`'s
     choice (the GPU only where it is faster)."""
     if name == "cpu":
         return "cpu"
-    if name == "auto" and n is not None and k is not None:
+    if name == "auto":
         return auto_backend(n, k)
     try:
         return get_backend(name).name

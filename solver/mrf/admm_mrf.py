@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..admm import ADMMParams, ADMMState, LpBoxADMM
-from ..backend import Backend, get_backend, gpu_available
+from ..backend import Backend, get_backend
 from ..qp import GenericSystem, OneHotKronSystem, onehot_operator, problem_scale
 from ..result import ADMMResult, IterationRecord, IterationState
 from . import freeze, kernels, multilevel
@@ -471,14 +471,15 @@ def auto_backend(n: int, k: int) -> str:
     Returns
     -------
     str
-        ``"gpu"`` when a GPU is usable and the problem is large enough for it to be faster
-        (:data:`AUTO_GPU_PIXELS`), else ``"cpu"``.
+        ``"cpu"`` for a problem too small for a GPU to be faster (:data:`AUTO_GPU_PIXELS`),
+        else :func:`solver.backend.get_backend`'s ``"auto"`` choice (the GPU when one is usable;
+        it logs why not).
     """
     least = AUTO_GPU_PIXELS[2 if k == 2 else "multi"]
     if n < least:
         log.info("backend 'auto': the CPU (%d pixels, K = %d: a GPU pays from %d)", n, k, least)
         return "cpu"
-    return "gpu" if gpu_available() else "cpu"
+    return get_backend("auto").name
 
 
 def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu",

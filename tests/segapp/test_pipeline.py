@@ -1,10 +1,16 @@
+"""segapp.pipeline's choice of backend."""
+
+import numpy as np
+import scipy.sparse as sp
+
+import solver.backend as backend_module
+from segapp.pipeline import resolve_backend
+from solver.backend import Backend
 
 
 def test_auto_backend_of_a_small_image_is_the_cpu_even_with_a_gpu(monkeypatch):
-    import solver.mrf.admm_mrf as admm_mrf  # noqa: PLC0415
-    from segapp.pipeline import resolve_backend  # noqa: PLC0415
-
-    monkeypatch.setattr(admm_mrf, "gpu_available", lambda: True)
+    monkeypatch.setattr(backend_module, "_load_gpu", lambda: Backend("gpu", np, sp))
     warnings: list[str] = []
     assert resolve_backend("auto", warnings, n=10_000, k=2) == "cpu"
+    assert resolve_backend("auto", warnings, n=2_000_000, k=2) == "gpu"
     assert warnings == []

@@ -4,8 +4,11 @@ import gc
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from solver.mrf import MRFADMM, build_problem, icm, solve_mrf
+import solver.backend as backend_module
+from solver.backend import Backend, GPUUnavailableError
+from solver.mrf import MRFADMM, auto_backend, build_problem, icm, solve_mrf
 
 from ._mrf_helpers import brute_force, perturbed_fixed_point, random_problem, shapes_image
 
@@ -451,21 +454,26 @@ def test_label_weights_are_the_clipped_iterate_over_its_sum_in_float32(k):
     np.testing.assert_allclose(got[4:].sum(axis=1), 1.0, rtol=1e-5)
 
 
-def test_auto_backend_takes_the_gpu_only_where_it_pays(monkeypatch):
-    import solver.mrf.admm_mrf as admm_mrf  # noqa: PLC0415
+def _fake_gpu(monkeypatch, usable=True):
+    """Make solver.backend see a usable GPU (numpy standing in for CuPy), or none."""
+    def load():
+        if not usable:
+            raise GPUUnavailableError("no usable GPU: none in this test")
+        return Backend("gpu", np, sp)
+    monkeypatch.setattr(backend_module, "_load_gpu", load)
 
-    monkeypatch.setattr(admm_mrf, "gpu_available", lambda: True)
-    assert admm_mrf.auto_backend(10_000, 2) == "cpu"  # K = 2 is launch-bound on a GPU
-    assert admm_mrf.auto_backend(2_000_000, 2) == "gpu"
-    assert admm_mrf.auto_backend(1_000, 3) == "cpu"
-    assert admm_mrf.auto_backend(50_000, 4) == "gpu"
-    monkeypatch.setattr(admm_mrf, "gpu_available", lambda: False)
-    assert admm_mrf.auto_backend(2_000_000, 2) == "cpu"
+
+def test_auto_backend_takes_the_gpu_only_where_it_pays(monkeypatch):
+    _fake_gpu(monkeypatch)
+    assert auto_backend(10_000, 2) == "cpu"  # K = 2 is launch-bound on a GPU
+    assert auto_backend(2_000_000, 2) == "gpu"
+    assert auto_backend(1_000, 3) == "cpu"
+    assert auto_backend(50_000, 4) == "gpu"
+    _fake_gpu(monkeypatch, usable=False)
+    assert auto_backend(2_000_000, 2) == "cpu"
 
 
 def test_auto_solve_of_a_small_problem_runs_on_the_cpu_even_with_a_gpu(monkeypatch):
-    import solver.mrf.admm_mrf as admm_mrf  # noqa: PLC0415
-
-    monkeypatch.setattr(admm_mrf, "gpu_available", lambda: True)
+    _fake_gpu(monkeypatch)
     res = solve_mrf(random_problem((12, 12), 3, seed=1), "admm", backend="auto", seed=0)
     assert res.backend == "cpu"
