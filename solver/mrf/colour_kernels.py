@@ -16,13 +16,20 @@ import numba
 import numpy as np
 
 _jit = numba.njit(cache=True, nogil=True)
+#: The per-pixel passes of a photo's build run on numba's threads (``NUMBA_NUM_THREADS``, all
+#: cores by default): one long loop per call, unlike ADMM's thousands of short ones (see
+#: "Threads" in the README), with each pixel's arithmetic independent of the split.
+_pjit = numba.njit(cache=True, nogil=True, parallel=True)
+
+#: Rows (or pixels) per block of a threaded pass.
+BLOCK = 4096
 
 #: Terms of a log-sum-exp this far below the largest are left out (exp(-40) is below half an
 #: ulp of 1, the largest term's share).
 _NEGLIGIBLE = -40.0
 
 
-@_jit
+@_pjit
 def gmm_neg_log_likelihood(x, means, chol, log_norm):  # pragma: no cover
     """``-log sum_g exp(log_norm[g] - |chol[g]^-1 (x_i - means[g])|^2 / 2)`` for every row ``x_i``.
 
@@ -34,34 +41,37 @@ def gmm_neg_log_likelihood(x, means, chol, log_norm):  # pragma: no cover
     log_norm : (G,) ``log w_g - (log det S_g + C log 2 pi) / 2``.
 
     The Mahalanobis distance is a forward substitution per component; the sum over components
-    is taken relative to the largest term (no overflow, no underflow to -inf).
+    is taken relative to the largest term (no overflow, no underflow to -inf). Blocks of
+    :data:`BLOCK` rows run on numba's threads; each row's arithmetic is the same whichever
+    thread takes it, so the result does not depend on the number of threads.
     """
     m, c = x.shape
     g_count = means.shape[0]
     out = np.empty(m)
-    y = np.empty(c)
-    terms = np.empty(g_count)
-    for i in range(m):
-        top = -np.inf
-        for g in range(g_count):
-            maha = 0.0
-            for a in range(c):
-                s = x[i, a] - means[g, a]
-                for b in range(a):
-                    s -= chol[g, a, b] * y[b]
-                y[a] = s / chol[g, a, a]
-                maha += y[a] * y[a]
-            t = log_norm[g] - 0.5 * maha
-            terms[g] = t
-            top = max(top, t)
-        total = 0.0
-        for g in range(g_count):
-            # a term below exp(-40) changes a sum that holds 1 (the top term) by at most an ulp
-            # (3 MP photo: 19 of 3e6 pixels, by one ulp), and most pixels are far from most
-            # components: 0.8x the time
-            if terms[g] - top > _NEGLIGIBLE:
-                total += math.exp(terms[g] - top)
-        out[i] = -(top + math.log(total))
+    for blk in numba.prange((m + BLOCK - 1) // BLOCK):
+        y = np.empty(c)
+        terms = np.empty(g_count)
+        for i in range(blk * BLOCK, min(m, (blk + 1) * BLOCK)):
+            top = -np.inf
+            for g in range(g_count):
+                maha = 0.0
+                for a in range(c):
+                    s = x[i, a] - means[g, a]
+                    for b in range(a):
+                        s -= chol[g, a, b] * y[b]
+                    y[a] = s / chol[g, a, a]
+                    maha += y[a] * y[a]
+                t = log_norm[g] - 0.5 * maha
+                terms[g] = t
+                top = max(top, t)
+            total = 0.0
+            for g in range(g_count):
+                # a term below exp(-40) changes a sum that holds 1 (the top term) by at most an
+                # ulp (3 MP photo: 19 of 3e6 pixels, by one ulp), and most pixels are far from
+                # most components: 0.8x the time
+                if terms[g] - top > _NEGLIGIBLE:
+                    total += math.exp(terms[g] - top)
+            out[i] = -(top + math.log(total))
     return out
 
 
@@ -76,30 +86,60 @@ def _edge_count(h, w, offsets):  # pragma: no cover
 
 
 @_jit
+def _row_blocks(h, w, offsets):  # pragma: no cover
+    """For the threaded edge passes: ``(rows, first)``, the edge rows of each offset (prefix
+    sums, length D + 1) and the index of each offset's first edge (length D), in the order of
+    :func:`edge_squared_differences`."""
+    count = offsets.shape[0]
+    rows = np.zeros(count + 1, np.int64)
+    first = np.zeros(count, np.int64)
+    e = 0
+    for d in range(count):
+        dr, dc = offsets[d, 0], offsets[d, 1]
+        nr = max(h - dr, 0)
+        rows[d + 1] = rows[d] + nr
+        first[d] = e
+        e += nr * max(w - abs(dc), 0)
+    return rows, first
+
+
+@_jit
+def _edge_row(rows, first, offsets, w, t):  # pragma: no cover
+    """Edge row ``t`` of :func:`_row_blocks`: ``(dr, dc, r, c0, c1, e)``, the offset, the image
+    row, the columns it spans and the index of its first edge."""
+    d = 0
+    while rows[d + 1] <= t:
+        d += 1
+    dr, dc = offsets[d, 0], offsets[d, 1]
+    r = t - rows[d]
+    c0, c1 = max(0, -dc), w - max(0, dc)
+    return dr, dc, r, c0, c1, first[d] + r * (c1 - c0)
+
+
+@_pjit
 def edge_squared_differences(colours, offsets):  # pragma: no cover
     """``||c_p - c_q||^2`` of every grid edge, in the order of :func:`solver.mrf.graph.grid_edges`.
 
     ``colours`` is ``(H, W, C)``; ``offsets`` is ``(D, 2)`` ``(dr, dc)`` with ``dr >= 0``. For each
-    offset in turn, the edges ``(r, c) -> (r + dr, c + dc)`` inside the grid, row by row.
+    offset in turn, the edges ``(r, c) -> (r + dr, c + dc)`` inside the grid, row by row (the
+    rows on numba's threads).
     """
     h, w, ch = colours.shape
     out = np.empty(_edge_count(h, w, offsets))
-    e = 0
-    for d in range(offsets.shape[0]):
-        dr, dc = offsets[d, 0], offsets[d, 1]
-        c0, c1 = max(0, -dc), w - max(0, dc)
-        for r in range(h - dr):
-            for col in range(c0, c1):
-                s = 0.0
-                for a in range(ch):
-                    diff = colours[r, col, a] - colours[r + dr, col + dc, a]
-                    s += diff * diff
-                out[e] = s
-                e += 1
+    rows, first = _row_blocks(h, w, offsets)
+    for t in numba.prange(rows[-1]):
+        dr, dc, r, c0, c1, e = _edge_row(rows, first, offsets, w, t)
+        for col in range(c0, c1):
+            s = 0.0
+            for a in range(ch):
+                diff = colours[r, col, a] - colours[r + dr, col + dc, a]
+                s += diff * diff
+            out[e] = s
+            e += 1
     return out
 
 
-@_jit
+@_pjit
 def grid_edge_list(h, w, offsets):  # pragma: no cover
     """The ends of every grid edge, ``(lo, hi)`` int32, and whether each is diagonal, in the order
     of :func:`edge_squared_differences` (numpy's version builds an index grid and concatenates
@@ -108,15 +148,30 @@ def grid_edge_list(h, w, offsets):  # pragma: no cover
     lo = np.empty(total, np.int32)
     hi = np.empty(total, np.int32)
     diagonal = np.empty(total, np.bool_)
-    e = 0
-    for d in range(offsets.shape[0]):
-        dr, dc = offsets[d, 0], offsets[d, 1]
-        c0, c1 = max(0, -dc), w - max(0, dc)
+    rows, first = _row_blocks(h, w, offsets)
+    for t in numba.prange(rows[-1]):
+        dr, dc, r, c0, c1, e = _edge_row(rows, first, offsets, w, t)
         is_diag = dr != 0 and dc != 0
-        for r in range(h - dr):
-            for col in range(c0, c1):
-                lo[e] = r * w + col
-                hi[e] = (r + dr) * w + col + dc
-                diagonal[e] = is_diag
-                e += 1
+        for col in range(c0, c1):
+            lo[e] = r * w + col
+            hi[e] = (r + dr) * w + col + dc
+            diagonal[e] = is_diag
+            e += 1
     return lo, hi, diagonal
+
+
+@_pjit
+def contrast_to_weights(contrast, h, w, offsets, beta, diagonal_distance):  # pragma: no cover
+    """``exp(-beta * contrast)`` in place, divided by ``sqrt(2)`` on the diagonal edges when
+    ``diagonal_distance``: the edge weights from :func:`edge_squared_differences`'s output (same
+    order), in one threaded pass instead of numpy's three (scale, exp, masked divide)."""
+    rows, first = _row_blocks(h, w, offsets)
+    root2 = math.sqrt(2.0)
+    scale = -beta
+    for t in numba.prange(rows[-1]):
+        dr, dc, r, c0, c1, e = _edge_row(rows, first, offsets, w, t)
+        divide = diagonal_distance and dr != 0 and dc != 0
+        for col in range(c0, c1):
+            v = math.exp(contrast[e] * scale)
+            contrast[e] = v / root2 if divide else v
+            e += 1

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .colour_kernels import edge_squared_differences, grid_edge_list
+from .colour_kernels import contrast_to_weights, edge_squared_differences, grid_edge_list
 from .grid_kernels import _is_grid_edge_list, grid_laplacian_csr, laplacian_csr
 
 __all__ = [
@@ -237,12 +237,11 @@ def build_grid_graph(
     beta = float(beta)
     if not np.isfinite(beta) or beta < 0:
         raise ValueError(f"beta must be finite and non-negative, got {beta}")
-    i, j, diag = grid_edges((h, w))
-    contrast *= -beta
-    weights = np.exp(contrast, out=contrast)
-    if diagonal_distance:
-        weights[diag] /= np.sqrt(2.0)
-    return GridGraph(shape=(h, w), i=i, j=j, weights=weights, beta=beta)
+    i, j, _ = grid_edges((h, w))
+    # (in place: the contrasts become the weights)
+    contrast_to_weights(contrast, h, w, np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64), beta,
+                        bool(diagonal_distance))
+    return GridGraph(shape=(h, w), i=i, j=j, weights=contrast, beta=beta)
 
 
 def laplacian(graph: GridGraph) -> sp.csr_matrix:

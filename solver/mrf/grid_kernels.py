@@ -14,6 +14,9 @@ import numpy as np
 from .colour_kernels import _edge_count
 
 _jit = numba.njit(cache=True, nogil=True)
+#: :func:`grid_laplacian_csr` writes the rows on numba's threads (see
+#: :mod:`solver.mrf.colour_kernels`).
+_pjit = numba.njit(cache=True, nogil=True, parallel=True)
 
 
 # The four directions of an 8-neighbour grid edge seen from its lower-index end, numbered in the
@@ -149,7 +152,7 @@ def _is_grid_edge_list(i, j, h, width):  # pragma: no cover
     return True
 
 
-@_jit
+@_pjit
 def grid_laplacian_csr(w, h, width):  # pragma: no cover
     """CSR arrays ``(indptr, indices, data)`` of ``L = D - W`` for weights ``w`` in the order of
     :func:`solver.mrf.graph.grid_edges` (check that with :func:`_is_grid_edge_list`).
@@ -157,7 +160,8 @@ def grid_laplacian_csr(w, h, width):  # pragma: no cover
     The same arrays as :func:`laplacian_csr`, bit for bit (each degree adds the node's weights
     as the lower end, then as the upper end, in edge order), read straight from the weights'
     per-direction blocks: no per-pixel accumulators and no pass over the edges' ends (at 12 MP
-    1.5 s and 70 bytes a pixel of scratch for the general kernel).
+    1.5 s and 70 bytes a pixel of scratch for the general kernel). The grid's rows are written
+    on numba's threads, each from its own first entry.
     """
     n = h * width
     we = width - 1  # edges per row of the east, south-east and south-west blocks
@@ -168,8 +172,14 @@ def grid_laplacian_csr(w, h, width):  # pragma: no cover
     indptr = np.zeros(n + 1, np.int32)
     indices = np.empty(n + 2 * m, np.int32)
     data = np.empty(n + 2 * m)
-    q = 0
+    # each row's first entry, so the rows can be written on numba's threads: a row holds its
+    # diagonal, west and east entries, and three a pixel less two per neighbouring row
+    start = np.zeros(h + 1, np.int64)
     for r in range(h):
+        start[r + 1] = (start[r] + width + 2 * (width - 1)
+                        + (3 * width - 2) * ((r > 0) + (r + 1 < h)))
+    for r in numba.prange(h):
+        q = start[r]
         for c in range(width):
             p = r * width + c
             up, left, right, down = r > 0, c > 0, c + 1 < width, r + 1 < h

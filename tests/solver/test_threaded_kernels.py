@@ -1,0 +1,89 @@
+"""The build's threaded per-pixel passes give the same bits on any number of threads, and the
+right values on images whose pixel count is not a multiple of the thread blocks."""
+
+import numba
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from solver.mrf import colour_kernels, grid_kernels
+from solver.mrf.graph import NEIGHBOUR_OFFSETS, build_grid_graph, grid_edges, laplacian
+from solver.mrf.gmm import GaussianMixtureModel
+
+OFFSETS = np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64)
+
+
+def _on_threads(count, fn, *args):
+    """``fn(*args)`` with numba limited to ``count`` threads (restored afterwards)."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(count)
+    try:
+        return fn(*args)
+    finally:
+        numba.set_num_threads(before)
+
+
+def _both(fn, *args):
+    """``fn(*args)`` on one thread and on all of them, as tuples of arrays."""
+    one = _on_threads(1, fn, *args)
+    many = _on_threads(numba.config.NUMBA_NUM_THREADS, fn, *args)
+    as_tuple = (lambda r: r if isinstance(r, tuple) else (r,))
+    return as_tuple(one), as_tuple(many)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 9), (7, 1), (2, 2), (67, 95)])
+def test_edge_passes_and_laplacian_do_not_depend_on_threads(shape):
+    h, w = shape
+    colours = np.random.default_rng(h * w).random((h, w, 3))
+    one, many = _both(colour_kernels.edge_squared_differences, colours, OFFSETS)
+    np.testing.assert_array_equal(one[0], many[0])
+    for a, b in zip(*_both(colour_kernels.grid_edge_list, h, w, OFFSETS)):
+        np.testing.assert_array_equal(a, b)
+    weights = np.random.default_rng(1).random(one[0].size)
+    for a, b in zip(*_both(grid_kernels.grid_laplacian_csr, weights, h, w)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def test_grid_laplacian_rows_start_where_the_general_kernel_puts_them():
+    h, w = 23, 41
+    i, j, _ = grid_edges((h, w))
+    weights = np.random.default_rng(2).random(i.size)
+    general = grid_kernels.laplacian_csr(i, j, weights, (h, w))[:3]
+    for got, want in zip(grid_kernels.grid_laplacian_csr(weights, h, w), general):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_weights_from_contrast_match_numpy_and_threads():
+    image = np.random.default_rng(3).random((53, 61, 3))
+    for diagonal_distance in (True, False):
+        graph = build_grid_graph(image, diagonal_distance=diagonal_distance)
+        contrast = colour_kernels.edge_squared_differences(image, OFFSETS)
+        _, _, diag = grid_edges(image.shape[:2])
+        want = np.exp(-graph.beta * contrast)
+        if diagonal_distance:
+            want[diag] /= np.sqrt(2.0)
+        np.testing.assert_allclose(graph.weights, want, rtol=1e-15, atol=0)
+        one, many = _both(colour_kernels.contrast_to_weights, contrast.copy(), 53, 61, OFFSETS,
+                          graph.beta, diagonal_distance)
+        assert one == many == (None,)  # (in place)
+        a, b = contrast.copy(), contrast.copy()
+        _on_threads(1, colour_kernels.contrast_to_weights, a, 53, 61, OFFSETS, graph.beta,
+                    diagonal_distance)
+        _on_threads(numba.config.NUMBA_NUM_THREADS, colour_kernels.contrast_to_weights, b, 53,
+                    61, OFFSETS, graph.beta, diagonal_distance)
+        np.testing.assert_array_equal(a, b)
+    assert laplacian(graph).shape == (53 * 61, 53 * 61)
+
+
+def test_gmm_density_over_several_blocks_matches_scipy_and_threads():
+    rng = np.random.default_rng(5)
+    gmm = GaussianMixtureModel(n_components=4).fit(rng.random((600, 3)), seed=2)
+    m = 2 * colour_kernels.BLOCK + 123  # (three blocks, the last one short)
+    points = rng.random((m, 3))
+    density = sum(w * multivariate_normal(mu, cov).pdf(points)
+                  for w, mu, cov in zip(gmm.weights_, gmm.means_, gmm.covariances_))
+    one = _on_threads(1, gmm.neg_log_likelihood, points)
+    many = _on_threads(numba.config.NUMBA_NUM_THREADS, gmm.neg_log_likelihood, points)
+    np.testing.assert_array_equal(one, many)
+    np.testing.assert_allclose(many, -np.log(density), rtol=1e-10)
