@@ -24,6 +24,11 @@ import numpy as np
 from .stencil import best_label_stencil, choose_label, degree, grid_stencil, neighbour
 
 _jit = numba.njit(cache=True, nogil=True)
+#: :func:`split_by_fixed` runs on numba's threads: one long pass per level or restriction, not
+#: one of ADMM's short loops (see "Threads" in the README).
+_pjit = numba.njit(cache=True, nogil=True, parallel=True)
+#: Rows per block of :func:`split_by_fixed`'s threads.
+SPLIT_BLOCK = 8192
 
 
 def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -78,51 +83,78 @@ def label_weights(x, k):  # pragma: no cover
     return out
 
 
-@_jit
+@_pjit
 def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
     """A symmetric matrix (the Laplacian, or an objective's ``A``) split by the fixed rows
-    (``hard > 0``), in one pass over its entries.
+    (``hard > 0``), in two passes over its entries.
 
     Returns ``L_ff`` over the free rows as CSR arrays (columns renumbered in row order), the
     free rows' coupling to the fixed labels ``L_fc X_c`` as an ``(m, k)`` array (``X_c`` one-hot
     rows of the fixed labels), and ``X_c' L_cc X_c = sum of L_ij over fixed i, j of one label``.
     Rows fixed to a label above ``k`` count as fixed, but as a zero row of ``X_c``: with
     ``k = 1`` that is the restriction of a K = 2 objective in the weight of label 1 alone.
+
+    Blocks of :data:`SPLIT_BLOCK` rows run on numba's threads (a count pass, then the fill);
+    the last sum is added block by block in block order, so every output is the same on any
+    number of threads.
     """
     n = hard.size
-    pos = np.full(n, -1, np.int64)
-    m = 0
-    nnz = 0
-    for i in range(n):
-        if hard[i] == 0:
-            pos[i] = m
-            m += 1
-            for p in range(indptr[i], indptr[i + 1]):
-                if hard[indices[p]] == 0:
-                    nnz += 1
+    blocks = (n + SPLIT_BLOCK - 1) // SPLIT_BLOCK
+    rows_in = np.zeros(blocks + 1, np.int64)  # free rows, then entries, before each block
+    nnz_in = np.zeros(blocks + 1, np.int64)
+    for blk in numba.prange(blocks):
+        m_b = 0
+        nnz_b = 0
+        for i in range(blk * SPLIT_BLOCK, min(n, (blk + 1) * SPLIT_BLOCK)):
+            if hard[i] == 0:
+                m_b += 1
+                for p in range(indptr[i], indptr[i + 1]):
+                    if hard[indices[p]] == 0:
+                        nnz_b += 1
+        rows_in[blk + 1] = m_b
+        nnz_in[blk + 1] = nnz_b
+    for blk in range(blocks):
+        rows_in[blk + 1] += rows_in[blk]
+        nnz_in[blk + 1] += nnz_in[blk]
+    m = rows_in[blocks]
+    pos = np.empty(n, np.int64)
+    for blk in numba.prange(blocks):
+        r = rows_in[blk]
+        for i in range(blk * SPLIT_BLOCK, min(n, (blk + 1) * SPLIT_BLOCK)):
+            if hard[i] == 0:
+                pos[i] = r
+                r += 1
+            else:
+                pos[i] = -1
     ff_indptr = np.zeros(m + 1, np.int64)
-    ff_indices = np.empty(nnz, np.int64)
-    ff_data = np.empty(nnz)
+    ff_indices = np.empty(nnz_in[blocks], np.int64)
+    ff_data = np.empty(nnz_in[blocks])
     coupling = np.zeros((m, k))
+    same_in = np.zeros(blocks)
+    for blk in numba.prange(blocks):
+        r = rows_in[blk]
+        q = nnz_in[blk]
+        same = 0.0
+        for i in range(blk * SPLIT_BLOCK, min(n, (blk + 1) * SPLIT_BLOCK)):
+            if hard[i] == 0:
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    if hard[j] == 0:
+                        ff_indices[q] = pos[j]
+                        ff_data[q] = data[p]
+                        q += 1
+                    elif hard[j] <= k:
+                        coupling[r, hard[j] - 1] += data[p]
+                r += 1
+                ff_indptr[r] = q
+            elif hard[i] <= k:
+                for p in range(indptr[i], indptr[i + 1]):
+                    if hard[indices[p]] == hard[i]:
+                        same += data[p]
+        same_in[blk] = same
     same = 0.0
-    r = 0
-    q = 0
-    for i in range(n):
-        if hard[i] == 0:
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if hard[j] == 0:
-                    ff_indices[q] = pos[j]
-                    ff_data[q] = data[p]
-                    q += 1
-                elif hard[j] <= k:
-                    coupling[r, hard[j] - 1] += data[p]
-            r += 1
-            ff_indptr[r] = q
-        elif hard[i] <= k:
-            for p in range(indptr[i], indptr[i + 1]):
-                if hard[indices[p]] == hard[i]:
-                    same += data[p]
+    for blk in range(blocks):
+        same += same_in[blk]
     return ff_indptr, ff_indices, ff_data, coupling, same
 
 

@@ -87,3 +87,55 @@ def test_gmm_density_over_several_blocks_matches_scipy_and_threads():
     many = _on_threads(numba.config.NUMBA_NUM_THREADS, gmm.neg_log_likelihood, points)
     np.testing.assert_array_equal(one, many)
     np.testing.assert_allclose(many, -np.log(density), rtol=1e-10)
+
+
+def _split_reference(L, hard, k):
+    """``split_by_fixed``'s outputs from scipy slicing."""
+    free = np.flatnonzero(hard == 0)
+    L_ff = L[free][:, free].tocsr()
+    L_ff.sort_indices()
+    X = np.zeros((hard.size, k))
+    on = (hard > 0) & (hard <= k)
+    X[np.flatnonzero(on), hard[on] - 1] = 1.0
+    coupling = L[free] @ X
+    same = sum(L[np.ix_(hard == c, hard == c)].sum() for c in range(1, k + 1))
+    return L_ff, coupling, same
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_split_by_fixed_matches_scipy_and_threads(k):
+    from solver.mrf.kernels import SPLIT_BLOCK, split_by_fixed  # noqa: PLC0415
+
+    h, w = 61, 2 * SPLIT_BLOCK // 61 + 7  # (three blocks of rows, the last one short)
+    i, j, _ = grid_edges((h, w))
+    rng = np.random.default_rng(k)
+    L = laplacian(type("G", (), {"n": h * w, "shape": (h, w), "i": i, "j": j,
+                                 "weights": rng.random(i.size)})())
+    hard = rng.integers(0, k + 2, h * w).astype(np.int64)  # (k + 1: fixed, but to no label)
+    hard[rng.random(h * w) < 0.5] = 0
+    one, many = _both(split_by_fixed, L.indptr, L.indices, L.data, hard, k)
+    for a, b in zip(one, many):
+        np.testing.assert_array_equal(a, b)
+    ptr, idx, val, coupling, same = many
+    L_ff, coupling_ref, same_ref = _split_reference(L, hard, k)
+    np.testing.assert_array_equal(ptr, L_ff.indptr)
+    np.testing.assert_array_equal(idx, L_ff.indices)
+    np.testing.assert_array_equal(val, L_ff.data)
+    np.testing.assert_allclose(coupling, coupling_ref, rtol=1e-12, atol=1e-12)
+    assert same == pytest.approx(same_ref, rel=1e-12, abs=1e-9)
+
+
+def test_stencil_does_not_depend_on_threads_and_a_bad_row_anywhere_refuses_it():
+    from solver.mrf.stencil import stencil_from_csr  # noqa: PLC0415
+
+    h, w = 97, 31
+    i, j, _ = grid_edges((h, w))
+    L = laplacian(type("G", (), {"n": h * w, "shape": (h, w), "i": i, "j": j,
+                                 "weights": np.random.default_rng(6).random(i.size)})())
+    one, many = _both(stencil_from_csr, L.indptr, L.indices, L.data, h, w)
+    np.testing.assert_array_equal(one[0], many[0])
+    assert one[1] and many[1]
+    for row in (0, h // 2, h - 1):  # a positive off-diagonal entry is no grid edge
+        bad = L.copy()
+        bad.data[bad.indptr[row * w + 1]] = 1.0
+        assert not stencil_from_csr(bad.indptr, bad.indices, bad.data, h, w)[1]
