@@ -100,7 +100,7 @@ def _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movab
 
 @_jit
 def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, pixels,
-                  weights, fixed, thresholds, max_size, scratch):  # pragma: no cover
+                  weights, fixed, extra, thresholds, max_size, scratch):  # pragma: no cover
     """Fuse ``lab`` with every level-set proposal of one snapshot after ICM has carved it.
 
     For each threshold ``t`` and label ``c``: the proposal (``c`` on the listed pixels whose
@@ -108,7 +108,8 @@ def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, 
     it, and each connected region where the copy then differs from ``lab`` is taken if that
     lowers the energy. After a region is taken, ICM runs on ``lab`` around it, so ``lab`` stays
     an ICM fixed point if it was one. Proposals of more than ``max_size`` pixels are skipped.
-    The snapshot is sparse as in :func:`solver.mrf.region_kernels.fuse_level_sets`. Changes
+    The snapshot is sparse (with ``extra``) as in
+    :func:`solver.mrf.region_kernels.fuse_level_sets`. Changes
     ``lab`` in place; returns the number of regions taken. The copy (``scratch[1]``) must equal
     ``lab`` on entry, and does again on return, so the snapshots of one fusion share one copy
     (each made its own before: a pass over two ``(n,)`` arrays, about a third of the time of a
@@ -117,8 +118,8 @@ def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, 
     idx, work, member, region, order, starts, span, listed, row, queue, inq, touched, tlist, \
         agree = scratch
     k = weights.shape[1]
-    ns = _list_proposable(lab, movable, pixels, weights, fixed, thresholds.min(), span, listed,
-                          row)
+    ns = _list_proposable(lab, movable, pixels, weights, fixed, extra, thresholds.min(), span,
+                          listed, row)
     taken = 0
     # Level sets of one label are nested, so a proposal with as many pixels as that label's last
     # one is the same set; if nothing was taken since, the labels are the same too and the

@@ -121,14 +121,51 @@ class Workspace:
         return self._get("preferred", lambda: np.argmin(self._unary, axis=1))
 
 
+class FixedDisagreement:
+    """The pixels that a snapshot's solver fixed to another label than the current labels',
+    found once per ``fixed`` array while the labels do not change.
+
+    A fusion's snapshots come from a few solver pieces, each with its own ``fixed`` array, and
+    each kernel call needs the pixels where that array disagrees with ``lab``
+    (:func:`solver.mrf.region_kernels.fixed_disagreement`): a pass over the image, which was
+    most of a level-set fusion's time on a photo (3 MP: about 3 ms a snapshot, 172 snapshots
+    per solve). Call :meth:`labels_changed` whenever ``lab`` changes.
+
+    Parameters
+    ----------
+    lab : numpy.ndarray
+        ``(n,)`` 0-based labels (the array the fusion changes in place).
+    movable : numpy.ndarray
+        ``(n,)`` bool, the pixels that may change.
+    """
+
+    def __init__(self, lab: np.ndarray, movable: np.ndarray) -> None:
+        self._lab, self._movable = lab, movable
+        self._found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __call__(self, fixed: np.ndarray) -> np.ndarray:
+        """The disagreeing pixels of ``fixed`` (``(n,)`` int32, 1-based, 0 where not fixed) in
+        index order, int64."""
+        got = self._found.get(id(fixed))
+        if got is None or got[0] is not fixed:  # (the array is kept, so its id stays its own)
+            got = (fixed, region_kernels.fixed_disagreement(self._lab, self._movable, fixed))
+            self._found[id(fixed)] = got
+        return got[1]
+
+    def labels_changed(self) -> None:
+        """Forget every list (the labels changed)."""
+        self._found.clear()
+
+
 def descent_fuser(problem: MRFProblem, lab: np.ndarray,
                   workspace: Workspace | None = None) -> Callable[..., int]:
     """Descent fusion into ``lab`` (``(n,)`` 0-based, changed in place), one proposal set a call.
 
     Sets up what every call of :func:`solver.mrf.descent_kernels.fuse_descents` on these labels
     shares: the free-pixel mask, the kernel's work arrays (its copy of the labels made once) and
-    the Laplacian's arrays. The returned function takes ``(pixels, weights, fixed, thresholds,
-    max_size)`` as the kernel does and returns the regions taken.
+    the Laplacian's arrays, and the pixels each ``fixed`` array disagrees with
+    (:class:`FixedDisagreement`). The returned function takes ``(pixels, weights, fixed,
+    thresholds, max_size)`` and returns the regions taken; ``lab`` must change only through it.
     """
     movable = np.asarray(problem.hard).ravel() == 0
     scratch = (workspace or Workspace(problem)).descent()
@@ -137,10 +174,15 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
     # load at once (solver.mrf.stencil)
     graph = (*kernels.graph_arrays(problem), problem.unary, 2.0 * problem.lam)
 
+    disagreeing = FixedDisagreement(lab, movable)
+
     def fuse_into(pixels: np.ndarray, weights: np.ndarray, fixed: np.ndarray,
                   thresholds: np.ndarray, max_size: int) -> int:
-        return descent_kernels.fuse_descents(*graph, lab, movable, pixels, weights, fixed,
-                                             thresholds, max_size, scratch)
+        taken = descent_kernels.fuse_descents(*graph, lab, movable, pixels, weights, fixed,
+                                              disagreeing(fixed), thresholds, max_size, scratch)
+        if taken:
+            disagreeing.labels_changed()
+        return taken
     return fuse_into
 
 
@@ -210,11 +252,16 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
     lab, free, graph, two_lam, scratch = _start(problem, labels, workspace)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
     moved = 0
+    disagreeing = FixedDisagreement(lab, free)
     for snap in snapshots:
-        moved += region_kernels.fuse_level_sets(*graph, problem.unary, two_lam, lab, free,
-                                                *snapshot_arrays(snap), ts,
-                                                lab.size if max_pixels is None else max_pixels,
-                                                scratch)
+        pixels, weights, fixed = snapshot_arrays(snap)
+        taken = region_kernels.fuse_level_sets(*graph, problem.unary, two_lam, lab, free, pixels,
+                                               weights, fixed, disagreeing(fixed), ts,
+                                               lab.size if max_pixels is None else max_pixels,
+                                               scratch)
+        if taken:
+            disagreeing.labels_changed()
+        moved += taken
     log.debug("level-set fusion: %d regions taken", moved)
     return lab + 1, moved
 

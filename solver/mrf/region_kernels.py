@@ -155,10 +155,27 @@ def _weight(weights, row, fixed, i, c):  # pragma: no cover
 
 
 @_jit
-def _list_proposable(lab, movable, pixels, weights, fixed, low, span, listed,
+def fixed_disagreement(lab, movable, fixed):  # pragma: no cover
+    """The movable pixels that a sparse snapshot's solver fixed (``fixed > 0``, 1-based) to a
+    label other than ``lab``'s (0-based), in index order: the pixels outside the snapshot that
+    its level sets can relabel. One pass over the image; :func:`fuse_level_sets` and
+    :func:`solver.mrf.descent_kernels.fuse_descents` take the list, so the snapshots of one
+    fusion that share a ``fixed`` array share it while the labels do not change."""
+    found = np.empty(lab.size, np.int64)
+    m = 0
+    for i in range(lab.size):
+        if fixed[i] > 0 and movable[i] and fixed[i] - 1 != lab[i]:
+            found[m] = i
+            m += 1
+    return found[:m].copy()
+
+
+@_jit
+def _list_proposable(lab, movable, pixels, weights, fixed, extra, low, span, listed,
                      row):  # pragma: no cover
     """List in ``span`` (marked in ``listed``) the movable pixels some level set of a sparse
-    snapshot can relabel: a weight above ``low`` for another label, or fixed to another label.
+    snapshot can relabel: a weight above ``low`` for another label, or fixed to another label
+    (those among ``extra``, which must hold every such pixel: :func:`fixed_disagreement`).
     Sets ``row`` to each snapshot pixel's row of ``weights``; returns the count."""
     ns = 0
     for q in range(pixels.size):
@@ -171,8 +188,9 @@ def _list_proposable(lab, movable, pixels, weights, fixed, low, span, listed,
                     listed[i] = True
                     ns += 1
                     break
-    for i in range(lab.size):
-        if fixed[i] > 0 and movable[i] and fixed[i] - 1 != lab[i]:
+    for q in range(extra.size):
+        i = extra[q]
+        if fixed[i] > 0 and movable[i] and fixed[i] - 1 != lab[i] and not listed[i]:
             span[ns] = i
             listed[i] = True
             ns += 1
@@ -204,22 +222,23 @@ def _unlist(span, ns, listed, pixels, row):  # pragma: no cover
 
 @_jit
 def fuse_level_sets(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, pixels,
-                    weights, fixed, thresholds, max_size, scratch):  # pragma: no cover
+                    weights, fixed, extra, thresholds, max_size, scratch):  # pragma: no cover
     """Fuse ``lab`` with the proposals "label ``c`` wherever its weight exceeds ``t``", for every
     threshold ``t`` and label ``c`` in turn, on the ``movable`` pixels. Changes ``lab`` in place;
     returns the number of regions taken. ``scratch`` comes from :func:`fusion_scratch` and is left
     as found (so one serves many calls).
 
     The snapshot is sparse: ``weights[q]`` are the label weights of pixel ``pixels[q]``; any other
-    pixel has weight 1 on its label ``fixed[i]`` (1-based; the solver had fixed it). Only pixels
-    where some other label's weight exceeds the lowest threshold can be proposed; they are listed
-    once, and pixels a taken region relabels join the list, so each proposal scans the list
-    instead of the image.
+    pixel has weight 1 on its label ``fixed[i]`` (1-based; the solver had fixed it); ``extra``
+    holds those of them fixed to another label than ``lab``'s (:func:`fixed_disagreement`). Only
+    pixels where some other label's weight exceeds the lowest threshold can be proposed; they
+    are listed once, and pixels a taken region relabels join the list, so each proposal scans
+    the list instead of the image.
     """
     k = weights.shape[1]
     idx, newlab, member, region, order, starts, span, listed, row = scratch
-    ns = _list_proposable(lab, movable, pixels, weights, fixed, thresholds.min(), span, listed,
-                          row)
+    ns = _list_proposable(lab, movable, pixels, weights, fixed, extra, thresholds.min(), span,
+                          listed, row)
     taken = 0
     for t in thresholds:
         for c in range(k):

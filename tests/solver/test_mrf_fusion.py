@@ -5,8 +5,8 @@ import pytest
 from scipy import ndimage
 
 from solver.mrf import MRFADMM, build_problem, icm, problem_from_unary, solve_mrf
-from solver.mrf.fusion import (SNAPSHOT_ITERATIONS, fuse, fuse_boxes, fuse_closings,
-                               fuse_level_sets)
+from solver.mrf.fusion import (SNAPSHOT_ITERATIONS, THRESHOLDS, Snapshot, fuse, fuse_boxes,
+                               fuse_closings, fuse_level_sets)
 from solver.mrf.icm import component_flips, polish_labels
 
 from ._mrf_helpers import random_problem, shapes_image
@@ -232,7 +232,7 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
         descent_kernels.fuse_descents(*kernels.csr_arrays(p), *grid_stencil(p), p.unary,
                                       2.0 * p.lam, lab0,
                                       hard == 0, snap.pixels, snap.weights, snap.fixed,
-                                      np.array([0.2, 0.5]), p.n, scratch)
+                                      np.zeros(0, np.int64), np.array([0.2, 0.5]), p.n, scratch)
         _, work, member, region, _, _, _, listed, row, _, inq, touched, _, _ = scratch
         assert not member.any() and not listed.any() and not inq.any() and not touched.any()
         assert (region == -1).all() and (row == -1).all()
@@ -291,3 +291,61 @@ def test_polish_steps_share_work_arrays_and_leave_them_as_found(monkeypatch, k, 
     # every step with fresh arrays of its own gives the same labels
     monkeypatch.setattr(fusion.Workspace, "_get", lambda self, name, make: make())
     np.testing.assert_array_equal(polish_labels(p, start, snaps), shared)
+
+
+def _sparse_snapshots(p, rng, count):
+    """``count`` sparse snapshots sharing one ``fixed`` array: a random third of the pixels
+    fixed to random labels (so many of them disagree with any labelling), random weights on
+    the rest."""
+    k = p.k
+    fixed = rng.integers(1, k + 1, p.n).astype(np.int32)
+    fixed[rng.random(p.n) < 2 / 3] = 0
+    pixels = np.flatnonzero(fixed == 0).astype(np.int64)
+    return [Snapshot(pixels, rng.dirichlet(np.ones(k), pixels.size).astype(np.float32), fixed)
+            for _ in range(count)]
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_fusions_find_the_fixed_disagreement_once_and_again_after_a_take(k):
+    """The fusions' cached lists of disagreeing fixed pixels give the same labels as a fresh
+    scan of the image for every snapshot (the kernels' former behaviour)."""
+    from solver.mrf import descent_kernels, kernels, region_kernels
+    from solver.mrf.icm import fuse_descents
+    from solver.mrf.stencil import grid_stencil
+
+    def fresh(kernel, p, lab, snaps, ts, scratch):
+        lab0 = kernels.zero_based(lab)
+        if len(scratch) > 9:
+            scratch[1][:] = lab0
+        free = p.hard.ravel() == 0
+        taken = 0
+        for snap in snaps:
+            extra = region_kernels.fixed_disagreement(lab0, free, snap.fixed)
+            taken += kernel(*kernels.csr_arrays(p), *grid_stencil(p), p.unary, 2.0 * p.lam, lab0,
+                            free, snap.pixels, snap.weights, snap.fixed, extra, ts, p.n, scratch)
+        return lab0 + 1, taken
+
+    taken_any = 0
+    for seed in range(4):
+        p = random_problem((15, 17), k=k, seed=seed, hard_fraction=0.05)
+        rng = np.random.default_rng(seed)
+        lab = icm(p, np.where(p.hard > 0, p.hard, rng.integers(1, k + 1, p.n)).reshape(p.shape))
+        snaps = _sparse_snapshots(p, rng, 3)
+        free = p.hard.ravel() == 0
+        want = np.flatnonzero(free & (snaps[0].fixed > 0)
+                              & (snaps[0].fixed - 1 != lab.ravel() - 1))
+        got = region_kernels.fixed_disagreement(lab.ravel().astype(np.int64) - 1, free,
+                                                snaps[0].fixed)
+        np.testing.assert_array_equal(got, want)
+        assert want.size > 0
+        for ours, kernel, scratch in (
+                (lambda: fuse_level_sets(p, lab, snaps, THRESHOLDS), region_kernels.fuse_level_sets,
+                 region_kernels.fusion_scratch(p.n)),
+                (lambda: fuse_descents(p, lab, snaps, THRESHOLDS), descent_kernels.fuse_descents,
+                 descent_kernels.descent_scratch(p.n, k))):
+            out, moved = ours()
+            ref, taken = fresh(kernel, p, lab, snaps, np.asarray(THRESHOLDS), scratch)
+            np.testing.assert_array_equal(out, ref)
+            assert moved == taken
+            taken_any += moved
+    assert taken_any > 0  # (regions were taken, so the lists were made again)

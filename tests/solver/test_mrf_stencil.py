@@ -130,7 +130,8 @@ def _both_ways(kernel, k, shape, scratch):
                 work[1][:] = lab0  # descent fusion's copy of the labels
             taken = kernel(*kernels.csr_arrays(p), stencil, grid_offsets(p.shape[1]), p.unary,
                            2.0 * p.lam, lab0, p.hard.ravel() == 0, snap.pixels, snap.weights,
-                           snap.fixed, np.array([0.2, 0.5, 0.8]), p.n, work)
+                           snap.fixed, np.zeros(0, np.int64), np.array([0.2, 0.5, 0.8]), p.n,
+                           work)
             out.append((taken, lab0))
         assert out[0][0] == out[1][0]
         np.testing.assert_array_equal(out[0][1], out[1][1])
