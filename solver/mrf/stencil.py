@@ -25,7 +25,6 @@ import numba
 import numpy as np
 
 _jit = numba.njit(cache=True, nogil=True)
-_pjit = numba.njit(cache=True, nogil=True, parallel=True)
 
 #: Stencil entry of a direction with no edge. Real entries are the Laplacian's off-diagonal
 #: ones, ``-w_ij <= 0``, so a positive value cannot be one.
@@ -59,16 +58,15 @@ def grid_offsets(width: int) -> np.ndarray:
     return np.array([-w - 1, -w, -w + 1, -1, 1, w - 1, w, w + 1], dtype=np.int64)
 
 
-@_pjit
+@_jit
 def stencil_from_csr(indptr, indices, data, height, width):  # pragma: no cover
     """``(n, 8)`` off-diagonal entries of each row by direction (:data:`NO_EDGE` where absent),
     and whether the matrix is such a grid (``width`` at least 3); on False the array is not to
-    be used. The grid's rows run on numba's threads (one long pass per matrix)."""
+    be used."""
     n = height * width
     out = np.full((n, 8), NO_EDGE)
     full = np.array([-width - 1, -width, -width + 1, -1, 0, 1, width - 1, width, width + 1])
-    bad = np.zeros(height, np.bool_)
-    for r in numba.prange(height):
+    for r in range(height):
         for col in range(width):
             i = r * width + col
             lo = indptr[i]
@@ -103,13 +101,10 @@ def stencil_from_csr(indptr, indices, data, height, width):  # pragma: no cover
                 right = d == 2 or d == 4 or d == 7
                 if (d < 0 or d <= last or not data[p] <= 0.0 or (left and col == 0)
                         or (right and col == width - 1) or j < 0 or j >= n):
-                    bad[r] = True
-                    break
+                    return out, False
                 out[i, d] = data[p]
                 last = d
-            if bad[r]:
-                break
-    return out, not bad.any()
+    return out, True
 
 
 @_jit

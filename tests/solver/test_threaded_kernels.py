@@ -124,18 +124,3 @@ def test_split_by_fixed_matches_scipy_and_threads(k):
     np.testing.assert_allclose(coupling, coupling_ref, rtol=1e-12, atol=1e-12)
     assert same == pytest.approx(same_ref, rel=1e-12, abs=1e-9)
 
-
-def test_stencil_does_not_depend_on_threads_and_a_bad_row_anywhere_refuses_it():
-    from solver.mrf.stencil import stencil_from_csr  # noqa: PLC0415
-
-    h, w = 97, 31
-    i, j, _ = grid_edges((h, w))
-    L = laplacian(type("G", (), {"n": h * w, "shape": (h, w), "i": i, "j": j,
-                                 "weights": np.random.default_rng(6).random(i.size)})())
-    one, many = _both(stencil_from_csr, L.indptr, L.indices, L.data, h, w)
-    np.testing.assert_array_equal(one[0], many[0])
-    assert one[1] and many[1]
-    for row in (0, h // 2, h - 1):  # a positive off-diagonal entry is no grid edge
-        bad = L.copy()
-        bad.data[bad.indptr[row * w + 1]] = 1.0
-        assert not stencil_from_csr(bad.indptr, bad.indices, bad.data, h, w)[1]
