@@ -29,6 +29,27 @@ BLOCK = 4096
 _NEGLIGIBLE = -40.0
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _log_terms(x, i, means, chol, log_norm, y, terms):  # pragma: no cover
+    """``terms[g] = log_norm[g] - |chol[g]^-1 (x_i - means[g])|^2 / 2`` for every component;
+    returns the largest. The Mahalanobis distance is a forward substitution per component
+    (``y`` is ``(C,)`` scratch). Inlined into the callers' pixel loops."""
+    c = x.shape[1]
+    top = -np.inf
+    for g in range(means.shape[0]):
+        maha = 0.0
+        for a in range(c):
+            s = x[i, a] - means[g, a]
+            for b in range(a):
+                s -= chol[g, a, b] * y[b]
+            y[a] = s / chol[g, a, a]
+            maha += y[a] * y[a]
+        t = log_norm[g] - 0.5 * maha
+        terms[g] = t
+        top = max(top, t)
+    return top
+
+
 @_pjit
 def gmm_neg_log_likelihood(x, means, chol, log_norm):  # pragma: no cover
     """``-log sum_g exp(log_norm[g] - |chol[g]^-1 (x_i - means[g])|^2 / 2)`` for every row ``x_i``.
@@ -40,10 +61,9 @@ def gmm_neg_log_likelihood(x, means, chol, log_norm):  # pragma: no cover
     chol : (G, C, C) lower Cholesky factors of the covariances.
     log_norm : (G,) ``log w_g - (log det S_g + C log 2 pi) / 2``.
 
-    The Mahalanobis distance is a forward substitution per component; the sum over components
-    is taken relative to the largest term (no overflow, no underflow to -inf). Blocks of
-    :data:`BLOCK` rows run on numba's threads; each row's arithmetic is the same whichever
-    thread takes it, so the result does not depend on the number of threads.
+    The sum over components is taken relative to the largest term (no overflow, no underflow
+    to -inf). Blocks of :data:`BLOCK` rows run on numba's threads; each row's arithmetic is the
+    same whichever thread takes it, so the result does not depend on the number of threads.
     """
     m, c = x.shape
     g_count = means.shape[0]
@@ -52,18 +72,7 @@ def gmm_neg_log_likelihood(x, means, chol, log_norm):  # pragma: no cover
         y = np.empty(c)
         terms = np.empty(g_count)
         for i in range(blk * BLOCK, min(m, (blk + 1) * BLOCK)):
-            top = -np.inf
-            for g in range(g_count):
-                maha = 0.0
-                for a in range(c):
-                    s = x[i, a] - means[g, a]
-                    for b in range(a):
-                        s -= chol[g, a, b] * y[b]
-                    y[a] = s / chol[g, a, a]
-                    maha += y[a] * y[a]
-                t = log_norm[g] - 0.5 * maha
-                terms[g] = t
-                top = max(top, t)
+            top = _log_terms(x, i, means, chol, log_norm, y, terms)
             total = 0.0
             for g in range(g_count):
                 # a term below exp(-40) changes a sum that holds 1 (the top term) by at most an
@@ -73,6 +82,100 @@ def gmm_neg_log_likelihood(x, means, chol, log_norm):  # pragma: no cover
                     total += math.exp(terms[g] - top)
             out[i] = -(top + math.log(total))
     return out
+
+
+@_jit
+def gmm_responsibilities(x, means, chol, log_norm):  # pragma: no cover
+    """EM's E-step: ``(m, G)`` posterior component probabilities of every row (the terms of
+    :func:`gmm_neg_log_likelihood`, each over their sum; 0 below ``exp(-40)`` of the largest)."""
+    m, c = x.shape
+    g_count = means.shape[0]
+    resp = np.zeros((m, g_count))
+    y = np.empty(c)
+    terms = np.empty(g_count)
+    for i in range(m):
+        top = _log_terms(x, i, means, chol, log_norm, y, terms)
+        total = 0.0
+        for g in range(g_count):
+            if terms[g] - top > _NEGLIGIBLE:
+                resp[i, g] = math.exp(terms[g] - top)
+                total += resp[i, g]
+        for g in range(g_count):
+            resp[i, g] /= total
+    return resp
+
+
+@_jit
+def gmm_moments(x, resp, reg):  # pragma: no cover
+    """EM's M-step: ``(weights, means, covariances)`` of the components from responsibilities
+    ``(m, G)``, each covariance ``sum_i r_ig d d' / n_g + reg I`` with ``d = x_i - mean_g`` (two
+    passes: the means first, so no cancellation), ``n_g = sum_i r_ig + 1e-10``."""
+    m, c = x.shape
+    g_count = resp.shape[1]
+    nk = np.full(g_count, 1e-10)
+    means = np.zeros((g_count, c))
+    for i in range(m):
+        for g in range(g_count):
+            r = resp[i, g]
+            nk[g] += r
+            for a in range(c):
+                means[g, a] += r * x[i, a]
+    for g in range(g_count):
+        for a in range(c):
+            means[g, a] /= nk[g]
+    cov = np.zeros((g_count, c, c))
+    d = np.empty(c)
+    for i in range(m):
+        for g in range(g_count):
+            r = resp[i, g]
+            if r == 0.0:
+                continue
+            for a in range(c):
+                d[a] = x[i, a] - means[g, a]
+            for a in range(c):
+                ra = r * d[a]
+                for b in range(a + 1):
+                    cov[g, a, b] += ra * d[b]
+    for g in range(g_count):
+        for a in range(c):
+            for b in range(a + 1):
+                v = cov[g, a, b] / nk[g]
+                cov[g, a, b] = v
+                cov[g, b, a] = v
+            cov[g, a, a] += reg
+    return nk / nk.sum(), means, cov
+
+
+@_jit
+def kmeans_assign(x, centres, iters):  # pragma: no cover
+    """Lloyd's iterations from ``centres`` (changed in place): each row to its nearest centre,
+    then each centre with rows to their mean; returns the last assignment ``(m,)``."""
+    m, c = x.shape
+    g_count = centres.shape[0]
+    assign = np.zeros(m, np.int64)
+    sums = np.empty((g_count, c))
+    counts = np.empty(g_count, np.int64)
+    for _ in range(iters):
+        sums[:] = 0.0
+        counts[:] = 0
+        for i in range(m):
+            best, best_d = 0, np.inf
+            for g in range(g_count):
+                dist = 0.0
+                for a in range(c):
+                    t = x[i, a] - centres[g, a]
+                    dist += t * t
+                if dist < best_d:
+                    best, best_d = g, dist
+            assign[i] = best
+            counts[best] += 1
+            for a in range(c):
+                sums[best, a] += x[i, a]
+        for g in range(g_count):
+            if counts[g] > 0:
+                for a in range(c):
+                    centres[g, a] = sums[g, a] / counts[g]
+    return assign
 
 
 @_jit
