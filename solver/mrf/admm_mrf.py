@@ -179,8 +179,8 @@ class MRFADMM:
         self.snapshots: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         fix = np.flatnonzero(hard > 0)
         L = problem.laplacian.tocsr()
-        ptr, idx, val, coupling, same = kernels.split_by_fixed(L.indptr, L.indices, L.data,
-                                                               hard.astype(np.int64), k)
+        ptr, idx, val, coupling, same = kernels.split_fixed(L.indptr, L.indices, L.data,
+                                                            hard.astype(np.int64), k)
         L_ff = sp.csr_matrix((val, idx, ptr), shape=(self.free.size, self.free.size))
         d = problem.unary
         # the pairwise term of the fixed pixels among themselves, lam X_c' L_cc X_c, and their data
@@ -247,7 +247,7 @@ class MRFADMM:
         hard_sub = np.zeros(m, np.int64)
         hard_sub[gone] = lab + 1
         # A_kk, the coupling A_kr xr, and xr' A_rr xr, in one compiled pass
-        ptr, idx, val, coupling, quad = kernels.split_by_fixed(
+        ptr, idx, val, coupling, quad = kernels.split_fixed(
             self._A.indptr, self._A.indices, self._A.data, hard_sub, cols)
         child = object.__new__(MRFADMM)
         hard = self._fixed_labels.copy()

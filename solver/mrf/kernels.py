@@ -24,11 +24,46 @@ import numpy as np
 from .stencil import best_label_stencil, choose_label, degree, grid_stencil, neighbour
 
 _jit = numba.njit(cache=True, nogil=True)
-#: :func:`split_by_fixed` runs on numba's threads: one long pass per level or restriction, not
-#: one of ADMM's short loops (see "Threads" in the README).
+#: :func:`split_by_fixed` can run on numba's threads (see :func:`split_fixed`).
 _pjit = numba.njit(cache=True, nogil=True, parallel=True)
 #: Rows per block of :func:`split_by_fixed`'s threads.
 SPLIT_BLOCK = 8192
+#: :func:`split_fixed` uses numba's threads from this many rows (a photo's finest levels); below,
+#: one thread. Threads halve a 3 MP level's split (0.32 -> 0.19 s), but after each parallel
+#: call OpenMP's workers spin for a few milliseconds, and a solve makes about a hundred small
+#: splits (early fixing's restrictions): threaded, they kept the second core busy spinning
+#: (3 MP solve: 0.7 s of CPU beside 5.7 s).
+SPLIT_THREAD_ROWS = 1_000_000
+
+
+def split_fixed(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, hard: np.ndarray,
+                k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """:func:`split_by_fixed` on numba's threads for a matrix of at least
+    :data:`SPLIT_THREAD_ROWS` rows, on the calling thread alone below that; the same outputs
+    either way.
+
+    Parameters
+    ----------
+    indptr, indices, data : numpy.ndarray
+        A symmetric CSR matrix.
+    hard : numpy.ndarray
+        ``(n,)`` int64: 0 for a free row, else the label (1-based) it is fixed to.
+    k : int
+        Columns of the coupling (labels above ``k`` count as fixed to no label).
+
+    Returns
+    -------
+    tuple
+        ``(indptr, indices, data, coupling, same)``, see :func:`split_by_fixed`.
+    """
+    if hard.size >= SPLIT_THREAD_ROWS:
+        return split_by_fixed(indptr, indices, data, hard, k)
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)  # (numba's setting is per calling thread)
+    try:
+        return split_by_fixed(indptr, indices, data, hard, k)
+    finally:
+        numba.set_num_threads(before)
 
 
 def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

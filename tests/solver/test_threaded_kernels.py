@@ -124,3 +124,26 @@ def test_split_by_fixed_matches_scipy_and_threads(k):
     np.testing.assert_allclose(coupling, coupling_ref, rtol=1e-12, atol=1e-12)
     assert same == pytest.approx(same_ref, rel=1e-12, abs=1e-9)
 
+
+
+def test_split_fixed_threads_only_large_matrices_and_restores_the_thread_count(monkeypatch):
+    from solver.mrf import kernels  # noqa: PLC0415
+
+    h, w = 40, 50
+    i, j, _ = grid_edges((h, w))
+    L = laplacian(type("G", (), {"n": h * w, "shape": (h, w), "i": i, "j": j,
+                                 "weights": np.random.default_rng(7).random(i.size)})())
+    hard = np.zeros(h * w, np.int64)
+    hard[::4] = 2
+    seen = []
+    real = kernels.split_by_fixed
+    monkeypatch.setattr(kernels, "split_by_fixed",
+                        lambda *a: seen.append(numba.get_num_threads()) or real(*a))
+    before = numba.get_num_threads()
+    small = kernels.split_fixed(L.indptr, L.indices, L.data, hard, 2)
+    monkeypatch.setattr(kernels, "SPLIT_THREAD_ROWS", h * w)
+    large = kernels.split_fixed(L.indptr, L.indices, L.data, hard, 2)
+    assert seen == [1, before]
+    assert numba.get_num_threads() == before
+    for a, b in zip(small, large):
+        np.testing.assert_array_equal(a, b)
