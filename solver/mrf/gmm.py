@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+from ..threads import threaded
 from .colour_kernels import (gmm_moments, gmm_neg_log_likelihood, gmm_responsibilities,
                              kmeans_assign)
 
@@ -145,6 +146,5 @@ class GaussianMixtureModel:
             raise ValueError(f"expected {self.means_.shape[1]} colour channels, got {x.shape[1]}")
         factors = self._cholesky()
         # one compiled pass per pixel (the (G, m, C) numpy temporaries cost seconds per megapixel)
-        return gmm_neg_log_likelihood(x, np.ascontiguousarray(self.means_),
-                                      np.ascontiguousarray(factors[0]),
-                                      self._log_norm(factors, x.shape[1]))
+        return threaded(gmm_neg_log_likelihood, x, np.ascontiguousarray(self.means_),
+                        np.ascontiguousarray(factors[0]), self._log_norm(factors, x.shape[1]))

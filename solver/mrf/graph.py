@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..threads import threaded
 from .colour_kernels import contrast_to_weights, edge_squared_differences, grid_edge_list
 from .grid_kernels import _is_grid_edge_list, grid_laplacian_csr, laplacian_csr
 
@@ -139,8 +140,8 @@ def edge_contrast(colours: np.ndarray) -> np.ndarray:
     numpy.ndarray
         float64, one entry per edge.
     """
-    return edge_squared_differences(np.ascontiguousarray(colours, dtype=np.float64),
-                                    np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64))
+    return threaded(edge_squared_differences, np.ascontiguousarray(colours, dtype=np.float64),
+                    np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64))
 
 
 def _beta_from_contrast(contrast: np.ndarray) -> float:
@@ -239,8 +240,8 @@ def build_grid_graph(
         raise ValueError(f"beta must be finite and non-negative, got {beta}")
     i, j, _ = grid_edges((h, w))
     # (in place: the contrasts become the weights)
-    contrast_to_weights(contrast, h, w, np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64), beta,
-                        bool(diagonal_distance))
+    threaded(contrast_to_weights, contrast, h, w, np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64),
+             beta, bool(diagonal_distance))
     return GridGraph(shape=(h, w), i=i, j=j, weights=contrast, beta=beta)
 
 
@@ -269,7 +270,7 @@ def laplacian(graph: GridGraph) -> sp.csr_matrix:
     weights = np.asarray(graph.weights, np.float64)
     if _is_grid_edge_list(np.asarray(graph.i), np.asarray(graph.j), h, w):
         # (every built grid graph: read the matrix straight from the weights, same values)
-        indptr, indices, data = grid_laplacian_csr(weights, h, w)
+        indptr, indices, data = threaded(grid_laplacian_csr, weights, h, w)
     else:
         indptr, indices, data, bad = laplacian_csr(np.asarray(graph.i, np.int32),
                                                    np.asarray(graph.j, np.int32), weights, (h, w))

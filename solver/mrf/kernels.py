@@ -21,6 +21,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from ..threads import threaded
 from .stencil import best_label_stencil, choose_label, degree, grid_stencil, neighbour
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -39,8 +40,8 @@ SPLIT_THREAD_ROWS = 1_000_000
 def split_fixed(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, hard: np.ndarray,
                 k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """:func:`split_by_fixed` on numba's threads for a matrix of at least
-    :data:`SPLIT_THREAD_ROWS` rows, on the calling thread alone below that; the same outputs
-    either way.
+    :data:`SPLIT_THREAD_ROWS` rows, on one thread below that; the same outputs either way.
+    Through :func:`solver.threads.threaded` (one threaded kernel at a time in a process).
 
     Parameters
     ----------
@@ -56,14 +57,8 @@ def split_fixed(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, hard:
     tuple
         ``(indptr, indices, data, coupling, same)``, see :func:`split_by_fixed`.
     """
-    if hard.size >= SPLIT_THREAD_ROWS:
-        return split_by_fixed(indptr, indices, data, hard, k)
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)  # (numba's setting is per calling thread)
-    try:
-        return split_by_fixed(indptr, indices, data, hard, k)
-    finally:
-        numba.set_num_threads(before)
+    return threaded(split_by_fixed, indptr, indices, data, hard, k,
+                    threads=None if hard.size >= SPLIT_THREAD_ROWS else 1)
 
 
 def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -147,3 +147,51 @@ def test_split_fixed_threads_only_large_matrices_and_restores_the_thread_count(m
     assert numba.get_num_threads() == before
     for a, b in zip(small, large):
         np.testing.assert_array_equal(a, b)
+
+
+_CONCURRENT = r"""
+import threading
+import numpy as np
+from solver.mrf import build_problem
+
+rng = np.random.default_rng(0)
+image = rng.random((120, 150, 3))
+strokes = np.zeros((120, 150), np.int32)
+strokes[:4] = 1
+strokes[-4:] = 2
+build_problem(image, strokes, 2)  # (compiled before the threads start)
+errors = []
+
+def work():
+    try:
+        for _ in range(15):
+            p = build_problem(image, strokes, 2)
+            from solver.mrf import MRFADMM
+            MRFADMM(p)  # (a fixed/free split: one thread, through the same layer)
+    except BaseException as exc:  # noqa: BLE001
+        errors.append(exc)
+
+threads = [threading.Thread(target=work) for _ in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("ok" if not errors else errors)
+"""
+
+
+def test_threaded_kernels_from_several_python_threads_under_the_workqueue_layer():
+    """numba's fallback threading layer aborts the process when two threads launch parallel
+    kernels at once; every threaded kernel goes through one lock (solver.threads)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue",
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", _CONCURRENT], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("ok"), proc.stdout[-2000:]
