@@ -283,7 +283,10 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     # levels, blocks and maps are dropped once the loop has passed them: at the last level's
     # polish, a large photo's memory peak, none is left (3 MP: 2.2 -> 1.6 GB peak with the
     # polish's int32 work arrays and graph ends)
-    maps = _pixel_maps(blocks)
+    # (the maps are for the callback's full-image view; a solve stopped at a coarse level, which
+    # only a callback can ask for, makes its one map from the blocks left: 12 MP, 0.57 s and
+    # 8 bytes a pixel per level spared without a callback)
+    maps = _pixel_maps(blocks) if callback is not None else [None] * len(levels)
     history: list = []
     labels = revisit = None
     res = solver = None
@@ -335,6 +338,8 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
                      "iterations", li, level.n, solver.free.size, level.energy(labels),
                      res.iterations)
     fine = np.asarray(labels).ravel().astype(np.int32)
+    if li > 0 and maps[li] is None:
+        maps[li] = _pixel_maps(blocks[:li])[-1]
     if li > 0:
         fine = fine[maps[li]]
     hard = np.asarray(problem.hard).ravel()

@@ -415,3 +415,29 @@ def test_band_levels_fuse_with_their_warm_start(monkeypatch):
     monkeypatch.setattr(multilevel, "WARM_FUSION", False)
     solve_mrf(p, "admm", seed=0)
     assert len(starts) >= 2 and not fused
+
+
+def test_a_stop_at_a_coarse_level_maps_its_labels_to_the_image_with_or_without_the_maps(
+        monkeypatch):
+    """The full-image maps are made up front only for a callback's view; a stop at a coarse
+    level without them makes its own map from the blocks, with the same result."""
+    from solver.mrf import multilevel
+    p, _ = _big_problem(k=2)
+
+    def stop(state):
+        return state.iteration >= 5  # (within the coarsest level)
+
+    want = solve_mrf(p, "admm", coarse_to_fine=True, callback=stop)
+    made = []
+    real = multilevel._pixel_maps
+
+    def no_maps_up_front(blocks):
+        made.append(len(blocks))
+        return [None] * (len(blocks) + 1) if len(made) == 1 else real(blocks)
+
+    monkeypatch.setattr(multilevel, "_pixel_maps", no_maps_up_front)
+    got = solve_mrf(p, "admm", coarse_to_fine=True, callback=stop)
+    assert len(made) == 2  # (the up-front call, then the stop's own map)
+    np.testing.assert_array_equal(got.labels, want.labels)
+    assert got.energy == want.energy and got.iterations == want.iterations == 5
+    assert set(np.unique(want.labels)) == {1, 2}
