@@ -5,7 +5,7 @@ import gc
 import logging
 import os
 import sys
-import threading
+import weakref
 
 from PyQt6.QtCore import QCoreApplication, QEvent, QEventLoop, QObject, QTimer
 from PyQt6.QtGui import QColor, QPalette
@@ -88,14 +88,12 @@ def run_app(argv: list[str] | None = None, image: str | None = None) -> int:
         The exit code of the event loop.
     """
     from segapp.ui.main_window import MainWindow
-    from solver.mrf import warm_up
-    # compile the solver's CPU kernels while the user opens an image and paints (daemon: never
-    # holds up quitting)
-    threading.Thread(target=warm_up, name="segapp-warm-up", daemon=True).start()
     app = get_app(argv)
     before = python_owned_qobjects()
     win = MainWindow()
     win.show()
+    # compile the solver's CPU kernels while the user opens an image and paints
+    win.start_warm_up()
     if image:
         QTimer.singleShot(0, lambda: win.open_path(image))
     try:
@@ -107,8 +105,10 @@ def run_app(argv: list[str] | None = None, image: str | None = None) -> int:
 def python_owned_qobjects() -> list:
     """Live QObjects (other than the application) whose C++ side Python owns."""
     from PyQt6 import sip
-    return [o for o in gc.get_objects()
-            if isinstance(o, QObject) and not isinstance(o, QCoreApplication)
+    # (weak proxies first: isinstance() on one whose referent died raises ReferenceError, and
+    # numba leaves such proxies behind when a compiled function is freed)
+    return [o for o in gc.get_objects() if type(o) not in weakref.ProxyTypes
+            and isinstance(o, QObject) and not isinstance(o, QCoreApplication)
             and not sip.isdeleted(o) and sip.ispyowned(o)]
 
 

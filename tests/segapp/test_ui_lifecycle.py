@@ -133,3 +133,20 @@ def test_shutdown_that_times_out_keeps_the_running_thread_alive(tmp_path):
                           capture_output=True, text=True, timeout=120, env=env)
     # without the fix: "QThread: Destroyed while thread is still running" and an abort
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
+
+
+def test_owned_qobject_scan_survives_dead_weak_proxies(qapp):
+    """numba leaves weak proxies to freed code libraries in the heap; the exit-time scan for
+    Python-owned QObjects must step over them (isinstance() on one raises ReferenceError)."""
+    import weakref
+
+    class Referent:
+        pass
+
+    target = Referent()
+    keep = [weakref.proxy(target)]
+    del target
+    gc.collect()
+    with pytest.raises(ReferenceError):
+        isinstance(keep[0], int)
+    assert isinstance(python_owned_qobjects(), list)
