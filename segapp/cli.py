@@ -69,10 +69,11 @@ def _add_segment(sub: Any) -> None:
     p.add_argument("--out", required=True, help="label PNG to write (values 1..K)")
     p.add_argument("--overlay", help="colour overlay PNG to write")
     p.add_argument("--report", help="JSON report to write")
-    p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary line (nor the first-run compiling note)")
 
 
 def _segment(args: argparse.Namespace) -> int:
+    from solver.compile_notice import COMPILE_MESSAGE, first_compile_notice  # noqa: PLC0415
     from solver.mrf import DEFAULT_LAMBDA  # noqa: PLC0415
 
     from .io import load_image, load_label_image, overlay, save_image, save_labels  # noqa: PLC0415
@@ -88,8 +89,13 @@ def _segment(args: argparse.Namespace) -> int:
                            colour_model=args.colour_model, solver=args.solver,
                            backend=args.backend, seed=args.seed, admm=admm,
                            polish=not args.no_polish)
-    out = run_segmentation(image, strokes, params, rect=args.rect, hard=hard,
-                           reference=args.report is not None)
+    def note() -> None:  # the first run on a machine compiles for about a minute
+        if not args.quiet:
+            print(f"segapp: note: {COMPILE_MESSAGE}", file=sys.stderr, flush=True)
+
+    with first_compile_notice(note):
+        out = run_segmentation(image, strokes, params, rect=args.rect, hard=hard,
+                               reference=args.report is not None)
     for w in out.warnings:
         print(f"segapp: warning: {w}", file=sys.stderr)
     over = overlay(image, out.labels) if args.overlay else None

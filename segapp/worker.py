@@ -139,10 +139,13 @@ class SolveWorker(QObject):
 
     @pyqtSlot()
     def run(self) -> None:
-        """Solve; emits ``finished`` or ``failed`` exactly once."""
+        """Solve; emits ``finished`` or ``failed`` exactly once (and ``notice`` if the solve
+        has to wait for kernels to compile, as on the first run on a machine)."""
+        from solver.compile_notice import first_compile_notice
         try:
             try:
-                outcome = self._run()
+                with first_compile_notice(lambda: self.notice.emit(compile_text())):
+                    outcome = self._run()
             except RuntimeError as exc:
                 if "gpu" not in str(exc).lower() or getattr(self.job.params, "backend", "") == "cpu":
                     raise
@@ -159,6 +162,52 @@ class SolveWorker(QObject):
                 log.exception("solve failed")
                 msg = f"{type(exc).__name__}: {msg}"
             self.failed.emit(msg)
+
+
+def compile_text() -> str:
+    """The status-bar line shown while the solver's kernels compile."""
+    from solver.compile_notice import COMPILE_MESSAGE
+    return COMPILE_MESSAGE[0].upper() + COMPILE_MESSAGE[1:] + "…"
+
+
+class WarmUp(QObject):
+    """Compiles the solver's kernels in a background thread (:func:`solver.mrf.warm_up`) while
+    the user opens an image and paints, and says so when that is the slow first run.
+
+    Signals
+    -------
+    compiling(str)
+        A kernel started compiling (not emitted when numba's on-disk cache is warm); the text
+        is for the status bar.
+    ready(float, bool)
+        Done: seconds taken, and whether anything compiled.
+    """
+
+    compiling = pyqtSignal(str)
+    ready = pyqtSignal(float, bool)
+
+    def start(self) -> threading.Thread:
+        """Start the warm-up thread (a daemon: it never holds up quitting) and return it."""
+        thread = threading.Thread(target=self._run, name="segapp-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def _emit(self, signal: Any, *args: Any) -> None:
+        try:
+            signal.emit(*args)
+        except RuntimeError:  # the window (and this object with it) closed meanwhile
+            pass
+
+    def _run(self) -> None:
+        from solver.compile_notice import first_compile_notice
+        from solver.mrf import warm_up
+        try:
+            with first_compile_notice(lambda: self._emit(self.compiling, compile_text())) as seen:
+                seconds = warm_up()
+        except Exception:  # noqa: BLE001 - a failed warm-up only means the first run compiles
+            log.exception("warm-up failed; the first solve compiles instead")
+            return
+        self._emit(self.ready, seconds, seen.fired)
 
 
 def _with_backend(params: Any, backend: str) -> Any:

@@ -8,7 +8,7 @@ import numpy as np
 
 from segapp.ui.frames import FrameStore
 from segapp.ui.render import disagreement_rgba, labels_rgb, palette, probabilities_rgb
-from segapp.worker import SolveController, SolveJob
+from segapp.worker import SolveController, SolveJob, WarmUp
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,20 @@ class RunMixin:
         self._max_iter = 0
         self._t0 = 0.0
         self._warm = False
+
+    def start_warm_up(self):
+        """Compile the solver's kernels in a background thread (returned) while the user opens
+        an image and paints; on the first run on a machine, when that takes about a minute, the
+        status bar says so, and again when the solver is ready."""
+        self.kernel_warm_up = WarmUp(self)
+        self.kernel_warm_up.compiling.connect(
+            lambda text: None if self.running else self.statusBar().showMessage(text))
+        self.kernel_warm_up.ready.connect(self._on_warm_up_ready)
+        return self.kernel_warm_up.start()
+
+    def _on_warm_up_ready(self, seconds: float, compiled: bool) -> None:
+        if compiled and not self.running:
+            self.statusBar().showMessage(f"Solver ready (compiled in {seconds:.0f} s)", 8000)
 
     @property
     def running(self) -> bool:

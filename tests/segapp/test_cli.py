@@ -156,3 +156,31 @@ def test_bench_rejects_bad_methods(tmp_path, capsys):
     code, _, err = _run(["bench", "--sizes", "400", "--json", tmp_path / "b.json", "--methods",
                          "magic"], capsys)
     assert code == 2 and "unknown method" in err
+
+
+def test_segment_says_so_when_it_has_to_compile(case, capsys, monkeypatch):
+    """The first run on a machine compiles for about a minute: the command says why it waits
+    (and says nothing when the kernels come from the cache, or with --quiet)."""
+    import numba
+
+    import segapp.pipeline as pipeline
+
+    d, *_ = case
+    args = ["segment", d / "img.png", "--strokes", d / "strokes.png", "--out", d / "l.png"]
+    code, _, err = _run(args, capsys)  # whatever this process still had to compile
+    assert code == 0, err
+    code, _, err = _run(args, capsys)
+    assert code == 0 and "note" not in err
+
+    original = pipeline.run_segmentation
+
+    def compiling_run(*a, **kw):  # a kernel compiled on the way, as on a cold cache
+        numba.njit(lambda x: x + 1)(1)
+        return original(*a, **kw)
+
+    monkeypatch.setattr(pipeline, "run_segmentation", compiling_run)
+    code, _, err = _run(args, capsys)
+    assert code == 0
+    assert err.count("segapp: note: compiling the solver's kernels") == 1
+    code, _, err = _run([*args, "--quiet"], capsys)
+    assert code == 0 and err == ""

@@ -309,3 +309,50 @@ def test_samples_recent_and_drop(win, qtbot, tmp_path):
     win.dropEvent(ev)
     assert win.doc.image_path == str(p) and win.doc.shape == (40, 40)
     assert win.recent_menu.actions()[0].text() == "dropped.png"
+
+
+@pytest.mark.parametrize("compiles", [True, False])
+def test_warm_up_says_when_the_first_run_compiles(win, qtbot, monkeypatch, compiles):
+    """The background warm-up compiles for about a minute on a machine's first run: the status
+    bar says so, then that the solver is ready; with numba's cache warm it says nothing."""
+    import numba
+
+    import solver.mrf
+
+    def fake_warm_up():
+        if compiles:
+            numba.njit(lambda x: 2 * x)(3)  # a real compile, as on a cold cache
+        return 42.0
+
+    monkeypatch.setattr(solver.mrf, "warm_up", fake_warm_up)
+    messages = []
+    win.statusBar().messageChanged.connect(messages.append)
+    win.start_warm_up().join(60)
+    qtbot.wait(50)  # the signals cross from the warm-up thread through the event loop
+    compiling = [m for m in messages if m.startswith("Compiling the solver's kernels")]
+    ready = [m for m in messages if m.startswith("Solver ready")]
+    if compiles:
+        assert len(compiling) == 1 and ready == ["Solver ready (compiled in 42 s)"]
+        assert messages.index(compiling[0]) < messages.index(ready[0])
+    else:
+        assert compiling == [] and ready == []
+
+
+def test_a_run_that_waits_for_compiling_says_so(win, qtbot, monkeypatch):
+    import numba
+
+    import segapp.pipeline as pipeline
+    real = pipeline.run_segmentation
+
+    def compiling(*a, **kw):  # as when Run is pressed before the warm-up has finished
+        numba.njit(lambda x: x - 1)(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(pipeline, "run_segmentation", compiling)
+    load(win, qtbot)
+    notices = []
+    win.solver.notice.connect(notices.append)
+    with qtbot.waitSignal(win.solver.finished, timeout=60000):
+        win.start_run()
+    assert [n for n in notices if n.startswith("Compiling the solver's kernels")] == \
+        [notices[0]]
