@@ -231,7 +231,7 @@ def edge_squared_differences(colours, offsets):  # pragma: no cover
     out = np.empty(_edge_count(h, w, offsets))
     rows, first = _row_blocks(h, w, offsets)
     for t in numba.prange(rows[-1]):
-        dr, dc, r, c0, c1, e = _edge_row(rows, first, offsets, w, t)
+        dr, dc, r, c0, c1, e = _edge_row(rows, first, offsets, w, np.int64(t))
         for col in range(c0, c1):
             s = 0.0
             for a in range(ch):
@@ -275,7 +275,7 @@ def contrast_to_weights(contrast, h, w, offsets, beta, diagonal_distance):  # pr
     root2 = math.sqrt(2.0)
     scale = -beta
     for t in numba.prange(rows[-1]):
-        dr, dc, r, c0, c1, e = _edge_row(rows, first, offsets, w, t)
+        dr, dc, r, c0, c1, e = _edge_row(rows, first, offsets, w, np.int64(t))
         divide = diagonal_distance and dr != 0 and dc != 0
         for col in range(c0, c1):
             v = math.exp(contrast[e] * scale)

@@ -72,7 +72,7 @@ def _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movab
     grid = stencil.shape[0] > 0
     head = 0
     while count > 0:
-        i = queue[head]
+        i = np.int64(queue[head])
         head = (head + 1) % size
         count -= 1
         inq[i] = False
@@ -135,10 +135,10 @@ def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, 
                 continue
             last_size[c], last_taken[c] = nt, taken
             count = _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, tlist,
-                                  nt, touched, True)
+                                  nt, touched, np.bool_(True))
             nt = _descend(indptr, indices, data, stencil, offsets, unary, two_lam, work, movable,
                           queue, inq, count, touched, tlist, nt, agree)
-            m = 0
+            m = np.int64(0)
             for q in range(nt):
                 i = tlist[q]
                 if work[i] != lab[i]:
@@ -147,7 +147,7 @@ def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, 
             got = _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m, work,
                         member, region, order, starts)
             # the pixels now carrying the copy's label are the regions taken
-            m2 = 0
+            m2 = np.int64(0)
             for q in range(m):
                 i = idx[q]
                 if lab[i] == work[i]:
@@ -162,9 +162,9 @@ def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, 
             last_size[c] = -1
             taken += got
             count = _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, idx, m2,
-                                  touched, False)
+                                  touched, np.bool_(False))
             nt = _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable,
-                          queue, inq, count, touched, tlist, 0, agree)
+                          queue, inq, count, touched, tlist, np.int64(0), agree)
             for q in range(nt):
                 touched[tlist[q]] = False
             for q in range(m2 + nt):  # mirror into the copy; changed pixels join the list

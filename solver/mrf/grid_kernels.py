@@ -85,7 +85,7 @@ def laplacian_csr(i, j, w, shape):  # pragma: no cover
     """
     h, width = shape
     n = h * width
-    rows, cols = _grid_coordinates(shape, 1)
+    rows, cols = _grid_coordinates(shape, np.int64(1))
     acc, seen, bad = _stencil(i, j, w, rows, cols, width, n)
     deg_i = np.zeros(n)
     deg_j = np.zeros(n)
@@ -101,7 +101,7 @@ def laplacian_csr(i, j, w, shape):  # pragma: no cover
     indptr = np.zeros(n + 1, np.int32)
     indices = np.empty(nnz, np.int32)
     data = np.empty(nnz)
-    q = 0
+    q = np.int64(0)  # (not the literal 0: numba would compile _put for it too)
     for p in range(n):
         r, c = rows[p], cols[p]
         # lower neighbours (their slot points at p): north-west, north, north-east, then west

@@ -350,7 +350,7 @@ def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):
             a = lab[i]
             edge_i = other[i] > 0
             for q in range(indptr[i], indptr[i + 1]):
-                j = indices[q]
+                j = np.int64(indices[q])  # (i's type: one compile of each helper)
                 if j <= i or lab[j] != a or not movable[j]:
                     continue
                 if not edge_i and other[j] == 0:
@@ -368,9 +368,9 @@ def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):
                     lab[j] = best
                     moved += 1
                     for p in range(indptr[i], indptr[i + 1]):
-                        other[indices[p]] = _count_other(indptr, indices, lab, indices[p])
+                        other[indices[p]] = _count_other(indptr, indices, lab, np.int64(indices[p]))
                     for p in range(indptr[j], indptr[j + 1]):
-                        other[indices[p]] = _count_other(indptr, indices, lab, indices[p])
+                        other[indices[p]] = _count_other(indptr, indices, lab, np.int64(indices[p]))
                     if sweep == 0:
                         # pixels within two steps may now be near a boundary: the first sweep
                         # visits them too (when still ahead), as a test of every pixel would

@@ -112,7 +112,7 @@ def _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m, 
                         dr -= two_lam * v * _change(lab, newlab, member, a, c, i + offsets[d])
                 continue
             for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
+                j = np.int64(indices[p])  # (the stencil's type: one compile of _change)
                 if j != i:
                     dr -= two_lam * data[p] * _change(lab, newlab, member, a, c, j)
         delta[r] = dr
