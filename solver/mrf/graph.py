@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from ..threads import threaded
 from .colour_kernels import contrast_to_weights, edge_squared_differences, grid_edge_list
 from .grid_kernels import _is_grid_edge_list, grid_laplacian_csr, laplacian_csr
+from .pyramid_kernels import cell_laplacian_csr, is_cell_edge_list
 
 __all__ = [
     "GridGraph",
@@ -268,9 +269,12 @@ def laplacian(graph: GridGraph) -> sp.csr_matrix:
         raise ValueError(f"image too large for a 32-bit sparse index: {n} pixels")
     h, w = (int(s) for s in graph.shape)
     weights = np.asarray(graph.weights, np.float64)
-    if _is_grid_edge_list(np.asarray(graph.i), np.asarray(graph.j), h, w):
+    gi, gj = np.asarray(graph.i), np.asarray(graph.j)
+    if _is_grid_edge_list(gi, gj, h, w):
         # (every built grid graph: read the matrix straight from the weights, same values)
         indptr, indices, data = threaded(grid_laplacian_csr, weights, h, w)
+    elif is_cell_edge_list(gi, gj, h, w):  # (every coarse level, likewise)
+        indptr, indices, data = threaded(cell_laplacian_csr, weights, h, w)
     else:
         indptr, indices, data, bad = laplacian_csr(np.asarray(graph.i, np.int32),
                                                    np.asarray(graph.j, np.int32), weights, (h, w))

@@ -19,12 +19,14 @@ from typing import Any
 import numpy as np
 
 from ..admm import ADMMParams
+from ..threads import threaded
 from .fusion import fuse
 from .graph import GridGraph, laplacian
-from .grid_kernels import coarsen_edges
+from .grid_kernels import _is_grid_edge_list, coarsen_edges
 from .icm import icm, settle_regions
 from .morphology import square_morphology
 from .problem import MRFProblem
+from .pyramid_kernels import coarsen_grid_edges
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +79,15 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
     unary = np.stack([np.bincount(block, weights=problem.unary[:, c], minlength=nc)
                       for c in range(k)], axis=1)
     g = problem.graph
-    lo, hi, weights, bad = coarsen_edges(np.asarray(g.i, np.int32), np.asarray(g.j, np.int32),
-                                         np.asarray(g.weights, np.float64),
-                                         (int(problem.shape[0]), int(problem.shape[1])), factor)
+    h, w = (int(s) for s in problem.shape)
+    gi, gj = np.asarray(g.i, np.int32), np.asarray(g.j, np.int32)
+    gw = np.asarray(g.weights, np.float64)
+    if factor == 2 and _is_grid_edge_list(gi, gj, h, w):
+        # (a photo's own graph: the same arrays, summed block row by block row on threads)
+        lo, hi, weights = threaded(coarsen_grid_edges, gw, h, w)
+        bad = 0
+    else:
+        lo, hi, weights, bad = coarsen_edges(gi, gj, gw, (h, w), factor)
     if bad:
         raise ValueError(f"{bad} edges of the graph are not 8-neighbour pixel pairs")
     graph = GridGraph(shape=cshape, i=lo, j=hi, weights=weights, beta=g.beta)

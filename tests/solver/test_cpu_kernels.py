@@ -94,7 +94,7 @@ def test_onehot_rounding_and_group_sums_match_numpy():
 def test_warm_up_compiles_the_kernels_of_both_label_counts():
     from solver import cpu_kernels, fused_kernels
     from solver.mrf import (descent_kernels, freeze, grid_kernels, kernels, morphology,
-                            region_kernels, stencil, warm_up, watershed)
+                            pyramid_kernels, region_kernels, stencil, warm_up, watershed)
 
     assert warm_up(3) > 0
     # the kernels a segmentation solve calls (quad_form is for LpBoxADMM.objective only: the
@@ -105,7 +105,9 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    kernels.icm_sweeps, region_kernels.fuse_level_sets,
                    region_kernels.move_regions,
                    region_kernels.split_regions, kernels.split_by_fixed, kernels.around_changes,
-                   kernels.pair_moves, grid_kernels.laplacian_csr, grid_kernels.coarsen_edges,
+                   kernels.pair_moves, grid_kernels.grid_laplacian_csr,
+                   pyramid_kernels.coarsen_grid_edges, pyramid_kernels.cell_laplacian_csr,
+                   grid_kernels.coarsen_edges,
                    grid_kernels.potts_energy, cpu_kernels.padded_split,
                    descent_kernels.fuse_descents, morphology._square, watershed.flood_zone,
                    stencil.stencil_from_csr, freeze._settled_groups, freeze._group_vertices,

@@ -1,0 +1,106 @@
+"""The coarse levels' threaded graph kernels give the general kernels' arrays bit for bit."""
+
+import numba
+import numpy as np
+import pytest
+
+from solver.mrf import multilevel
+from solver.mrf.graph import grid_edges, laplacian
+from solver.mrf.grid_kernels import coarsen_edges, laplacian_csr
+from solver.mrf.problem import problem_from_unary
+from solver.mrf.pyramid_kernels import (
+    cell_edge_count,
+    cell_laplacian_csr,
+    coarsen_grid_edges,
+    is_cell_edge_list,
+)
+
+SHAPES = [(1, 1), (1, 2), (2, 1), (1, 7), (7, 1), (2, 2), (3, 3), (4, 5), (5, 4), (9, 7),
+          (31, 17), (64, 3)]
+
+
+def _bits(a):
+    return np.asarray(a).view(np.uint8)
+
+
+def _on_threads(count, fn, *args):
+    before = numba.get_num_threads()
+    numba.set_num_threads(count)
+    try:
+        return fn(*args)
+    finally:
+        numba.set_num_threads(before)
+
+
+def _grid(shape, seed=0):
+    i, j, _ = grid_edges(shape)
+    w = np.random.default_rng(seed).random(i.size) * 3.0
+    return i.astype(np.int32), j.astype(np.int32), w
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_coarsening_a_grid_graph_matches_the_general_kernel_bit_for_bit(shape):
+    i, j, w = _grid(shape, seed=shape[0] * 31 + shape[1])
+    lo, hi, weight, bad = coarsen_edges(i, j, w, shape, 2)
+    assert bad == 0
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        got = _on_threads(threads, coarsen_grid_edges, w, *shape)
+        for a, b in zip((lo, hi, weight), got):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cell_ordered_laplacian_matches_the_general_kernel_bit_for_bit(shape):
+    i, j, w = _grid(shape, seed=7)
+    lo, hi, weight, _ = coarsen_edges(i, j, w, shape, 2)
+    cshape = (-(-shape[0] // 2), -(-shape[1] // 2))
+    assert lo.size == cell_edge_count(*cshape) and is_cell_edge_list(lo, hi, *cshape)
+    want = laplacian_csr(lo, hi, weight, cshape)[:3]
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        got = _on_threads(threads, cell_laplacian_csr, weight, *cshape)
+        for a, b in zip(want, got):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
+def test_only_the_exact_cell_order_is_recognised():
+    i, j, w = _grid((9, 8))
+    lo, hi, _, _ = coarsen_edges(i, j, w, (9, 8), 2)
+    assert is_cell_edge_list(lo, hi, 5, 4)
+    assert not is_cell_edge_list(lo, hi, 4, 5)             # another shape
+    assert not is_cell_edge_list(lo[:-1], hi[:-1], 5, 4)   # an edge missing
+    swapped_lo, swapped_hi = lo.copy(), hi.copy()
+    swapped_lo[[3, 4]], swapped_hi[[3, 4]] = lo[[4, 3]], hi[[4, 3]]
+    assert not is_cell_edge_list(swapped_lo, swapped_hi, 5, 4)  # two edges out of order
+    assert not is_cell_edge_list(i, j, 9, 8)                # the fine grid's own order
+
+
+def test_coarsen_takes_the_grid_path_and_gives_the_general_answer(monkeypatch):
+    shape, k = (13, 10), 3
+    rng = np.random.default_rng(4)
+    fine = problem_from_unary(rng.random((*shape, 3)), rng.random((shape[0] * shape[1], k)))
+    i, j = np.asarray(fine.graph.i, np.int32), np.asarray(fine.graph.j, np.int32)
+    w = np.asarray(fine.graph.weights)
+    general = [0]
+    real = multilevel.coarsen_edges
+
+    def counted(*args):
+        general[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(multilevel, "coarsen_edges", counted)
+    coarse, _ = multilevel.coarsen(fine)
+    assert general[0] == 0  # the photo's own graph takes the threaded path
+    coarser, _ = multilevel.coarsen(coarse)
+    assert general[0] == 1  # a cell-ordered level takes the general one
+    lo, hi, weight, _ = real(i, j, w, shape, 2)
+    np.testing.assert_array_equal(coarse.graph.i, lo)
+    np.testing.assert_array_equal(coarse.graph.weights, weight)
+    L = laplacian(coarse.graph)  # the cell-ordered Laplacian, as the general kernel has it
+    indptr, indices, data, _ = laplacian_csr(lo, hi, weight, coarse.shape)
+    np.testing.assert_array_equal(L.indptr, indptr)
+    np.testing.assert_array_equal(L.indices, indices)
+    np.testing.assert_array_equal(_bits(L.data), _bits(data))
+    np.testing.assert_array_equal(_bits(coarse.laplacian.data), _bits(data))
+    assert coarser.n == 4 * 3
