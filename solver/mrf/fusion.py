@@ -116,6 +116,10 @@ class Workspace:
         """Work arrays of region moves (:func:`solver.mrf.region_kernels.region_scratch`)."""
         return self._get("region", lambda: region_kernels.region_scratch(self.n))
 
+    def labels(self, name: str) -> np.ndarray:
+        """An ``(n,)`` int64 array for labels, one per ``name`` (its contents are the caller's)."""
+        return self._get("labels:" + name, lambda: np.empty(self.n, np.int64))
+
     def preferred(self) -> np.ndarray:
         """``(n,)`` each pixel's cheapest label by its data alone (0-based)."""
         return self._get("preferred", lambda: np.argmin(self._unary, axis=1))
@@ -186,14 +190,13 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
     return fuse_into
 
 
-def _start(problem: MRFProblem, labels: np.ndarray,
-           workspace: Workspace | None) -> tuple[np.ndarray, np.ndarray, tuple, float, tuple]:
-    """What every fusion works on: a 0-based copy of the labels, the free-pixel mask, the
-    Laplacian's CSR arrays and grid stencil, ``2 lam`` and one set of kernel work arrays for all
-    its proposals."""
+def _context(problem: MRFProblem,
+             workspace: Workspace | None) -> tuple[np.ndarray, tuple, float, tuple]:
+    """What every fusion works on besides the labels: the free-pixel mask, the Laplacian's CSR
+    arrays and grid stencil, ``2 lam`` and one set of kernel work arrays for all its proposals."""
     scratch = (workspace or Workspace(problem)).fusion()
-    return (kernels.zero_based(labels), np.asarray(problem.hard).ravel() == 0,
-            kernels.graph_arrays(problem), 2.0 * problem.lam, scratch)
+    return (np.asarray(problem.hard).ravel() == 0, kernels.graph_arrays(problem),
+            2.0 * problem.lam, scratch)
 
 
 def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tuple[np.ndarray, int]:
@@ -212,7 +215,8 @@ def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tupl
     moved : int
         Number of regions taken.
     """
-    lab, free, graph, two_lam, scratch = _start(problem, labels, None)
+    lab = kernels.zero_based(labels)
+    free, graph, two_lam, scratch = _context(problem, None)
     c = kernels.zero_based(candidate)
     idx = np.flatnonzero((lab != c) & free)
     moved = region_kernels.fuse_candidate(*graph, problem.unary, two_lam, lab, idx, c[idx],
@@ -249,7 +253,20 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
     moved : int
         Number of regions taken.
     """
-    lab, free, graph, two_lam, scratch = _start(problem, labels, workspace)
+    lab = kernels.zero_based(labels)
+    moved = fuse_level_sets_into(problem, lab, snapshots, thresholds, max_pixels, workspace)
+    return lab + 1, moved
+
+
+def fuse_level_sets_into(problem: MRFProblem, lab: np.ndarray,
+                         snapshots: Iterable[Snapshot | np.ndarray],
+                         thresholds: Iterable[float] = THRESHOLDS,
+                         max_pixels: int | None = None,
+                         workspace: Workspace | None = None) -> int:
+    """:func:`fuse_level_sets` on ``(n,)`` int64 0-based labels, changed in place (a polish
+    keeps its labels so from step to step: at 12 MP the conversions took a second); returns
+    the number of regions taken."""
+    free, graph, two_lam, scratch = _context(problem, workspace)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
     moved = 0
     disagreeing = FixedDisagreement(lab, free)
@@ -263,7 +280,7 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
             disagreeing.labels_changed()
         moved += taken
     log.debug("level-set fusion: %d regions taken", moved)
-    return lab + 1, moved
+    return moved
 
 
 #: Half-width of the closing in :func:`fuse_closings` (cameraman K = 3 at n = 1e4: 0.60% above
@@ -299,7 +316,16 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray, radius: int = CLOSING
     moved : int
         Number of regions taken.
     """
-    lab, free, graph, two_lam, scratch = _start(problem, labels, workspace)
+    lab = kernels.zero_based(labels)
+    moved = fuse_closings_into(problem, lab, radius, workspace)
+    return lab + 1, moved
+
+
+def fuse_closings_into(problem: MRFProblem, lab: np.ndarray, radius: int = CLOSING_RADIUS,
+                       workspace: Workspace | None = None) -> int:
+    """:func:`fuse_closings` on ``(n,)`` int64 0-based labels, changed in place; returns the
+    number of regions taken."""
+    free, graph, two_lam, scratch = _context(problem, workspace)
     moved = 0
     for c in range(problem.k):
         mask = (lab == c).reshape(problem.shape)
@@ -309,7 +335,7 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray, radius: int = CLOSING
             moved += region_kernels.fuse_candidate(*graph, problem.unary, two_lam, lab, idx,
                                             np.full(idx.size, c, np.int64), scratch)
     log.debug("closing fusion: %d regions taken", moved)
-    return lab + 1, moved
+    return moved
 
 
 def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
@@ -340,8 +366,17 @@ def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
     moved : int
         Number of pieces taken.
     """
+    lab = kernels.zero_based(labels)
+    moved = fuse_boxes_into(problem, lab, min_size, max_fraction, workspace)
+    return lab + 1, moved
+
+
+def fuse_boxes_into(problem: MRFProblem, lab: np.ndarray, min_size: int = 16,
+                    max_fraction: float = 0.25, workspace: Workspace | None = None) -> int:
+    """:func:`fuse_boxes` on ``(n,)`` int64 0-based labels, changed in place; returns the
+    number of pieces taken."""
     h, w = problem.shape
-    lab, free, graph, two_lam, scratch = _start(problem, labels, workspace)
+    free, graph, two_lam, scratch = _context(problem, workspace)
     free = free.reshape(h, w)
     moved = 0
     for c in range(problem.k):
@@ -357,4 +392,4 @@ def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
             moved += region_kernels.fuse_candidate(*graph, problem.unary, two_lam, lab, idx,
                                             np.full(idx.size, c, np.int64), scratch)
     log.debug("box fusion: %d pieces taken", moved)
-    return lab + 1, moved
+    return moved

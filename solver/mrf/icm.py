@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from . import kernels, region_kernels
-from .fusion import (THRESHOLDS, Snapshot, Workspace, descent_fuser, fuse_boxes,
-                     fuse_closings, fuse_level_sets, snapshot_arrays)
+from .fusion import (THRESHOLDS, Snapshot, Workspace, descent_fuser, fuse_boxes_into,
+                     fuse_closings_into, fuse_level_sets_into, snapshot_arrays)
 from .problem import MRFProblem
-from .watershed import fuse_edge_snapped
+from .watershed import fuse_edge_snapped_into
 
 log = logging.getLogger(__name__)
 
@@ -151,14 +151,22 @@ def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10, *,
         ``(H, W)`` int32 labels with energy no higher than the input's.
     """
     lab = kernels.zero_based(labels)
-    before = lab + 1 if icm_optimal else None
+    _pair_moves_in_place(problem, lab, max_sweeps, lab.copy() if icm_optimal else None)
+    return kernels.one_based(lab, problem.shape)
+
+
+def _pair_moves_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 10,
+                         before: np.ndarray | None = None) -> int:
+    """:func:`pair_moves` on ``(n,)`` int64 0-based labels, changed in place; ``before``, if
+    given, holds a copy of them that is an ICM fixed point (it is read, not kept). Returns the
+    number of pairs moved."""
     movable = np.asarray(problem.hard).ravel() == 0
     moved = kernels.pair_moves(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam,
                                lab, movable, max_sweeps)
     log.debug("pair moves: %d", moved)
-    if not moved:
-        return kernels.one_based(lab, problem.shape)
-    return icm(problem, lab + 1, since=before)
+    if moved:
+        _icm_in_place(problem, lab, since=before)
+    return moved
 
 
 #: Largest region (as a fraction of the level's pixels, at least :data:`REGION_CAP_MIN`) that a
@@ -225,9 +233,19 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
     settled : bool
         The last round moved nothing (False when ``max_rounds`` ran out first).
     """
-    h, w = problem.shape
-    k = problem.k
     lab = kernels.zero_based(labels)
+    settled = _settle_in_place(problem, lab, max_rounds, icm_optimal=icm_optimal,
+                               since=None if since is None else kernels.zero_based(since),
+                               workspace=workspace)
+    return kernels.one_based(lab, problem.shape), settled
+
+
+def _settle_in_place(problem: MRFProblem, lab: np.ndarray, max_rounds: int = 10, *,
+                     icm_optimal: bool = False, since: np.ndarray | None = None,
+                     workspace: Workspace | None = None) -> bool:
+    """:func:`settle_regions` on ``(n,)`` int64 0-based labels, changed in place (``since``
+    0-based too, read only); returns ``settled``."""
+    k = problem.k
     hard = np.asarray(problem.hard).ravel()
     workspace = workspace or Workspace(problem)
     prefer = workspace.preferred()
@@ -235,12 +253,14 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
     scratch = workspace.region()
     indptr, indices = kernels.csr_arrays(problem)[:2]
     everywhere = np.ones(lab.size, bool)
-    previous = None if since is None else kernels.zero_based(since)
+    previous = since
+    start = workspace.labels("settle")  # (each round's start, in one array for all rounds)
     moved_total, settled = 0, False
     for _ in range(max_rounds):
         near = (None if previous is None
                 else kernels.around_changes(indptr, indices, lab, previous, everywhere))
-        previous = lab.copy()  # (this round's start: also the ICM fixed point for the ICM below)
+        np.copyto(start, lab)  # (also the ICM fixed point for the ICM below)
+        previous = start
         before = previous if icm_optimal else None
         moved = 0
         for a in range(k):
@@ -256,7 +276,7 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
         _icm_in_place(problem, lab, since=before)
         icm_optimal = True
     log.debug("region moves: %d regions moved", moved_total)
-    return kernels.one_based(lab, (h, w)), settled
+    return settled
 
 
 def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
@@ -277,6 +297,14 @@ def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
         Regions re-split.
     """
     lab = kernels.zero_based(labels)
+    moved = _split_moves_in_place(problem, lab, min_size, sweeps)
+    return kernels.one_based(lab, problem.shape), moved
+
+
+def _split_moves_in_place(problem: MRFProblem, lab: np.ndarray, min_size: int = 16,
+                          sweeps: int = 10) -> int:
+    """:func:`split_moves` on ``(n,)`` int64 0-based labels, changed in place; returns the
+    number of regions re-split."""
     hard = np.asarray(problem.hard).ravel()
     moved = 0
     for a in range(problem.k if problem.k > 2 else 0):
@@ -284,7 +312,7 @@ def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
                                        2.0 * problem.lam, lab, np.ascontiguousarray(lab == a), a,
                                        hard, min_size, sweeps)
     log.debug("split moves: %d regions", moved)
-    return kernels.one_based(lab, problem.shape), moved
+    return moved
 
 
 def fuse_descents(problem: MRFProblem, labels: np.ndarray,
@@ -325,6 +353,17 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
         Regions taken.
     """
     lab = kernels.zero_based(labels)
+    moved = _fuse_descents_in_place(problem, lab, snapshots, thresholds, max_pixels, workspace)
+    return lab + 1, moved
+
+
+def _fuse_descents_in_place(problem: MRFProblem, lab: np.ndarray,
+                            snapshots: Sequence[Snapshot | np.ndarray],
+                            thresholds: Sequence[float] = THRESHOLDS,
+                            max_pixels: int | None = None,
+                            workspace: Workspace | None = None) -> int:
+    """:func:`fuse_descents` on ``(n,)`` int64 0-based labels, changed in place; returns the
+    number of regions taken."""
     fuse_into = descent_fuser(problem, lab, workspace)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
     max_size = problem.n if max_pixels is None else max_pixels
@@ -332,7 +371,7 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
     for snap in snapshots:
         moved += fuse_into(*snapshot_arrays(snap), ts, max_size)
     log.debug("descent fusion: %d regions taken", moved)
-    return lab + 1, moved
+    return moved
 
 
 def polish_labels(problem: MRFProblem, labels: np.ndarray,
@@ -374,22 +413,32 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         ``(H, W)`` int32 labels.
     """
     ws = Workspace(problem)  # (one set of work arrays for every step)
-    # each step starts from an ICM fixed point, so each ICM after it looks only around its moves
-    lab = icm(problem, labels, since=since)
+    # The steps work in place on 0-based labels, converted once each way (at 12 MP the
+    # conversions between 1-based steps took over a second), with the labels before each step
+    # in one reused array. Each step starts from an ICM fixed point, so each ICM after it
+    # looks only around its moves; each region pass after the first starts from the last
+    # one's settled labelling, so it need only look at the regions near what changed since.
+    lab = kernels.zero_based(labels)
+    _icm_in_place(problem, lab, since=None if since is None else kernels.zero_based(since))
+    before = ws.labels("step")
+
+    def mark() -> np.ndarray:
+        np.copyto(before, lab)
+        return before
+
     if problem.k > 2 or PAIR_MOVES_BINARY:
-        lab = pair_moves(problem, lab, icm_optimal=True)
-    lab = icm(problem, fuse_closings(problem, lab, workspace=ws)[0], since=lab)
-    lab = icm(problem, fuse_boxes(problem, lab, workspace=ws)[0], since=lab)
-    lab, settled = settle_regions(problem, lab, icm_optimal=True, workspace=ws)
-    # each later region pass starts from the last one's settled labelling: it need only look
-    # at the regions near what changed since
+        _pair_moves_in_place(problem, lab, before=mark())
+    for fill in (fuse_closings_into, fuse_boxes_into):
+        mark()
+        if fill(problem, lab, workspace=ws):
+            _icm_in_place(problem, lab, since=before)
+    settled = _settle_in_place(problem, lab, icm_optimal=True, workspace=ws)
     if SPLIT and split:
-        resplit, moved = split_moves(problem, lab)
-        if moved:
-            lab, settled = settle_regions(problem, icm(problem, resplit, since=lab),
-                                          icm_optimal=True, since=lab if settled else None,
-                                          workspace=ws)
-        resplit = None  # (each step's proposal is dropped once taken: a photo's peak memory)
+        mark()
+        if _split_moves_in_place(problem, lab):
+            _icm_in_place(problem, lab, since=before)
+            settled = _settle_in_place(problem, lab, icm_optimal=True,
+                                       since=before if settled else None, workspace=ws)
     if len(snapshots):
         # built once for all rounds; dense weights as snapshots once, so every fusion sees
         # the same fixed arrays (fusion.FixedDisagreement finds their pixels once)
@@ -399,27 +448,24 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         # before the plain fusion, which can take a union whose bad part a descent leaves out
         # (14 cameraman problems: mean gap 0.235% this way round, 0.240% after it)
         thresholds = DESCENT_THRESHOLDS if problem.k == 2 else DESCENT_THRESHOLDS_MULTI
-        carved, moved = fuse_descents(problem, lab, snapshots, thresholds,
-                                      DESCENT_MAX_PIXELS, workspace=ws)
-        if moved:
-            lab, settled = settle_regions(problem, carved, icm_optimal=True,
-                                          since=lab if settled else None, workspace=ws)
-        carved = None
+        mark()
+        if _fuse_descents_in_place(problem, lab, snapshots, thresholds, DESCENT_MAX_PIXELS,
+                                   workspace=ws):
+            settled = _settle_in_place(problem, lab, icm_optimal=True,
+                                       since=before if settled else None, workspace=ws)
     if EDGE_SNAP and split:
-        snapped, moved = fuse_edge_snapped(problem, lab, workspace=ws)
-        if moved:
-            lab, settled = settle_regions(problem, snapped, icm_optimal=True,
-                                          since=lab if settled else None, workspace=ws)
-        snapped = None
+        mark()
+        if fuse_edge_snapped_into(problem, lab, workspace=ws):
+            settled = _settle_in_place(problem, lab, icm_optimal=True,
+                                       since=before if settled else None, workspace=ws)
     if max_rounds is None:
         max_rounds = FINAL_FUSION_ROUNDS if split else COARSE_FUSION_ROUNDS
     for _ in range(max_rounds if len(snapshots) else 0):
-        fused, moved = fuse_level_sets(problem, lab, snapshots, max_pixels=PROPOSAL_MAX_PIXELS,
-                                       workspace=ws)
-        if moved == 0:
+        mark()
+        if fuse_level_sets_into(problem, lab, snapshots, max_pixels=PROPOSAL_MAX_PIXELS,
+                                workspace=ws) == 0:
             break
-        fused = icm(problem, fused, since=lab)
-        lab, settled = settle_regions(problem, fused, icm_optimal=True,
-                                      since=lab if settled else None, workspace=ws)
-        fused = None
-    return lab
+        _icm_in_place(problem, lab, since=before)
+        settled = _settle_in_place(problem, lab, icm_optimal=True,
+                                   since=before if settled else None, workspace=ws)
+    return kernels.one_based(lab, problem.shape)

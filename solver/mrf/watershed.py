@@ -198,6 +198,15 @@ def fuse_edge_snapped(problem: MRFProblem, labels: np.ndarray,
         Regions taken.
     """
     lab = kernels.zero_based(labels)
+    moved = fuse_edge_snapped_into(problem, lab, radii, workspace)
+    return lab + 1, moved
+
+
+def fuse_edge_snapped_into(problem: MRFProblem, lab: np.ndarray,
+                           radii: Sequence[int] | None = None,
+                           workspace: Workspace | None = None) -> int:
+    """:func:`fuse_edge_snapped` on ``(n,)`` int64 0-based labels, changed in place; returns
+    the number of regions taken."""
     k = problem.k
     fuse_into = descent_fuser(problem, lab, workspace)
     none_fixed = np.zeros(problem.n, np.int32)  # (proposals only at the listed pixels)
@@ -211,4 +220,4 @@ def fuse_edge_snapped(problem: MRFProblem, labels: np.ndarray,
         weights[np.arange(pixels.size), flooded] = 1.0
         moved += fuse_into(pixels, weights, none_fixed, once, problem.n)
     log.debug("edge-snapped fusion: %d regions taken", moved)
-    return lab + 1, moved
+    return moved

@@ -348,12 +348,12 @@ def test_polish_tries_pair_moves_for_more_than_two_labels_only(monkeypatch):
 
     icm_module = importlib.import_module("solver.mrf.icm")
     calls = []
-    real = icm_module.pair_moves
+    real = icm_module._pair_moves_in_place  # (what the polish calls: 0-based, in place)
 
-    def counted(problem, labels, **kw):
+    def counted(problem, lab, *args, **kw):
         calls.append(problem.k)
-        return real(problem, labels, **kw)
-    monkeypatch.setattr(icm_module, "pair_moves", counted)
+        return real(problem, lab, *args, **kw)
+    monkeypatch.setattr(icm_module, "_pair_moves_in_place", counted)
     for k in (2, 3):
         image, _, strokes = _synthetic(0, k)
         p = build_problem(image, strokes, k)
@@ -414,10 +414,10 @@ def test_plain_level_set_fusion_rounds_final_and_coarse(monkeypatch, split, roun
     icm_module = importlib.import_module("solver.mrf.icm")
     calls = []
 
-    def busy(problem, labels, snapshots, **kw):  # claims a move every time
+    def busy(problem, lab, snapshots, **kw):  # claims a move every time
         calls.append(1)
-        return np.asarray(labels).ravel(), 1
-    monkeypatch.setattr(icm_module, "fuse_level_sets", busy)
+        return 1
+    monkeypatch.setattr(icm_module, "fuse_level_sets_into", busy)
     image, _, strokes = _synthetic(0, 3)
     p = build_problem(image, strokes, 3)
     res = solve_mrf(p, "admm", polish=False)

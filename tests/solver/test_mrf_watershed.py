@@ -5,7 +5,8 @@ import pytest
 
 from solver.mrf import problem_from_unary, solve_mrf
 from solver.mrf.icm import icm
-from solver.mrf.watershed import boundary_zone, edge_snapped, fuse_edge_snapped
+from solver.mrf.watershed import (boundary_zone, edge_snapped, fuse_edge_snapped,
+                                  fuse_edge_snapped_into)
 
 from ._mrf_helpers import random_problem
 
@@ -88,10 +89,10 @@ def test_only_the_final_polish_snaps_boundaries_and_the_switch_turns_it_off(monk
     icm_module = importlib.import_module("solver.mrf.icm")
     calls = []
 
-    def spy(problem, labels, workspace=None):
+    def spy(problem, lab, workspace=None):
         calls.append(workspace is not None)  # (with the polish's shared work arrays)
-        return fuse_edge_snapped(problem, labels, workspace=workspace)
-    monkeypatch.setattr(icm_module, "fuse_edge_snapped", spy)
+        return fuse_edge_snapped_into(problem, lab, workspace=workspace)
+    monkeypatch.setattr(icm_module, "fuse_edge_snapped_into", spy)
     p, labels = _step_problem()
     icm_module.polish_labels(p, labels, split=False)
     assert calls == []
