@@ -1,10 +1,10 @@
-"""Compiled (numba) kernels for the coarse levels' graphs, on numba's threads.
+"""Compiled (numba) kernels for the coarse levels' graphs.
 
 A coarse level's edges, as :func:`solver.mrf.grid_kernels.coarsen_edges` lists them, are in
 *cell order*: cell by cell (row-major), each cell's edges to its higher neighbours in the order
 east, south-west, south, south-east. On a complete grid that layout is fixed by the grid's
-shape, so an edge's index is a formula (:func:`_cell_edge`) and both kernels here write the
-rows of their output on numba's threads, each row from its own first entry:
+shape, so an edge's index is a formula (:func:`_cell_edge`) and both kernels here write their
+output row by row, with no per-pixel accumulators and no pass over the edges' ends:
 
 - :func:`coarsen_grid_edges` restricts a full-resolution grid graph (its edges in the order of
   :func:`solver.mrf.graph.grid_edges`) to 2 x 2 blocks, and
@@ -12,9 +12,11 @@ rows of their output on numba's threads, each row from its own first entry:
 
 Both give the general kernels' arrays bit for bit (:func:`~solver.mrf.grid_kernels.coarsen_edges`
 and :func:`~solver.mrf.grid_kernels.laplacian_csr`, which take any 8-neighbour edge list): every
-sum adds the same terms in the same order. The general ones read each edge's ends and scatter
-into per-pixel accumulators; at 12 MP the first coarsening took 0.93 s and its Laplacian 0.86 s,
-one core's.
+sum adds the same terms in the same order. At 12 MP the general ones took 0.93 s for the first
+coarsening and 0.86 s for its Laplacian; these take 0.63-0.73 and 0.27-0.30 s. Each row block is
+independent, and on numba's threads they took 0.43-0.51 and 0.16-0.18 s on this 2-core
+machine, but a parallel kernel compiles for 3 s longer (the first run on a machine compiles
+everything, about a minute): they stay on one thread.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import numba
 import numpy as np
 
 _jit = numba.njit(cache=True, nogil=True)
-_pjit = numba.njit(cache=True, nogil=True, parallel=True)
 
 # slots of a cell's edges to its higher neighbours, in cell order
 EAST, SOUTH_WEST, SOUTH, SOUTH_EAST = 0, 1, 2, 3
@@ -85,7 +86,7 @@ def is_cell_edge_list(i, j, h, w):  # pragma: no cover
     return True
 
 
-@_pjit
+@_jit
 def cell_laplacian_csr(wt, h, w):  # pragma: no cover
     """CSR arrays ``(indptr, indices, data)`` of ``L = D - W`` for the weights ``wt`` of a
     complete ``h x w`` grid's edges in cell order (check with :func:`is_cell_edge_list`); the
@@ -100,7 +101,7 @@ def cell_laplacian_csr(wt, h, w):  # pragma: no cover
     start = np.zeros(h + 1, np.int64)
     for r in range(h):
         start[r + 1] = start[r] + w + 2 * (w - 1) + (3 * w - 2) * ((r > 0) + (r + 1 < h))
-    for r in numba.prange(h):
+    for r in range(h):
         q = start[r]
         for c in range(w):
             p = r * w + c
@@ -176,7 +177,7 @@ def _add_fine_edge(out, wt, e, r, c, dr, dc, hc, wc):  # pragma: no cover
     out[_cell_edge(ra, ca, hc, wc, slot)] += wt[e]
 
 
-@_pjit
+@_jit
 def coarsen_grid_edges(wt, h, w):  # pragma: no cover
     """Edges of the grid of 2 x 2 blocks of a complete ``h x w`` grid whose weights ``wt`` are in
     the order of :func:`solver.mrf.graph.grid_edges` (east, south, south-east, south-west
@@ -185,7 +186,7 @@ def coarsen_grid_edges(wt, h, w):  # pragma: no cover
     Returns ``(lo, hi, weight)`` in cell order on the ``ceil(h/2) x ceil(w/2)`` grid, the
     arrays :func:`solver.mrf.grid_kernels.coarsen_edges` gives for factor 2, bit for bit: the
     fine edges whose lower block is in block row ``R`` all start in pixel rows ``2R`` and
-    ``2R + 1``, so each block row is summed by one thread, block by block of the fine order and
+    ``2R + 1``, so each block row is summed on its own, block by block of the fine order and
     row by row, which is the fine edges' order.
     """
     hc, wc = (h + 1) // 2, (w + 1) // 2
@@ -197,7 +198,7 @@ def coarsen_grid_edges(wt, h, w):  # pragma: no cover
     b_s = h * we
     b_se = b_s + (h - 1) * w
     b_sw = b_se + (h - 1) * we
-    for big in numba.prange(hc):
+    for big in range(hc):
         first = big * (4 * wc - 3)  # this block row's edges
         last = m if big + 1 == hc else first + 4 * wc - 3
         for e in range(first, last):
@@ -216,17 +217,12 @@ def coarsen_grid_edges(wt, h, w):  # pragma: no cover
                 if c + 1 < wc:
                     k = _cell_edge(big, c, hc, wc, SOUTH_EAST)
                     lo[k], hi[k] = b, b + wc + 1
-        r0, r1 = 2 * big, min(2 * big + 2, h)
-        for r in range(r0, r1):  # east
-            for c in range(w - 1):
-                _add_fine_edge(out, wt, r * we + c, r, c, 0, 1, hc, wc)
-        for r in range(r0, min(r1, h - 1)):  # south
-            for c in range(w):
-                _add_fine_edge(out, wt, b_s + r * w + c, r, c, 1, 0, hc, wc)
-        for r in range(r0, min(r1, h - 1)):  # south-east
-            for c in range(w - 1):
-                _add_fine_edge(out, wt, b_se + r * we + c, r, c, 1, 1, hc, wc)
-        for r in range(r0, min(r1, h - 1)):  # south-west
-            for c in range(1, w):
-                _add_fine_edge(out, wt, b_sw + r * we + c - 1, r, c, 1, -1, hc, wc)
+        for d in range(4):  # east, south, south-east, south-west: the fine edges' blocks
+            dr, dc = (0, 1) if d == 0 else ((1, 0) if d == 1 else (1, 1) if d == 2 else (1, -1))
+            base = 0 if d == 0 else (b_s if d == 1 else b_se if d == 2 else b_sw)
+            row = w if d == 1 else we  # edges per pixel row in this block
+            c0 = 1 if d == 3 else 0
+            for r in range(2 * big, min(2 * big + 2, h - dr)):
+                for c in range(c0, c0 + row):
+                    _add_fine_edge(out, wt, base + r * row + c - c0, r, c, dr, dc, hc, wc)
     return lo, hi, out

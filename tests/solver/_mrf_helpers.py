@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numba
 import numpy as np
 
 from solver.mrf import MRFProblem, icm, problem_from_unary
@@ -69,3 +70,13 @@ def perturbed_fixed_point(problem: MRFProblem, seed: int, changes: int):
     hard = problem.hard.ravel()
     moved[hard > 0] = hard[hard > 0]
     return base, moved
+
+
+def on_threads(count: int, fn, *args):
+    """``fn(*args)`` with numba limited to ``count`` threads (restored afterwards)."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(count)
+    try:
+        return fn(*args)
+    finally:
+        numba.set_num_threads(before)

@@ -1,6 +1,5 @@
-"""The coarse levels' threaded graph kernels give the general kernels' arrays bit for bit."""
+"""The coarse levels' graph kernels give the general kernels' arrays bit for bit."""
 
-import numba
 import numpy as np
 import pytest
 
@@ -23,15 +22,6 @@ def _bits(a):
     return np.asarray(a).view(np.uint8)
 
 
-def _on_threads(count, fn, *args):
-    before = numba.get_num_threads()
-    numba.set_num_threads(count)
-    try:
-        return fn(*args)
-    finally:
-        numba.set_num_threads(before)
-
-
 def _grid(shape, seed=0):
     i, j, _ = grid_edges(shape)
     w = np.random.default_rng(seed).random(i.size) * 3.0
@@ -43,11 +33,9 @@ def test_coarsening_a_grid_graph_matches_the_general_kernel_bit_for_bit(shape):
     i, j, w = _grid(shape, seed=shape[0] * 31 + shape[1])
     lo, hi, weight, bad = coarsen_edges(i, j, w, shape, 2)
     assert bad == 0
-    for threads in (1, numba.config.NUMBA_NUM_THREADS):
-        got = _on_threads(threads, coarsen_grid_edges, w, *shape)
-        for a, b in zip((lo, hi, weight), got):
-            assert a.dtype == b.dtype
-            np.testing.assert_array_equal(_bits(a), _bits(b))
+    for a, b in zip((lo, hi, weight), coarsen_grid_edges(w, *shape)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(_bits(a), _bits(b))
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -57,11 +45,9 @@ def test_cell_ordered_laplacian_matches_the_general_kernel_bit_for_bit(shape):
     cshape = (-(-shape[0] // 2), -(-shape[1] // 2))
     assert lo.size == cell_edge_count(*cshape) and is_cell_edge_list(lo, hi, *cshape)
     want = laplacian_csr(lo, hi, weight, cshape)[:3]
-    for threads in (1, numba.config.NUMBA_NUM_THREADS):
-        got = _on_threads(threads, cell_laplacian_csr, weight, *cshape)
-        for a, b in zip(want, got):
-            assert a.dtype == b.dtype
-            np.testing.assert_array_equal(_bits(a), _bits(b))
+    for a, b in zip(want, cell_laplacian_csr(weight, *cshape)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(_bits(a), _bits(b))
 
 
 def test_only_the_exact_cell_order_is_recognised():
@@ -91,7 +77,7 @@ def test_coarsen_takes_the_grid_path_and_gives_the_general_answer(monkeypatch):
 
     monkeypatch.setattr(multilevel, "coarsen_edges", counted)
     coarse, _ = multilevel.coarsen(fine)
-    assert general[0] == 0  # the photo's own graph takes the threaded path
+    assert general[0] == 0  # the photo's own graph takes the grid path
     coarser, _ = multilevel.coarsen(coarse)
     assert general[0] == 1  # a cell-ordered level takes the general one
     lo, hi, weight, _ = real(i, j, w, shape, 2)

@@ -10,23 +10,15 @@ from solver.mrf import colour_kernels, grid_kernels
 from solver.mrf.graph import NEIGHBOUR_OFFSETS, build_grid_graph, grid_edges, laplacian
 from solver.mrf.gmm import GaussianMixtureModel
 
+from ._mrf_helpers import on_threads
+
 OFFSETS = np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64)
-
-
-def _on_threads(count, fn, *args):
-    """``fn(*args)`` with numba limited to ``count`` threads (restored afterwards)."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(count)
-    try:
-        return fn(*args)
-    finally:
-        numba.set_num_threads(before)
 
 
 def _both(fn, *args):
     """``fn(*args)`` on one thread and on all of them, as tuples of arrays."""
-    one = _on_threads(1, fn, *args)
-    many = _on_threads(numba.config.NUMBA_NUM_THREADS, fn, *args)
+    one = on_threads(1, fn, *args)
+    many = on_threads(numba.config.NUMBA_NUM_THREADS, fn, *args)
     as_tuple = (lambda r: r if isinstance(r, tuple) else (r,))
     return as_tuple(one), as_tuple(many)
 
@@ -65,10 +57,10 @@ def test_weights_from_contrast_match_numpy_and_threads():
             want[diag] /= np.sqrt(2.0)
         np.testing.assert_allclose(graph.weights, want, rtol=1e-15, atol=0)
         a, b = contrast.copy(), contrast.copy()  # (the kernel works in place)
-        _on_threads(1, colour_kernels.contrast_to_weights, a, 53, 61, OFFSETS, graph.beta,
-                    diagonal_distance)
-        _on_threads(numba.config.NUMBA_NUM_THREADS, colour_kernels.contrast_to_weights, b, 53,
-                    61, OFFSETS, graph.beta, diagonal_distance)
+        on_threads(1, colour_kernels.contrast_to_weights, a, 53, 61, OFFSETS, graph.beta,
+                   diagonal_distance)
+        on_threads(numba.config.NUMBA_NUM_THREADS, colour_kernels.contrast_to_weights, b, 53,
+                   61, OFFSETS, graph.beta, diagonal_distance)
         np.testing.assert_array_equal(a, b)
     assert laplacian(graph).shape == (53 * 61, 53 * 61)
 
@@ -80,8 +72,8 @@ def test_gmm_density_over_several_blocks_matches_scipy_and_threads():
     points = rng.random((m, 3))
     density = sum(w * multivariate_normal(mu, cov).pdf(points)
                   for w, mu, cov in zip(gmm.weights_, gmm.means_, gmm.covariances_))
-    one = _on_threads(1, gmm.neg_log_likelihood, points)
-    many = _on_threads(numba.config.NUMBA_NUM_THREADS, gmm.neg_log_likelihood, points)
+    one = on_threads(1, gmm.neg_log_likelihood, points)
+    many = on_threads(numba.config.NUMBA_NUM_THREADS, gmm.neg_log_likelihood, points)
     np.testing.assert_array_equal(one, many)
     np.testing.assert_allclose(many, -np.log(density), rtol=1e-10)
 
