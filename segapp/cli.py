@@ -69,7 +69,8 @@ def _add_segment(sub: Any) -> None:
     p.add_argument("--out", required=True, help="label PNG to write (values 1..K)")
     p.add_argument("--overlay", help="colour overlay PNG to write")
     p.add_argument("--report", help="JSON report to write")
-    p.add_argument("-q", "--quiet", action="store_true", help="no summary line (nor the first-run compiling note)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no summary line (nor the first-run compiling note)")
 
 
 def _segment(args: argparse.Namespace) -> int:

@@ -137,20 +137,24 @@ class SolveWorker(QObject):
         return run_segmentation(job.image, job.strokes, params, rect=job.rect, hard=job.hard,
                                 callback=self._callback, x0=job.x0, reference=job.reference)
 
+    def _solve(self):
+        """The solve, on the CPU again if the GPU it asked for is not usable (and says so)."""
+        try:
+            return self._run()
+        except RuntimeError as exc:
+            if "gpu" not in str(exc).lower() or getattr(self.job.params, "backend", "") == "cpu":
+                raise
+            self.notice.emit(f"{str(exc).splitlines()[0]} — running on the CPU instead")
+            return self._run("cpu")
+
     @pyqtSlot()
     def run(self) -> None:
         """Solve; emits ``finished`` or ``failed`` exactly once (and ``notice`` if the solve
         has to wait for kernels to compile, as on the first run on a machine)."""
         from solver.compile_notice import first_compile_notice
         try:
-            try:
-                with first_compile_notice(lambda: self.notice.emit(compile_text())):
-                    outcome = self._run()
-            except RuntimeError as exc:
-                if "gpu" not in str(exc).lower() or getattr(self.job.params, "backend", "") == "cpu":
-                    raise
-                self.notice.emit(f"{str(exc).splitlines()[0]} — running on the CPU instead")
-                outcome = self._run("cpu")
+            with first_compile_notice(lambda: self.notice.emit(compile_text())):
+                outcome = self._solve()
             self._flush()
             for w in getattr(outcome, "warnings", None) or []:
                 self.notice.emit(str(w))
