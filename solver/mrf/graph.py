@@ -274,7 +274,7 @@ def laplacian(graph: GridGraph) -> sp.csr_matrix:
         # (every built grid graph: read the matrix straight from the weights, same values)
         indptr, indices, data = threaded(grid_laplacian_csr, weights, h, w)
     elif is_cell_edge_list(gi, gj, h, w):  # (every coarse level, likewise)
-        indptr, indices, data = cell_laplacian_csr(weights, h, w)
+        indptr, indices, data = threaded(cell_laplacian_csr, weights, h, w)
     else:
         indptr, indices, data, bad = laplacian_csr(np.asarray(graph.i, np.int32),
                                                    np.asarray(graph.j, np.int32), weights, (h, w))

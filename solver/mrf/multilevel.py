@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..admm import ADMMParams
+from ..threads import threaded
 from .fusion import fuse
 from .graph import GridGraph, laplacian
 from .grid_kernels import _is_grid_edge_list, coarsen_edges
@@ -82,8 +83,8 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
     gi, gj = np.asarray(g.i, np.int32), np.asarray(g.j, np.int32)
     gw = np.asarray(g.weights, np.float64)
     if factor == 2 and _is_grid_edge_list(gi, gj, h, w):
-        # (a photo's own graph: the same arrays, read row by row from its weights)
-        lo, hi, weights = coarsen_grid_edges(gw, h, w)
+        # (a photo's own graph: the same arrays, summed block row by block row on threads)
+        lo, hi, weights = threaded(coarsen_grid_edges, gw, h, w)
         bad = 0
     else:
         lo, hi, weights, bad = coarsen_edges(gi, gj, gw, (h, w), factor)

@@ -1,10 +1,10 @@
-"""Compiled (numba) kernels for the coarse levels' graphs.
+"""Compiled (numba) kernels for the coarse levels' graphs, on numba's threads.
 
 A coarse level's edges, as :func:`solver.mrf.grid_kernels.coarsen_edges` lists them, are in
 *cell order*: cell by cell (row-major), each cell's edges to its higher neighbours in the order
 east, south-west, south, south-east. On a complete grid that layout is fixed by the grid's
-shape, so an edge's index is a formula (:func:`_cell_edge`) and both kernels here write their
-output row by row, with no per-pixel accumulators and no pass over the edges' ends:
+shape, so an edge's index is a formula (:func:`_cell_edge`) and both kernels here write the
+rows of their output on numba's threads, each row from its own first entry:
 
 - :func:`coarsen_grid_edges` restricts a full-resolution grid graph (its edges in the order of
   :func:`solver.mrf.graph.grid_edges`) to 2 x 2 blocks, and
@@ -12,11 +12,11 @@ output row by row, with no per-pixel accumulators and no pass over the edges' en
 
 Both give the general kernels' arrays bit for bit (:func:`~solver.mrf.grid_kernels.coarsen_edges`
 and :func:`~solver.mrf.grid_kernels.laplacian_csr`, which take any 8-neighbour edge list): every
-sum adds the same terms in the same order. At 12 MP the general ones took 0.93 s for the first
-coarsening and 0.86 s for its Laplacian; these take 0.63-0.73 and 0.27-0.30 s. Each row block is
-independent, and on numba's threads they took 0.43-0.51 and 0.16-0.18 s on this 2-core
-machine, but a parallel kernel compiles for 3 s longer (the first run on a machine compiles
-everything, about a minute): they stay on one thread.
+sum adds the same terms in the same order. The general ones read each edge's ends and scatter
+into per-pixel accumulators. At 12 MP the first coarsening (edges, unaries and Laplacian) took
+2.43-2.88 s with them, 2.01-2.41 s with these on one thread and 1.10-1.37 s on this machine's two
+(one block row a thread). The threads cost compile time once (about 6 s more, of the first
+run's minute) and save it on every large photo.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 _jit = numba.njit(cache=True, nogil=True)
+_pjit = numba.njit(cache=True, nogil=True, parallel=True)
 
 # slots of a cell's edges to its higher neighbours, in cell order
 EAST, SOUTH_WEST, SOUTH, SOUTH_EAST = 0, 1, 2, 3
@@ -86,7 +87,7 @@ def is_cell_edge_list(i, j, h, w):  # pragma: no cover
     return True
 
 
-@_jit
+@_pjit
 def cell_laplacian_csr(wt, h, w):  # pragma: no cover
     """CSR arrays ``(indptr, indices, data)`` of ``L = D - W`` for the weights ``wt`` of a
     complete ``h x w`` grid's edges in cell order (check with :func:`is_cell_edge_list`); the
@@ -101,7 +102,7 @@ def cell_laplacian_csr(wt, h, w):  # pragma: no cover
     start = np.zeros(h + 1, np.int64)
     for r in range(h):
         start[r + 1] = start[r] + w + 2 * (w - 1) + (3 * w - 2) * ((r > 0) + (r + 1 < h))
-    for r in range(h):
+    for r in numba.prange(h):
         q = start[r]
         for c in range(w):
             p = r * w + c
@@ -177,7 +178,7 @@ def _add_fine_edge(out, wt, e, r, c, dr, dc, hc, wc):  # pragma: no cover
     out[_cell_edge(ra, ca, hc, wc, slot)] += wt[e]
 
 
-@_jit
+@_pjit
 def coarsen_grid_edges(wt, h, w):  # pragma: no cover
     """Edges of the grid of 2 x 2 blocks of a complete ``h x w`` grid whose weights ``wt`` are in
     the order of :func:`solver.mrf.graph.grid_edges` (east, south, south-east, south-west
@@ -186,7 +187,7 @@ def coarsen_grid_edges(wt, h, w):  # pragma: no cover
     Returns ``(lo, hi, weight)`` in cell order on the ``ceil(h/2) x ceil(w/2)`` grid, the
     arrays :func:`solver.mrf.grid_kernels.coarsen_edges` gives for factor 2, bit for bit: the
     fine edges whose lower block is in block row ``R`` all start in pixel rows ``2R`` and
-    ``2R + 1``, so each block row is summed on its own, block by block of the fine order and
+    ``2R + 1``, so each block row is summed by one thread, block by block of the fine order and
     row by row, which is the fine edges' order.
     """
     hc, wc = (h + 1) // 2, (w + 1) // 2
@@ -198,7 +199,7 @@ def coarsen_grid_edges(wt, h, w):  # pragma: no cover
     b_s = h * we
     b_se = b_s + (h - 1) * w
     b_sw = b_se + (h - 1) * we
-    for big in range(hc):
+    for big in numba.prange(hc):
         first = big * (4 * wc - 3)  # this block row's edges
         last = m if big + 1 == hc else first + 4 * wc - 3
         for e in range(first, last):

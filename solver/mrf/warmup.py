@@ -52,7 +52,7 @@ def warm_up(max_labels: int = 3, gpu: bool = False) -> float:
             big_strokes = np.kron(strokes, np.ones((11, 11), np.int32))[:128, :128]
             big = build_problem(rng.random((128, 128)), big_strokes, k)
             solve_mrf(big, "admm", backend="gpu", seed=0, coarse_to_fine=True)
-        # a photo's graph coarsens on the threaded path, a coarse level's on the general one
+        # a photo's graph coarsens on the grid path, a coarse level's on the general one
         coarsen(coarsen(problem)[0])
         undecided_band(problem, res.labels)
     elapsed = time.perf_counter() - t0

@@ -1,5 +1,7 @@
-"""The coarse levels' graph kernels give the general kernels' arrays bit for bit."""
+"""The coarse levels' threaded graph kernels give the general kernels' arrays bit for bit, on
+one thread and on all of them."""
 
+import numba
 import numpy as np
 import pytest
 
@@ -13,6 +15,8 @@ from solver.mrf.pyramid_kernels import (
     coarsen_grid_edges,
     is_cell_edge_list,
 )
+
+from ._mrf_helpers import on_threads
 
 SHAPES = [(1, 1), (1, 2), (2, 1), (1, 7), (7, 1), (2, 2), (3, 3), (4, 5), (5, 4), (9, 7),
           (31, 17), (64, 3)]
@@ -33,9 +37,11 @@ def test_coarsening_a_grid_graph_matches_the_general_kernel_bit_for_bit(shape):
     i, j, w = _grid(shape, seed=shape[0] * 31 + shape[1])
     lo, hi, weight, bad = coarsen_edges(i, j, w, shape, 2)
     assert bad == 0
-    for a, b in zip((lo, hi, weight), coarsen_grid_edges(w, *shape)):
-        assert a.dtype == b.dtype
-        np.testing.assert_array_equal(_bits(a), _bits(b))
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        got = on_threads(threads, coarsen_grid_edges, w, *shape)
+        for a, b in zip((lo, hi, weight), got):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(_bits(a), _bits(b))
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -45,9 +51,11 @@ def test_cell_ordered_laplacian_matches_the_general_kernel_bit_for_bit(shape):
     cshape = (-(-shape[0] // 2), -(-shape[1] // 2))
     assert lo.size == cell_edge_count(*cshape) and is_cell_edge_list(lo, hi, *cshape)
     want = laplacian_csr(lo, hi, weight, cshape)[:3]
-    for a, b in zip(want, cell_laplacian_csr(weight, *cshape)):
-        assert a.dtype == b.dtype
-        np.testing.assert_array_equal(_bits(a), _bits(b))
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        got = on_threads(threads, cell_laplacian_csr, weight, *cshape)
+        for a, b in zip(want, got):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(_bits(a), _bits(b))
 
 
 def test_only_the_exact_cell_order_is_recognised():
@@ -77,7 +85,7 @@ def test_coarsen_takes_the_grid_path_and_gives_the_general_answer(monkeypatch):
 
     monkeypatch.setattr(multilevel, "coarsen_edges", counted)
     coarse, _ = multilevel.coarsen(fine)
-    assert general[0] == 0  # the photo's own graph takes the grid path
+    assert general[0] == 0  # the photo's own graph takes the threaded path
     coarser, _ = multilevel.coarsen(coarse)
     assert general[0] == 1  # a cell-ordered level takes the general one
     lo, hi, weight, _ = real(i, j, w, shape, 2)
