@@ -124,6 +124,10 @@ class Workspace:
         """``(n,)`` each pixel's cheapest label by its data alone (0-based)."""
         return self._get("preferred", lambda: np.argmin(self._unary, axis=1))
 
+    def prefers(self, b: int) -> np.ndarray:
+        """``(n,)`` bool: the pixels whose cheapest label by their data is ``b`` (0-based)."""
+        return self._get(f"prefers:{b}", lambda: self.preferred() == b)
+
 
 class FixedDisagreement:
     """The pixels that a snapshot's solver fixed to another label than the current labels',

@@ -112,17 +112,31 @@ def _icm_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 30,
     log.debug("ICM: %d moves", moves)
 
 
-def _move_regions(problem: MRFProblem, lab: np.ndarray, mask: np.ndarray, a: int,
+def _move_regions(problem: MRFProblem, lab: np.ndarray, a: int, prefer: np.ndarray | None,
                   hard: np.ndarray, near: np.ndarray | None, cap: int, scratch: tuple) -> int:
-    """Move each 8-connected region of ``mask`` (pixels all labelled ``a``) to its best label:
-    the regions of at most ``cap`` pixels that meet ``near`` (all of them when None).
+    """Move each 8-connected region of the pixels labelled ``a`` (only those where the bool
+    array ``prefer`` is True, when given) to its best label: the regions of at most ``cap``
+    pixels that meet the pixels ``near`` (an index array; all regions when None).
 
     Regions of one mask are never neighbours, so their moves do not interact and are taken
     together. Moving region ``R`` from ``a`` to ``c`` changes the energy by its unary difference
     plus ``2 lam`` times (the weight of its border with label ``a`` minus that with label ``c``).
-    Changes ``lab`` (0-based) in place and returns the number of regions moved.
+    Changes ``lab`` (0-based) in place and returns the number of regions moved. With ``near``,
+    the seeds come from it first, and the image-sized mask is made only if there are any (after
+    the first round of :func:`settle_regions` most label pairs have none near the changes).
     """
-    seeds = np.flatnonzero(mask if near is None else mask & near)
+    if near is not None:
+        pick = lab[near] == a
+        if prefer is not None:
+            pick &= prefer[near]
+        seeds = near[pick]
+        if seeds.size == 0:
+            return 0
+    mask = lab == a
+    if prefer is not None:
+        mask &= prefer
+    if near is None:
+        seeds = np.flatnonzero(mask)
     return region_kernels.move_regions(*kernels.graph_arrays(problem), problem.unary,
                                        2.0 * problem.lam, lab, mask, a, hard, seeds, cap, scratch)
 
@@ -248,7 +262,6 @@ def _settle_in_place(problem: MRFProblem, lab: np.ndarray, max_rounds: int = 10,
     k = problem.k
     hard = np.asarray(problem.hard).ravel()
     workspace = workspace or Workspace(problem)
-    prefer = workspace.preferred()
     cap = max(REGION_CAP_MIN, int(REGION_CAP * lab.size))
     scratch = workspace.region()
     indptr, indices = kernels.csr_arrays(problem)[:2]
@@ -257,18 +270,18 @@ def _settle_in_place(problem: MRFProblem, lab: np.ndarray, max_rounds: int = 10,
     start = workspace.labels("settle")  # (each round's start, in one array for all rounds)
     moved_total, settled = 0, False
     for _ in range(max_rounds):
-        near = (None if previous is None
-                else kernels.around_changes(indptr, indices, lab, previous, everywhere))
+        near = (None if previous is None else  # (the pixels near the changes, in index order)
+                np.flatnonzero(kernels.around_changes(indptr, indices, lab, previous, everywhere)))
         np.copyto(start, lab)  # (also the ICM fixed point for the ICM below)
         previous = start
         before = previous if icm_optimal else None
         moved = 0
         for a in range(k):
-            moved += _move_regions(problem, lab, lab == a, a, hard, near, cap, scratch)
+            moved += _move_regions(problem, lab, a, None, hard, near, cap, scratch)
             for b in range(k):
                 if b != a:
-                    moved += _move_regions(problem, lab, (lab == a) & (prefer == b), a, hard,
-                                           near, cap, scratch)
+                    moved += _move_regions(problem, lab, a, workspace.prefers(b), hard, near,
+                                           cap, scratch)
         moved_total += moved
         if moved == 0:
             settled = True
