@@ -1,30 +1,36 @@
-"""Compare solver variants side by side on one set of cameraman problems (the README's A/B runs).
+"""Compare solver variants side by side on one set of cameraman problems (the A/B runs of
+docs/decisions.md).
 
-    python benchmarks/ablation.py "solver.mrf.freeze.ENABLED=False" "solver.mrf.freeze.ENABLED=True"
-    python benchmarks/ablation.py --cases 2:1e5,2:5e5,3:1e5 "solver.mrf.freeze.DELTA=0.02" ""
+    python benchmarks/ablation.py "early_fixing.enabled=False" ""
+    python benchmarks/ablation.py --cases 2:1e5,2:5e5,3:1e5 "early_fixing.delta=0.02" ""
+    python benchmarks/ablation.py "polish.edge_snap=False,admm.rho_growth=1.02"
 
-Each argument is one variant: comma-separated ``module.ATTRIBUTE=value`` settings (``""`` is the
-default solver). Settings are applied in order and not undone, so give every variant all the
-attributes it changes. The yardstick (min-cut for K = 2, α-expansion for K > 2) runs once per
-problem; then every variant solves every problem in turn, in this process, so their times are
-side by side. One line per variant: mean gap (and per K), total ADMM time, and each problem's gap
-and time. Single ADMM runs move chaotically by a few hundredths of a percent from one setting to
-the next, so judge a variant by the mean over the set, not by one size.
+Each argument is one variant: comma-separated ``GROUP.FIELD=value`` settings, where GROUP is a
+field of :class:`solver.mrf.SolveOptions` (``polish``, ``early_fixing``, ``coarse_to_fine``) or
+``admm`` for an :class:`solver.ADMMParams` field; ``""`` is the default solver. Every variant
+starts from the defaults. The yardstick (min-cut for K = 2, α-expansion for K > 2) runs once
+per problem; then every variant solves every problem in turn, in this process, so their times
+are side by side. One line per variant: mean gap (and per K), total ADMM time, and each
+problem's gap and time. Single ADMM runs move chaotically by a few hundredths of a percent
+from one setting to the next, so judge a variant by the mean over the set, not by one size.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-import importlib
+import dataclasses
 import sys
+from typing import Any
 
 import numpy as np
 
-from segapp.bench import sample
-from solver.mrf import build_problem, solve_mrf, warm_up
+from segapp.cli.bench import sample
+from solver import ADMMParams
+from solver.mrf import SolveOptions, build_problem, solve_mrf, warm_up
 
-#: The set used for the decisions in the README: K = 2 at 1e4 … 5e5, K = 3 and 4 at a few sizes.
+#: The set used for the decisions in docs/decisions.md: K = 2 at 1e4 … 5e5, K = 3 and 4 at a few
+#: sizes.
 DEFAULT_CASES = ("2:1e4,2:2e4,2:5e4,2:7e4,2:1e5,2:1.5e5,2:2e5,2:5e5,"
                  "3:1e4,3:3e4,3:7e4,3:1e5,4:1e4,4:5e4")
 
@@ -39,8 +45,8 @@ def parse_cases(text: str) -> list[tuple[int, int]]:
 
 
 def split_settings(variant: str) -> list[str]:
-    """The ``module.ATTRIBUTE=value`` settings of a variant: split at the commas outside
-    brackets, so a value may be a tuple or list (``"m.T=(0.2, 0.5),m.F=True"``)."""
+    """The ``GROUP.FIELD=value`` settings of a variant: split at the commas outside brackets, so
+    a value may be a tuple or list (``"polish.thresholds=(0.2, 0.5),polish.split=True"``)."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(variant):
         depth += ch in "([{"
@@ -52,21 +58,32 @@ def split_settings(variant: str) -> list[str]:
     return [s.strip() for s in out if s.strip()]
 
 
-def apply(variant: str) -> None:
-    """Set each ``module.ATTRIBUTE=value`` of a comma-separated variant string."""
+def variant_options(variant: str) -> tuple[SolveOptions, dict[str, Any]]:
+    """The options and ADMM parameters of a variant string (defaults for the rest)."""
+    options, admm = SolveOptions(), {}
+    groups = {f.name for f in dataclasses.fields(SolveOptions)}
     for setting in split_settings(variant):
         target, value = setting.split("=", 1)
-        module, attr = target.rsplit(".", 1)
-        mod = importlib.import_module(module)
-        if not hasattr(mod, attr):
-            raise SystemExit(f"{module} has no attribute {attr!r}")
-        setattr(mod, attr, ast.literal_eval(value))
+        group, _, name = target.strip().partition(".")
+        parsed = ast.literal_eval(value.strip())
+        if group == "admm":
+            if name not in {f.name for f in dataclasses.fields(ADMMParams)}:
+                raise SystemExit(f"ADMMParams has no field {name!r}")
+            admm[name] = parsed
+            continue
+        if group not in groups:
+            raise SystemExit(f"unknown group {group!r}: expected admm or one of {sorted(groups)}")
+        sub = getattr(options, group)
+        if name not in {f.name for f in dataclasses.fields(sub)}:
+            raise SystemExit(f"{type(sub).__name__} has no field {name!r}")
+        options = dataclasses.replace(options, **{group: dataclasses.replace(sub, **{name: parsed})})
+    return options, admm
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry; returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("variants", nargs="+", help='e.g. "solver.mrf.freeze.ENABLED=False"')
+    ap.add_argument("variants", nargs="+", help='e.g. "early_fixing.enabled=False"')
     ap.add_argument("--cases", default=DEFAULT_CASES, help="K:n pairs, comma-separated")
     args = ap.parse_args(argv)
     cases = parse_cases(args.cases)
@@ -78,10 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         ref = solve_mrf(p, "mincut" if k == 2 else "expansion")
         problems.append((k, n, p, ref.energy))
     for variant in args.variants:
-        apply(variant)
+        options, admm = variant_options(variant)
         gaps, times, cells = [], [], []
         for k, n, p, ref in problems:
-            res = solve_mrf(p, "admm", seed=0)
+            res = solve_mrf(p, "admm", seed=0, options=options, **admm)
             gap = 100.0 * (res.energy - ref) / abs(ref)
             gaps.append(gap)
             times.append(res.time_s)

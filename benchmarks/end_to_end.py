@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 _CHILD = r"""
 import json, resource, sys, time
 import numpy as np
-from segapp.io import load_image, save_labels
-from segapp.pipeline import SegmentParams, run_segmentation
+from segapp.core.io import load_image, save_labels
+from segapp.core.pipeline import SegmentParams, run_segmentation
 
 path, out, backend = sys.argv[1], sys.argv[2], sys.argv[3]
 small = np.ascontiguousarray(load_image(path)[:64, :64])
@@ -54,7 +54,9 @@ def make_photo(megapixels: float, path: Path) -> None:
     """The coffee scene resized to about ``megapixels`` (4:3), written as PNG."""
     import cv2  # noqa: PLC0415
 
-    src = cv2.imread(str(ROOT / "assets" / "coffee.png"), cv2.IMREAD_COLOR)
+    from segapp.core.io import ASSETS_DIR  # noqa: PLC0415
+
+    src = cv2.imread(str(ASSETS_DIR / "coffee.png"), cv2.IMREAD_COLOR)
     w = int(round((megapixels * 1e6 * 4 / 3) ** 0.5))
     h = int(round(w * 3 / 4))
     cv2.imwrite(str(path), cv2.resize(src, (w, h), interpolation=cv2.INTER_CUBIC))

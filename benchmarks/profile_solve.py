@@ -31,8 +31,8 @@ def case_inputs(name: str):
     """``(image, strokes, k, rect)`` of a named case."""
     import cv2  # noqa: PLC0415
 
-    from segapp.bench import sample  # noqa: PLC0415
-    from segapp.io import ASSETS_DIR, load_image  # noqa: PLC0415
+    from segapp.cli.bench import sample  # noqa: PLC0415
+    from segapp.core.io import ASSETS_DIR, load_image  # noqa: PLC0415
 
     if name.startswith("photo"):
         mp = float(name[5:])
@@ -73,7 +73,7 @@ class PeakGPU:
 
 
 def run_case(name: str, backend: str, top: int, out: Path, gpu: PeakGPU) -> dict:
-    from segapp.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
+    from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
     img, strokes, k, rect = case_inputs(name)
     params = SegmentParams(k=k, backend=backend)

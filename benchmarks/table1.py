@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from segapp.bench import default_methods, run_grid
+from segapp.cli.bench import default_methods, run_grid
 
 
 def _median(records: list[dict], method: str, n: int, key: str) -> float:

@@ -1,15 +1,35 @@
 """segapp's numerical core: ℓp-box ADMM for binary quadratic programs, MRF models, yardsticks.
 
-No Qt, no file formats, no GUI ideas live here.
+No Qt, no file formats, no GUI ideas live here. Layers, top to bottom: :mod:`solver.mrf`
+(segmentation: build, solve, polish) and :mod:`solver.bqp` (general BQPs) over
+:mod:`solver.reference` (yardsticks), over :mod:`solver.admm` (the method), over
+:mod:`solver.backend` (numpy/numba or CuPy).
+
+The names below load on first use, so ``import solver.names`` (the CLI's choices) stays cheap.
 """
 
-from .admm import ADMMParams, LpBoxADMM
-from .backend import Backend, GPUUnavailableError, get_backend, gpu_available
-from .bqp import solve_bqp
-from .pcg import PCGResult, pcg
-from .result import ADMMResult, IterationRecord, IterationState
+from __future__ import annotations
 
-__all__ = [
-    "ADMMParams", "ADMMResult", "Backend", "GPUUnavailableError", "IterationRecord",
-    "IterationState", "LpBoxADMM", "PCGResult", "get_backend", "gpu_available", "pcg", "solve_bqp",
-]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "ADMMParams": "solver.admm.params", "ADMMResult": "solver.admm.records",
+    "IterationRecord": "solver.admm.records", "IterationState": "solver.admm.records",
+    "LpBoxADMM": "solver.admm.loop", "PCGResult": "solver.admm.pcg", "pcg": "solver.admm.pcg",
+    "BACKENDS": "solver.names", "Backend": "solver.backend",
+    "GPUUnavailableError": "solver.backend", "get_backend": "solver.backend",
+    "gpu_available": "solver.backend", "solve_bqp": "solver.bqp.solve",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'solver' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,7 +1,8 @@
-"""Layering rules from DESIGN.md: `solver` never imports Qt or `segapp`; `segapp.model` never Qt.
+"""The layering rules of docs/architecture.md, checked from the source.
 
-`make test` also runs import-linter with the contracts in pyproject.toml; this test checks the same
-rules from the source alone, so it fails inside plain `pytest` runs too.
+`make test` also runs import-linter with the contracts in pyproject.toml (the solver's layers,
+no Qt below the UI); these tests check the same rules and the absence of import cycles, so they
+fail inside a plain `pytest` run too. Every import counts, also one inside a function.
 """
 
 import ast
@@ -9,59 +10,117 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 QT = ("PyQt6", "PyQt5", "PySide6", "pyqtgraph")
+PACKAGES = ("solver", "segapp")
 
 
-def imported_modules(package_dir: Path):
-    for path in package_dir.rglob("*.py"):
-        tree = ast.parse(path.read_text(), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    yield path, alias.name
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                yield path, node.module
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def offenders(package: str, forbidden: tuple[str, ...]):
-    return [
-        f"{path.relative_to(ROOT)} imports {mod}"
-        for path, mod in imported_modules(ROOT / package)
-        if mod.split(".")[0] in forbidden or any(mod.startswith(f + ".") for f in forbidden)
-        or mod in forbidden
-    ]
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every module of the project's packages by dotted name."""
+    return {module_name(p, root): p for pkg in PACKAGES for p in (root / pkg).rglob("*.py")}
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """The modules ``path`` imports, anywhere in it: ``from a import b`` names ``a.b`` when that
+    is a module of the project, else ``a``."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            subs = {f"{node.module}.{a.name}" for a in node.names} & known
+            found.update(subs)
+            if len(subs) < len(node.names):
+                found.add(node.module)
+    return found
+
+
+def graph(root: Path = ROOT) -> dict[str, set[str]]:
+    mods = modules(root)
+    known = set(mods)
+    return {name: imports(path, known) for name, path in mods.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module, or with a self-import."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in edges:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in edges.get(v, ()):
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(max(10000, sys.getrecursionlimit()))
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def offenders(edges: dict[str, set[str]], source: str, forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(f"{mod} imports {imp}" for mod, imps in edges.items()
+                  if mod == source or mod.startswith(source + ".")
+                  for imp in imps if any(imp == f or imp.startswith(f + ".") for f in forbidden))
+
+
+def test_no_import_cycle_anywhere():
+    assert cycles(graph()) == []
 
 
 def test_solver_imports_neither_qt_nor_segapp():
-    assert offenders("solver", QT + ("segapp",)) == []
+    assert offenders(graph(), "solver", QT + ("segapp",)) == []
 
 
-def test_model_imports_no_qt():
-    assert offenders("segapp/model", QT + ("segapp.ui",)) == []
+def test_model_and_core_import_no_qt_and_no_ui():
+    edges = graph()
+    assert offenders(edges, "segapp.model", QT + ("segapp.ui", "segapp.cli", "segapp.core")) == []
+    assert offenders(edges, "segapp.core", QT + ("segapp.ui", "segapp.cli")) == []
 
 
-def test_only_backend_imports_cupy():
-    found = [f"{p.relative_to(ROOT)}" for p, m in imported_modules(ROOT / "solver")
-             if m.split(".")[0] in ("cupy", "cupyx")]
-    assert all(p.endswith("solver/backend.py") for p in found), found
+def test_only_the_backend_imports_cupy():
+    found = offenders(graph(), "solver", ("cupy", "cupyx"))
+    assert all(line.startswith("solver.backend") for line in found), found
 
 
-def test_the_checker_catches_a_violation(tmp_path, monkeypatch):
-    pkg = tmp_path / "solver"
-    pkg.mkdir()
-    (pkg / "bad.py").write_text("from PyQt6 import QtCore\n")
-    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
-    assert offenders("solver", QT) == ["solver/bad.py imports PyQt6"]
+def test_the_checks_catch_a_cycle_and_a_violation(tmp_path):
+    for pkg in PACKAGES:
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "solver" / "a.py").write_text("def f():\n    from solver.b import g\n")
+    (tmp_path / "solver" / "b.py").write_text("from solver import a\nfrom PyQt6 import QtCore\n")
+    edges = graph(tmp_path)
+    assert cycles(edges) == [["solver.a", "solver.b"]]
+    assert offenders(edges, "solver", QT) == ["solver.b imports PyQt6"]
 
 
-def test_importing_solver_loads_no_qt():
-    code = "import sys, solver, solver.mrf, solver.reference; " \
-           "bad = [m for m in sys.modules if m.split('.')[0] in ('PyQt6', 'pyqtgraph', 'segapp', 'cupy')]; " \
-           "print(bad); sys.exit(1 if bad else 0)"
+def test_importing_the_qt_free_layers_loads_no_qt():
+    code = ("import sys, solver, solver.mrf, solver.reference, segapp.model, segapp.core.pipeline, "
+            "segapp.core.io, segapp.core.session, segapp.core.colouring\n"
+            "from solver.mrf import solve_mrf, build_problem\n"
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('PyQt6', 'pyqtgraph', 'cupy')]\n"
+            "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    if "No module named 'solver.mrf'" in proc.stderr or "No module named 'solver.reference'" in proc.stderr:
-        pytest.fail("solver.mrf / solver.reference missing")
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -28,7 +28,7 @@ Listener = Callable[[str, "BBox | None"], None]
 class SolverSettings:
     """Solver parameters as the user set them (None means library default / auto).
 
-    Mirrors :class:`segapp.pipeline.SegmentParams` without ``k``.
+    Mirrors :class:`segapp.core.pipeline.SegmentParams` without ``k``.
     """
 
     lam: float | None = None

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from segapp.model.document import Document
+#: What an edit applies itself to: a :class:`segapp.model.document.Document` (which imports this
+#: module, so it is not imported back here).
+Document = Any
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +25,10 @@ class Edit:
 
     label = "edit"
 
-    def undo(self, doc: "Document") -> None:  # pragma: no cover - interface
+    def undo(self, doc: Document) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def redo(self, doc: "Document") -> None:  # pragma: no cover - interface
+    def redo(self, doc: Document) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
 
@@ -52,16 +53,16 @@ class MaskEdit(Edit):
     after: np.ndarray
     label: str = "stroke"
 
-    def _put(self, doc: "Document", data: np.ndarray) -> None:
+    def _put(self, doc: Document, data: np.ndarray) -> None:
         arr = doc.layer(self.layer)
         h, w = data.shape
         arr[self.y0:self.y0 + h, self.x0:self.x0 + w] = data
         doc.notify(self.layer, (self.y0, self.y0 + h, self.x0, self.x0 + w))
 
-    def undo(self, doc: "Document") -> None:
+    def undo(self, doc: Document) -> None:
         self._put(doc, self.before)
 
-    def redo(self, doc: "Document") -> None:
+    def redo(self, doc: Document) -> None:
         self._put(doc, self.after)
 
     @staticmethod
@@ -87,11 +88,11 @@ class AttrEdit(Edit):
     after: Any
     label: str = "change"
 
-    def undo(self, doc: "Document") -> None:
+    def undo(self, doc: Document) -> None:
         setattr(doc, "_" + self.name, self.before)
         doc.notify(self.name, None)
 
-    def redo(self, doc: "Document") -> None:
+    def redo(self, doc: Document) -> None:
         setattr(doc, "_" + self.name, self.after)
         doc.notify(self.name, None)
 
@@ -103,11 +104,11 @@ class CompoundEdit(Edit):
     edits: list[Edit] = field(default_factory=list)
     label: str = "edit"
 
-    def undo(self, doc: "Document") -> None:
+    def undo(self, doc: Document) -> None:
         for e in reversed(self.edits):
             e.undo(doc)
 
-    def redo(self, doc: "Document") -> None:
+    def redo(self, doc: Document) -> None:
         for e in self.edits:
             e.redo(doc)
 
@@ -141,7 +142,7 @@ class UndoStack:
         """Whether there is an edit to redo."""
         return bool(self._undone)
 
-    def undo(self, doc: "Document") -> Edit | None:
+    def undo(self, doc: Document) -> Edit | None:
         """Undo the latest edit on ``doc``; return it (or None)."""
         if not self._done:
             return None
@@ -150,7 +151,7 @@ class UndoStack:
         self._undone.append(e)
         return e
 
-    def redo(self, doc: "Document") -> Edit | None:
+    def redo(self, doc: Document) -> Edit | None:
         """Redo the latest undone edit on ``doc``; return it (or None)."""
         if not self._undone:
             return None

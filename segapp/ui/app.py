@@ -127,7 +127,7 @@ def dispose_window(win, owned_before=()) -> None:
     """
     from PyQt6 import sip
 
-    from segapp.worker import wait_stale
+    from segapp.ui.worker import wait_stale
     if not sip.isdeleted(win):
         win.solver.shutdown()
         win.deleteLater()

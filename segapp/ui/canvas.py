@@ -10,7 +10,8 @@ from PyQt6.QtWidgets import (QGraphicsEllipseItem, QGraphicsPixmapItem, QGraphic
                              QGraphicsScene, QGraphicsView)
 
 from segapp.model import Document
-from segapp.ui.render import display_rgb, layers_rgba, palette, to_qimage
+from segapp.core.colouring import display_rgb, layers_rgba, palette
+from segapp.ui.render import to_qimage
 
 log = logging.getLogger(__name__)
 

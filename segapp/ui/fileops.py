@@ -9,7 +9,7 @@ from PyQt6.QtCore import QSettings
 from PyQt6.QtGui import QAction
 from PyQt6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
-from segapp.model import apply_session, load_session, save_session
+from segapp.core.session import apply_session, load_session, save_session
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ MAX_RECENT = 8
 def list_samples() -> list[tuple[str, Path, Path | None, int]]:
     """Bundled samples as ``(title, image, strokes or None, K)``, one per strokes file."""
     try:
-        from segapp.io import ASSETS_DIR
+        from segapp.core.io import ASSETS_DIR
     except Exception:  # noqa: BLE001 - io not importable: no samples
         return []
     out = []
@@ -61,7 +61,7 @@ class FileOpsMixin:
         """Open an image (or a ``.json`` session); False and an error dialog on failure."""
         if str(path).lower().endswith(".json"):
             return self.open_session(path)
-        from segapp.io import load_image
+        from segapp.core.io import load_image
         try:
             image = load_image(path)
         except (ValueError, OSError) as exc:
@@ -82,7 +82,7 @@ class FileOpsMixin:
         if not self.open_path(str(image)):
             return False
         if strokes is not None:
-            from segapp.io import load_label_image
+            from segapp.core.io import load_label_image
             try:
                 lab = load_label_image(str(strokes), shape=self.doc.shape, k=k)
             except (ValueError, OSError) as exc:
@@ -138,7 +138,7 @@ class FileOpsMixin:
     # ---------------------------------------------------------------- sessions
     def open_session(self, path: str) -> bool:
         """Open a session JSON (image, K, rectangle, settings, strokes)."""
-        from segapp.io import load_image
+        from segapp.core.io import load_image
         try:
             data = load_session(path)
             if not data.image_path:
@@ -214,7 +214,7 @@ class FileOpsMixin:
         path = path or self._export_path("Save labels", "_labels.png", "PNG (*.png)")
         if not path:
             return False
-        from segapp.io import save_labels
+        from segapp.core.io import save_labels
         try:
             save_labels(path, self.outcome.labels)
         except (OSError, ValueError) as exc:
@@ -231,7 +231,7 @@ class FileOpsMixin:
         path = path or self._export_path("Save overlay", "_overlay.png", "PNG (*.png)")
         if not path:
             return False
-        from segapp.io import save_overlay
+        from segapp.core.io import save_overlay
         try:
             save_overlay(path, self.doc.image, self.outcome.labels,
                          alpha=self.results_panel.opacity.value() / 100)

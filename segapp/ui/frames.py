@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from segapp.ui.render import downsample
+from segapp.core.colouring import downsample
 
 
 class FrameStore:

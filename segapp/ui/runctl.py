@@ -7,15 +7,15 @@ import time
 import numpy as np
 
 from segapp.ui.frames import FrameStore
-from segapp.ui.render import disagreement_rgba, labels_rgb, palette, probabilities_rgb
-from segapp.worker import SolveController, SolveJob, WarmUp
+from segapp.core.colouring import disagreement_rgba, labels_rgb, palette, probabilities_rgb
+from segapp.ui.worker import SolveController, SolveJob, WarmUp
 
 log = logging.getLogger(__name__)
 
 
 def build_params(k: int, settings):
-    """:class:`segapp.pipeline.SegmentParams` from the document's settings."""
-    from segapp.pipeline import SegmentParams
+    """:class:`segapp.core.pipeline.SegmentParams` from the document's settings."""
+    from segapp.core.pipeline import SegmentParams
     return SegmentParams(k=k, lam=settings.lam, beta=settings.beta,
                          colour_model=settings.colour_model, solver="admm",
                          backend=settings.backend, seed=settings.seed, admm=dict(settings.admm))

@@ -6,7 +6,7 @@ from PyQt6.QtGui import QAction, QActionGroup, QBrush, QColor, QIcon, QKeySequen
 from PyQt6.QtWidgets import QLabel, QSlider, QSpinBox, QToolBar
 
 from segapp.model import K_MAX, K_MIN
-from segapp.ui.render import palette
+from segapp.core.colouring import palette
 
 ICON = 28
 FG = QColor(220, 222, 228)

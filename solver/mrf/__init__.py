@@ -1,43 +1,61 @@
-"""The segmentation MRF: grid graph and Laplacian, colour models, unary costs, problem, energy."""
+"""Segmentation as a K-label Potts MRF on the 8-neighbour pixel grid, solved by ℓ2-box ADMM.
 
-from .colour import (
-    GaussianMixtureModel,
-    HistogramModel,
-    fit_colour_models,
-    unary_costs,
-)
-from .graph import (
-    GridGraph,
-    build_grid_graph,
-    estimate_beta,
-    grid_edges,
-    image_to_float,
-    laplacian,
-)
-from .problem import DEFAULT_LAMBDA, MAX_LABELS, MRFProblem, build_problem, problem_from_unary
+Three stages, each a sub-package: :mod:`solver.mrf.build` (graph, colour models, the
+:class:`MRFProblem`), :mod:`solver.mrf.solve` (the reduction to a BQP, early fixing, coarse to
+fine, ``solve_mrf``) and :mod:`solver.mrf.polish` (exact moves after ADMM). Their switches are in
+:mod:`solver.mrf.options`.
 
-__all__ = [
-    "DEFAULT_LAMBDA",
-    "MAX_LABELS",
-    "GaussianMixtureModel",
-    "GridGraph",
-    "HistogramModel",
-    "MRFProblem",
-    "build_grid_graph",
-    "build_problem",
-    "estimate_beta",
-    "fit_colour_models",
-    "grid_edges",
-    "image_to_float",
-    "laplacian",
-    "problem_from_unary",
-    "unary_costs",
-]
+The names below load on first use (a module of one stage imports no other stage through this
+package).
+"""
 
-from .admm_mrf import (METHODS, MRFADMM, MRFIterationState, MRFResult, auto_backend,  # noqa: E402
-                       solve_mrf)
-from .icm import icm  # noqa: E402
-from .warmup import warm_up  # noqa: E402
+from __future__ import annotations
 
-__all__ += ["METHODS", "MRFADMM", "MRFIterationState", "MRFResult", "auto_backend", "icm", "solve_mrf",
-            "warm_up"]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "AUTO_GPU_PIXELS": "solver.mrf.solve.dispatch",
+    "COLOUR_MODELS": "solver.mrf.build.colour",
+    "CoarseToFineOptions": "solver.mrf.options",
+    "DEFAULT_LAMBDA": "solver.mrf.build.problem",
+    "EarlyFixingOptions": "solver.mrf.options",
+    "GaussianMixtureModel": "solver.mrf.build.colour",
+    "GridGraph": "solver.mrf.build.graph",
+    "HistogramModel": "solver.mrf.build.colour",
+    "MAX_LABELS": "solver.mrf.build.problem",
+    "METHODS": "solver.mrf.solve.dispatch",
+    "MRFADMM": "solver.mrf.solve.reduction",
+    "MRFIterationState": "solver.mrf.solve.state",
+    "MRFProblem": "solver.mrf.build.problem",
+    "MRFResult": "solver.mrf.solve.state",
+    "PolishOptions": "solver.mrf.options",
+    "SolveOptions": "solver.mrf.options",
+    "auto_backend": "solver.mrf.solve.dispatch",
+    "build_grid_graph": "solver.mrf.build.graph",
+    "build_problem": "solver.mrf.build.problem",
+    "estimate_beta": "solver.mrf.build.graph",
+    "fit_colour_models": "solver.mrf.build.colour",
+    "grid_edges": "solver.mrf.build.graph",
+    "icm": "solver.mrf.polish",
+    "image_to_float": "solver.mrf.build.graph",
+    "laplacian": "solver.mrf.build.graph",
+    "polish_labels": "solver.mrf.polish",
+    "problem_from_unary": "solver.mrf.build.problem",
+    "refine_colour_models": "solver.mrf.solve.grabcut",
+    "solve_mrf": "solver.mrf.solve.dispatch",
+    "unary_costs": "solver.mrf.build.colour",
+    "warm_up": "solver.mrf.solve.warmup",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'solver.mrf' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

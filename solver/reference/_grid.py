@@ -12,7 +12,7 @@ import logging
 import maxflow
 import numpy as np
 
-from solver.mrf.graph import NEIGHBOUR_OFFSETS, GridGraph
+from solver.mrf.build.graph import NEIGHBOUR_OFFSETS, GridGraph
 
 logger = logging.getLogger(__name__)
 

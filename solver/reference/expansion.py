@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._grid import binary_grid_cut
-from .mincut import mincut
+from solver.reference._grid import binary_grid_cut
+from solver.reference.mincut import mincut
 
 if TYPE_CHECKING:
-    from solver.mrf.problem import MRFProblem
+    from solver.mrf.build.problem import MRFProblem
 
 __all__ = ["alpha_expansion"]
 

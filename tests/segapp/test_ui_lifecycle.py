@@ -57,7 +57,7 @@ def _pace_iterations(monkeypatch, seconds=0.002):
     fast enough (session 8) that a 60x60 job could end before a test closed or cancelled it."""
     import time as _time
 
-    from segapp.worker import SolveWorker
+    from segapp.ui.worker import SolveWorker
     real = SolveWorker._callback
 
     def paced(self, state):
@@ -96,8 +96,8 @@ SHUTDOWN_MID_STEP = textwrap.dedent("""
     import gc, threading, time
     import numpy as np
     from PyQt6.QtCore import QCoreApplication
-    import segapp.pipeline as pipeline
-    from segapp import worker as W
+    import segapp.core.pipeline as pipeline
+    from segapp.ui import worker as W
 
     app = QCoreApplication([])
     release = threading.Event()

@@ -2,8 +2,9 @@
 import numpy as np
 
 from segapp.ui.frames import FrameStore
-from segapp.ui.render import (HARD_ALPHA, SOFT_ALPHA, disagreement_rgba, labels_rgb,
-                              layers_rgba, palette, probabilities_rgb, to_qimage)
+from segapp.core.colouring import (HARD_ALPHA, SOFT_ALPHA, disagreement_rgba, labels_rgb,
+                                   layers_rgba, palette, probabilities_rgb)
+from segapp.ui.render import to_qimage
 
 
 def test_layers_rgba_soft_and_hard_are_distinct():
@@ -73,7 +74,7 @@ class _State:
 
 
 def test_worker_callback_throttles_and_cancels(qtbot):
-    from segapp.worker import SolveJob, SolveWorker
+    from segapp.ui.worker import SolveJob, SolveWorker
     w = SolveWorker(SolveJob(np.zeros((4, 4)), np.zeros((4, 4)), None))
     frames, batches = [], []
     w.frame.connect(lambda i, p: (frames.append(i), w.frame_shown()))
@@ -87,14 +88,13 @@ def test_worker_callback_throttles_and_cancels(qtbot):
     assert w._callback(_State(1, n)) is True
 
 
-def test_worker_sends_no_frame_until_the_last_is_shown(qtbot, monkeypatch):
+def test_worker_sends_no_frame_until_the_last_is_shown(qtbot):
     """A window slower than the solver gets one frame at a time (and always the last one), each
     asked for at the live size: queued full-size frames of a 12 MP photo exhausted memory."""
-    from segapp import worker as worker_module
-    from segapp.worker import SolveJob, SolveWorker
+    from segapp.ui import worker as worker_module
+    from segapp.ui.worker import SolveJob, SolveWorker
 
-    monkeypatch.setattr(worker_module, "FRAME_INTERVAL", 0.0)
-    w = SolveWorker(SolveJob(np.zeros((4, 4)), np.zeros((4, 4)), None))
+    w = SolveWorker(SolveJob(np.zeros((4, 4)), np.zeros((4, 4)), None), frame_interval=0.0)
     frames = []
     w.frame.connect(lambda i, p: frames.append(i))  # received, never shown
     states = [_State(it, 50) for it in range(1, 51)]

@@ -7,7 +7,8 @@ import itertools
 import numba
 import numpy as np
 
-from solver.mrf import MRFProblem, icm, problem_from_unary
+from solver.mrf import MRFProblem, problem_from_unary
+from solver.mrf.polish.icm import icm
 
 
 def shapes_image(seed: int = 0, k: int = 3, size: int = 48, noise: float = 0.08):

@@ -15,7 +15,7 @@ def _host_gpu() -> Backend:
 
     CI has no GPU, so the GPU branches (numpy PCG instead of the compiled kernels, unfused ADMM
     steps, transfers) would otherwise never run there; this runs their logic on the host. CuPy's
-    own API and the CUDA kernels of solver.gpu_step are covered only by the real "gpu" backend
+    own API and the CUDA kernels of solver.admm.steps.cuda are covered only by the real "gpu" backend
     (all solver tests passed on a lent H100 in session 21).
     """
     xp = types.ModuleType("numpy_as_cupy")

@@ -7,7 +7,7 @@ import textwrap
 import numba
 import numpy as np
 
-from solver.compile_notice import first_compile_notice
+from solver.backend.compile_notice import first_compile_notice
 
 
 def _fresh_kernel():
@@ -50,7 +50,7 @@ def test_a_kernel_loaded_from_the_disk_cache_does_not_count(tmp_path):
     script = textwrap.dedent("""
         import sys
         sys.path.insert(0, sys.argv[1])
-        from solver.compile_notice import first_compile_notice
+        from solver.backend.compile_notice import first_compile_notice
         import cached_mod
         with first_compile_notice(lambda: None) as seen:
             assert cached_mod.triple(2) == 6

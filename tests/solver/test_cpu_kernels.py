@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solver import cpu_kernels, pcg
+from solver.admm.pcg import pcg
+from solver.admm.steps import cpu_kernels
 from solver.backend import CPU
-from solver.qp import GenericSystem, OneHotKronSystem, _CompiledCSR, onehot_operator
+from solver.admm.systems import GenericSystem, OneHotKronSystem, _CompiledCSR, onehot_operator
 
 
 def _laplacian(n, seed):
@@ -80,7 +81,7 @@ def test_quadratic_form_matches_the_product(k):
 
 
 def test_onehot_rounding_and_group_sums_match_numpy():
-    from solver import cpu_kernels
+    from solver.admm.steps import cpu_kernels
 
     x = np.random.default_rng(11).random(40 * 4)
     x[4:8] = 0.5  # a tie: the first label wins, as numpy's argmax
@@ -92,9 +93,13 @@ def test_onehot_rounding_and_group_sums_match_numpy():
 
 
 def test_warm_up_compiles_the_kernels_of_both_label_counts():
-    from solver import cpu_kernels, fused_kernels
-    from solver.mrf import (descent_kernels, freeze, grid_kernels, kernels, morphology,
-                            pyramid_kernels, region_kernels, stencil, warm_up, watershed)
+    from solver.admm.steps import cpu_kernels, fused_kernels
+    from solver.mrf import warm_up
+    from solver.mrf.build import grid_kernels, pyramid_kernels
+    from solver.mrf.polish import (descent_kernels, icm_kernels as kernels, morphology,
+                                   region_kernels, stencil, watershed)
+    from solver.mrf.solve import early_fixing as freeze
+    from solver.mrf.solve import reduction_kernels
 
     assert warm_up(3) > 0
     # the kernels a segmentation solve calls (quad_form is for LpBoxADMM.objective only: the
@@ -104,14 +109,15 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    cpu_kernels.quad_update,
                    kernels.icm_sweeps, region_kernels.fuse_level_sets,
                    region_kernels.move_regions,
-                   region_kernels.split_regions, kernels.split_by_fixed, kernels.around_changes,
+                   region_kernels.split_regions, reduction_kernels.split_by_fixed,
+                   kernels.around_changes,
                    kernels.pair_moves, grid_kernels.grid_laplacian_csr,
                    pyramid_kernels.coarsen_grid_edges, pyramid_kernels.cell_laplacian_csr,
                    grid_kernels.coarsen_edges,
                    grid_kernels.potts_energy, cpu_kernels.padded_split,
                    descent_kernels.fuse_descents, morphology._square, watershed.flood_zone,
                    stencil.stencil_from_csr, freeze._settled_groups, freeze._group_vertices,
-                   kernels.label_weights):
+                   reduction_kernels.label_weights):
         assert kernel.signatures, kernel.py_func.__name__
 
 
@@ -141,8 +147,8 @@ def test_solve_reports_the_quadratic_form_of_its_solution(k):
 
 
 def test_fused_box_sphere_step_matches_the_projections():
-    from solver import cpu_kernels
-    from solver.projections import project_box, project_lp_sphere
+    from solver.admm.steps import cpu_kernels
+    from solver.admm.projections import project_box, project_lp_sphere
 
     rng = np.random.default_rng(16)
     x, y1, y2 = rng.normal(0.5, 0.6, 500), rng.normal(size=500), rng.normal(size=500)
@@ -200,7 +206,7 @@ def test_split_diagonal_matches_scipy_and_drops_explicit_zeros():
 
 def _grid_laplacian(h, w, seed):
     """An 8-neighbour grid Laplacian with random weights, some pixels left out (a band)."""
-    from solver.mrf.graph import grid_edges  # noqa: PLC0415
+    from solver.mrf.build.graph import grid_edges  # noqa: PLC0415
 
     rng = np.random.default_rng(seed)
     i, j, _ = grid_edges((h, w))
@@ -236,8 +242,7 @@ def test_padded_rows_hold_each_row_in_order_and_refuse_wide_rows():
 
 
 @pytest.mark.parametrize("m", [1, 3])
-def test_padded_rows_give_the_csr_iterates_exactly(monkeypatch, m):
-    import solver.qp as qp  # noqa: PLC0415
+def test_padded_rows_give_the_csr_iterates_exactly(m):
 
     L = _grid_laplacian(30, 40, 6)
     rng = np.random.default_rng(7)
@@ -246,8 +251,7 @@ def test_padded_rows_give_the_csr_iterates_exactly(monkeypatch, m):
     shift = np.array([0.3, 2.0, 9.0][:m])
     got = {}
     for padded in (False, True):
-        monkeypatch.setattr(qp, "PADDED_ROWS", padded)
-        C = _CompiledCSR(L)
+        C = _CompiledCSR(L, padded=padded)
         assert C.cols.shape[0] == (n if padded else 0)
         got[padded] = C.pcg(2.0, shift, B, X0, 1e-10, 60)
     assert got[True].iterations == got[False].iterations > 5

@@ -1,12 +1,14 @@
-"""The fused iterations (solver.fused_step) give the generic loop's iterates."""
+"""The fused iterations (solver.admm.steps) give the generic loop's iterates."""
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-import solver.admm as admm_module
+from solver.admm.params import ADMMParams
 from solver.mrf import MRFADMM, build_problem, solve_mrf
-from solver.mrf.multilevel import slow_schedule
-from solver.fused_step import OneHotStep, PlainStep, fused_step
+from solver.mrf.solve.coarse_to_fine import slow_schedule
+from solver.admm.steps import OneHotStep, PlainStep, fused_step
 
 from ._mrf_helpers import random_problem, shapes_image
 
@@ -24,12 +26,11 @@ def _problem(k, seed=2):
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])
-def test_fused_iterates_match_the_generic_loop(monkeypatch, k):
+def test_fused_iterates_match_the_generic_loop(k):
     p = _problem(k)
     runs = {}
     for fused in (False, True):
-        monkeypatch.setattr(admm_module, "FUSED_STEPS", fused)
-        solver = MRFADMM(p, "cpu", slow_schedule(None, k))
+        solver = MRFADMM(p, "cpu", replace(slow_schedule(None, k), fused=fused))
         a = solver.admm
         step = fused_step(a.system, a.b, a.eq, None, a.backend, None, 1.0, 1e-4, 10)
         assert isinstance(step, OneHotStep if k > 2 else PlainStep)
@@ -60,7 +61,7 @@ def test_paused_and_resumed_run_equals_one_run(k):
 
 
 @pytest.mark.parametrize("k", [2, 3])
-def test_another_iterate_is_not_taken_for_the_last_one(monkeypatch, k):
+def test_another_iterate_is_not_taken_for_the_last_one(k):
     """Resuming from a state whose x is another vector (a new object) must not reuse the
     last solve's warm start and residual: it goes as the generic loop from that state."""
     p = _problem(k)
@@ -69,8 +70,7 @@ def test_another_iterate_is_not_taken_for_the_last_one(monkeypatch, k):
     bump = 0.2 * rng.random(size)
     runs = {}
     for fused in (False, True):
-        monkeypatch.setattr(admm_module, "FUSED_STEPS", fused)
-        admm = MRFADMM(p, "cpu").admm
+        admm = MRFADMM(p, "cpu", ADMMParams(fused=fused)).admm
         state = admm.run(x0=np.full(size, 1 / k), pause_at=7).state
         state.x = state.x + bump
         runs[fused] = admm.run(resume=state)
@@ -79,11 +79,10 @@ def test_another_iterate_is_not_taken_for_the_last_one(monkeypatch, k):
 
 
 @pytest.mark.parametrize("k", [2, 3])
-def test_whole_mrf_solve_is_unchanged(monkeypatch, k):
+def test_whole_mrf_solve_is_unchanged(k):
     p = _problem(k, seed=4)
     energies = []
     for fused in (False, True):
-        monkeypatch.setattr(admm_module, "FUSED_STEPS", fused)
-        res = solve_mrf(p, "admm", seed=0)
+        res = solve_mrf(p, "admm", seed=0, fused=fused)
         energies.append((res.energy, res.iterations))
     assert energies[0] == energies[1]

@@ -1,4 +1,4 @@
-"""The GPU's fused iterations (solver.gpu_step) give the CPU's iterates, K = 2 and K > 2.
+"""The GPU's fused iterations (solver.admm.steps.cuda) give the CPU's iterates, K = 2 and K > 2.
 
 CUDA kernels cannot run without a GPU, so these tests skip where none is usable (CI); the
 other solver tests' "gpu" backend runs every K = 2 solve through this step where one is.
@@ -7,12 +7,11 @@ other solver tests' "gpu" backend runs every K = 2 solve through this step where
 import numpy as np
 import pytest
 
-import solver.admm as admm_module
 from solver import gpu_available
-from solver.fused_step import fused_step
-from solver.gpu_step import GPUOneHotStep, GPUPlainStep, applies
+from solver.admm.steps import fused_step
+from solver.admm.steps.cuda import GPUOneHotStep, GPUPlainStep, applies
 from solver.mrf import MRFADMM, solve_mrf
-from solver.mrf.multilevel import slow_schedule
+from solver.mrf.solve.coarse_to_fine import slow_schedule
 
 from ._mrf_helpers import random_problem
 
@@ -79,11 +78,10 @@ def test_a_whole_run_follows_the_cpu(k):
 
 
 @pytest.mark.parametrize("k", [2, 3])
-def test_gpu_solve_matches_the_generic_gpu_loop(monkeypatch, k):
+def test_gpu_solve_matches_the_generic_gpu_loop(k):
     """The fused step and CuPy's generic loop reach the same energy on the whole pipeline."""
     p = _problem(k, seed=4)
     energies = []
     for fused in (True, False):
-        monkeypatch.setattr(admm_module, "FUSED_STEPS", fused)
-        energies.append(solve_mrf(p, "admm", backend="gpu", seed=0).energy)
+        energies.append(solve_mrf(p, "admm", backend="gpu", seed=0, fused=fused).energy)
     assert energies[0] == pytest.approx(energies[1], rel=1e-9)

@@ -4,15 +4,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solver.mrf.graph import GridGraph, grid_edges, laplacian
-from solver.mrf.grid_kernels import (
-    _is_grid_edge_list,
-    coarsen_edges,
-    grid_laplacian_csr,
-    laplacian_csr,
-    potts_energy,
-)
-from solver.mrf.multilevel import block_index
+from solver.mrf.build.graph import GridGraph, grid_edges, laplacian
+from solver.mrf.build.grid_kernels import (_is_grid_edge_list, coarsen_edges, grid_laplacian_csr,
+                                           laplacian_csr, potts_energy)
+from solver.mrf.solve.pyramid import block_index
 
 
 def _reference_laplacian(n, i, j, w):

@@ -8,7 +8,8 @@ import scipy.sparse as sp
 
 import solver.backend as backend_module
 from solver.backend import Backend, GPUUnavailableError
-from solver.mrf import MRFADMM, auto_backend, build_problem, icm, solve_mrf
+from solver.mrf import MRFADMM, auto_backend, build_problem, solve_mrf
+from solver.mrf.polish.icm import icm
 
 from ._mrf_helpers import brute_force, perturbed_fixed_point, random_problem, shapes_image
 
@@ -60,14 +61,14 @@ def test_k3_admm_median_gap_to_expansion_within_one_percent():
 def test_k_above_two_caps_the_cg_at_its_own_default_unless_told():
     """K > 2 runs at most MULTI_PCG_MAXITER CG iterations per x-update by default; an explicit
     ``pcg_maxiter`` wins (the soft early iterations do reach the generic cap of 7)."""
-    from solver.mrf import admm_mrf
+    from solver.mrf.solve import dispatch
 
     image, _, strokes = _synthetic(0, 3, noise=0.12)
     p = build_problem(image, strokes, 3)
     default = solve_mrf(p, "admm", polish=False)
     told = solve_mrf(p, "admm", polish=False, pcg_maxiter=7)
-    assert max(r.pcg_iterations for r in default.history) <= admm_mrf.MULTI_PCG_MAXITER < 7
-    assert max(r.pcg_iterations for r in told.history) > admm_mrf.MULTI_PCG_MAXITER
+    assert max(r.pcg_iterations for r in default.history) <= dispatch.MULTI_PCG_MAXITER < 7
+    assert max(r.pcg_iterations for r in told.history) > dispatch.MULTI_PCG_MAXITER
     k2 = build_problem(*_synthetic(0, 2, size=64)[::2], 2)  # K = 2 keeps the generic default
     assert max(r.pcg_iterations for r in solve_mrf(k2, "admm", polish=False).history) > 3
 
@@ -125,7 +126,7 @@ def test_icm_ends_where_no_single_pixel_move_helps(k):
 def _reference_sweeps(p, lab, active, sweeps):
     """Colour-class ICM written plainly: each sweep scans the classes (row % 2, col % 2) in
     turn, row-major, moving each active pixel to its best label and activating its neighbours."""
-    from solver.mrf import kernels
+    from solver.mrf.polish import icm_kernels as kernels
 
     indptr, indices, data = kernels.csr_arrays(p)
     h, w = p.shape
@@ -154,8 +155,8 @@ def _reference_sweeps(p, lab, active, sweeps):
 def test_icm_sweeps_match_a_plain_scan_of_the_colour_classes(shape, sweeps):
     """The kernel keeps a list of active pixels per class instead of scanning; after any number
     of sweeps (mid-way too, where the order of the classes matters) the labels are the same."""
-    from solver.mrf import kernels
-    from solver.mrf.stencil import grid_stencil
+    from solver.mrf.polish import icm_kernels as kernels
+    from solver.mrf.polish.stencil import grid_stencil
 
     p = random_problem(shape, k=3, seed=shape[0] + sweeps, hard_fraction=0.1)
     rng = np.random.default_rng(sweeps)
@@ -295,7 +296,7 @@ def test_every_method_returns_a_valid_labelling(method):
 
 
 def test_pair_moves_never_raise_energy_and_end_where_no_pair_helps():
-    from solver.mrf.icm import pair_moves
+    from solver.mrf.polish.icm import pair_moves
 
     for seed in range(4):
         p = random_problem((7, 9), k=3, seed=20 + seed, hard_fraction=0.15)
@@ -323,41 +324,38 @@ def _on_boundary(p, lab, i, j):
     return bool(np.any(lab[nb] != lab[i]))
 
 
-def test_pair_moves_take_a_two_pixel_sliver_icm_keeps(monkeypatch):
+def test_pair_moves_take_a_two_pixel_sliver_icm_keeps():
     """Noise 0.25, seed 10: the polish without pair moves, descent fusion or edge-snapped
     proposals ends 2.75% above min-cut, on a two-pixel sliver; pair moves alone reach min-cut,
     and so does the default K = 2 polish, which leaves pair moves out."""
-    import importlib
+    from dataclasses import replace
 
-    icm_module = importlib.import_module("solver.mrf.icm")
+    from solver.mrf import PolishOptions, SolveOptions
+
     image, _, strokes = _synthetic(10, 2, noise=0.25)
     p = build_problem(image, strokes, 2)
     best = solve_mrf(p, "mincut").energy
-    assert not icm_module.PAIR_MOVES_BINARY
     assert solve_mrf(p, "admm").energy <= best + 1e-6 * abs(best)
-    monkeypatch.setattr(icm_module, "DESCENTS", False)
-    monkeypatch.setattr(icm_module, "EDGE_SNAP", False)
-    monkeypatch.setattr(icm_module, "PAIR_MOVES_BINARY", True)
-    assert solve_mrf(p, "admm").energy <= best + 1e-6 * abs(best)
-    monkeypatch.setattr(icm_module, "PAIR_MOVES_BINARY", False)
-    assert solve_mrf(p, "admm").energy > best + 0.01 * abs(best)
+    bare = PolishOptions(descents=False, edge_snap=False)
+    pairs = SolveOptions(polish=replace(bare, pair_moves_binary=True))
+    assert solve_mrf(p, "admm", options=pairs).energy <= best + 1e-6 * abs(best)
+    assert solve_mrf(p, "admm", options=SolveOptions(polish=bare)).energy > best + 0.01 * abs(best)
 
 
 def test_polish_tries_pair_moves_for_more_than_two_labels_only(monkeypatch):
-    import importlib
+    from solver.mrf.polish import pipeline
 
-    icm_module = importlib.import_module("solver.mrf.icm")
     calls = []
-    real = icm_module._pair_moves_in_place  # (what the polish calls: 0-based, in place)
+    real = pipeline._pair_moves_in_place  # (what the polish calls: 0-based, in place)
 
     def counted(problem, lab, *args, **kw):
         calls.append(problem.k)
         return real(problem, lab, *args, **kw)
-    monkeypatch.setattr(icm_module, "_pair_moves_in_place", counted)
+    monkeypatch.setattr(pipeline, "_pair_moves_in_place", counted)
     for k in (2, 3):
         image, _, strokes = _synthetic(0, k)
         p = build_problem(image, strokes, k)
-        icm_module.polish_labels(p, solve_mrf(p, "admm", polish=False).labels)
+        pipeline.polish_labels(p, solve_mrf(p, "admm", polish=False).labels)
     assert calls == [3]
 
 
@@ -366,8 +364,10 @@ def test_split_moves_share_a_third_label_region_between_its_neighbours():
     whose left part is nearly as cheap as 1 and right part as 2: splitting it saves a boundary.
     No single-pixel, pair, whole-region, closing or box move does it."""
     from solver.mrf import problem_from_unary
-    from solver.mrf.fusion import fuse_boxes, fuse_closings
-    from solver.mrf.icm import component_flips, pair_moves, polish_labels, split_moves
+    from solver.mrf.polish.fusion import fuse_boxes, fuse_closings
+    from solver.mrf.polish.icm import pair_moves
+    from solver.mrf.polish.pipeline import polish_labels
+    from solver.mrf.polish.regions import component_flips, split_moves
 
     unary = np.zeros((20, 20, 3))
     unary[:, :10] = (0.0, 5.0, 5.0)
@@ -392,7 +392,7 @@ def test_split_moves_share_a_third_label_region_between_its_neighbours():
 
 @pytest.mark.parametrize("k", [3, 4])
 def test_split_moves_never_raise_the_energy_and_keep_hard_pixels(k):
-    from solver.mrf.icm import split_moves
+    from solver.mrf.polish.regions import split_moves
 
     for seed in range(4):
         p = random_problem((14, 15), k=k, seed=seed, hard_fraction=0.1)
@@ -409,29 +409,28 @@ def test_split_moves_never_raise_the_energy_and_keep_hard_pixels(k):
 def test_plain_level_set_fusion_rounds_final_and_coarse(monkeypatch, split, rounds):
     """A final polish fuses the plain level sets once (descents came first), a coarser level's
     up to three times; an explicit ``max_rounds`` wins."""
-    import importlib
+    from solver.mrf.polish import pipeline
 
-    icm_module = importlib.import_module("solver.mrf.icm")
     calls = []
 
-    def busy(problem, lab, snapshots, **kw):  # claims a move every time
+    def busy(problem, lab, snapshots, *args, **kw):  # claims a move every time
         calls.append(1)
         return 1
-    monkeypatch.setattr(icm_module, "fuse_level_sets_into", busy)
+    monkeypatch.setattr(pipeline, "fuse_level_sets_into", busy)
     image, _, strokes = _synthetic(0, 3)
     p = build_problem(image, strokes, 3)
     res = solve_mrf(p, "admm", polish=False)
     snaps = [np.full((p.n, 3), 1 / 3)]
-    icm_module.polish_labels(p, res.labels, snaps, split=split)
+    pipeline.polish_labels(p, res.labels, snaps, split=split)
     assert len(calls) == rounds
     calls.clear()
-    icm_module.polish_labels(p, res.labels, snaps, max_rounds=2, split=split)
+    pipeline.polish_labels(p, res.labels, snaps, max_rounds=2, split=split)
     assert len(calls) == 2
 
 
 @pytest.mark.parametrize("k", [3, 4, 8])
 def test_label_weights_are_the_clipped_iterate_over_its_sum_in_float32(k):
-    from solver.mrf.kernels import label_weights
+    from solver.mrf.solve.reduction_kernels import label_weights
 
     rng = np.random.default_rng(k)
     x = rng.normal(0.3, 0.5, 400 * k)

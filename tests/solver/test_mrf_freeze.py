@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from solver import ADMMParams
-from solver.mrf import MRFADMM, build_problem, freeze, solve_mrf
+from solver.mrf import MRFADMM, EarlyFixingOptions, SolveOptions, build_problem, solve_mrf
+from solver.mrf.solve import early_fixing as freeze
 
 from ._mrf_helpers import random_problem, shapes_image
 
@@ -139,16 +140,16 @@ def test_labels_and_weights_of_a_piece_match_the_whole_image_arrays(k):
 
 
 @pytest.mark.parametrize("k", [2, 3])
-def test_a_one_hot_warm_start_counts_as_the_first_check(k, monkeypatch):
+def test_a_one_hot_warm_start_counts_as_the_first_check(k):
     image, _, strokes = shapes_image(seed=5, k=k, size=64, noise=0.15)
     p = build_problem(image, strokes, k)
     good = solve_mrf(p, "admm", seed=0).labels
     params = ADMMParams(rho0=5.0)  # (K = 3's iterates stay near a start only under a firm pull)
     interval = freeze.check_interval(params)
 
-    def sizes_from(x0):
+    def sizes_from(x0, options=SolveOptions()):
         sizes = []
-        MRFADMM(p, params=params, early_fixing=True).run(
+        MRFADMM(p, params=params, options=options, early_fixing=True).run(
             x0=x0, polish=False, callback=lambda s: sizes.append(s.inner.x.size))
         return sizes
     one_hot = np.eye(k)[good.ravel() - 1]
@@ -156,27 +157,26 @@ def test_a_one_hot_warm_start_counts_as_the_first_check(k, monkeypatch):
     assert warm[interval] < warm[0] / 2  # fixed at the first pause: the start was a check
     soft = sizes_from(np.full((p.n, k), 1.0 / k))
     assert soft[interval] == soft[0]  # a start that is not one-hot settles nothing
-    monkeypatch.setattr(freeze, "WARM_START_CHECK", False)
-    later = sizes_from(one_hot)
+    later = sizes_from(one_hot, SolveOptions(early_fixing=EarlyFixingOptions(
+        warm_start_check=False)))
     assert later[interval] == later[0] and later[2 * interval] < later[0] / 2
 
 
 @pytest.mark.parametrize("k", [2, 3])
-def test_k_above_two_stops_once_few_pixels_are_left_unsettled(k, monkeypatch):
-    """K > 2: the run ends at the pause where at most TAIL_FRACTION of the free pixels would stay
-    free, and the polish decides them; K = 2 runs on (its band tails cost little)."""
+def test_k_above_two_stops_once_few_pixels_are_left_unsettled(k):
+    """K > 2: the run ends at the pause where at most ``tail_fraction`` of the free pixels would
+    stay free, and the polish decides them; K = 2 runs on (its band tails cost little)."""
     image, _, strokes = shapes_image(seed=2, k=k, size=96, noise=0.15)
     p = build_problem(image, strokes, k)
 
-    def run():
+    def run(tail):
         sizes = []
-        res = MRFADMM(p, early_fixing=True).run(
+        options = SolveOptions(early_fixing=EarlyFixingOptions(tail_fraction=tail))
+        res = MRFADMM(p, options=options, early_fixing=True).run(
             seed=0, polish=False, callback=lambda s: sizes.append(s.inner.x.size))
         return res, sizes
-    assert freeze.TAIL_FRACTION == 0.1
-    short, sizes = run()
-    monkeypatch.setattr(freeze, "TAIL_FRACTION", 0.0)
-    full, full_sizes = run()
+    short, sizes = run(0.1)
+    full, full_sizes = run(0.0)
     if k == 2:
         assert short.iterations == full.iterations
         return

@@ -4,10 +4,13 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from solver.mrf import MRFADMM, build_problem, icm, problem_from_unary, solve_mrf
-from solver.mrf.fusion import (SNAPSHOT_ITERATIONS, THRESHOLDS, Snapshot, fuse, fuse_boxes,
-                               fuse_closings, fuse_level_sets)
-from solver.mrf.icm import component_flips, polish_labels
+from solver.mrf import MRFADMM, build_problem, problem_from_unary, solve_mrf
+from solver.mrf.polish.icm import icm
+from solver.mrf.options import SNAPSHOT_ITERATIONS, PolishOptions
+from solver.mrf.polish.fusion import (THRESHOLDS, Snapshot, fuse, fuse_boxes, fuse_closings,
+                                      fuse_level_sets)
+from solver.mrf.polish.pipeline import polish_labels
+from solver.mrf.polish.regions import component_flips
 
 from ._mrf_helpers import random_problem, shapes_image
 
@@ -189,7 +192,7 @@ def _block_with_a_tail():
 
 
 def test_descent_fusion_takes_the_part_of_a_level_set_that_pays():
-    from solver.mrf.icm import fuse_descents
+    from solver.mrf.polish.descents import fuse_descents
     p, start, weights, block, tail = _block_with_a_tail()
     assert np.array_equal(icm(p, start).ravel(), start)
     whole = np.where((block | tail).ravel(), 2, 1)
@@ -210,10 +213,10 @@ def test_descent_fusion_takes_the_part_of_a_level_set_that_pays():
 
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k):
-    from solver.mrf import descent_kernels, kernels
-    from solver.mrf.fusion import Snapshot
-    from solver.mrf.icm import fuse_descents
-    from solver.mrf.stencil import grid_stencil
+    from solver.mrf.polish import descent_kernels, icm_kernels as kernels
+    from solver.mrf.polish.fusion import Snapshot
+    from solver.mrf.polish.descents import fuse_descents
+    from solver.mrf.polish.stencil import grid_stencil
     for seed in range(3):
         p = random_problem((16, 18), k=k, seed=seed, hard_fraction=0.1)
         rng = np.random.default_rng(seed)
@@ -241,30 +244,29 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
 
 @pytest.mark.parametrize("k", [2, 3])
 def test_final_polish_descends_on_the_label_counts_threshold_grid_and_size_cap(monkeypatch, k):
-    import importlib
-    icm_module = importlib.import_module("solver.mrf.icm")
+    from solver.mrf.polish import pipeline
     seen = []
-    real = icm_module._fuse_descents_in_place
+    real = pipeline._fuse_descents_in_place
 
     def spy(problem, lab, snapshots, thresholds, max_pixels=None, **kw):
         seen.append((tuple(thresholds), max_pixels))
         return real(problem, lab, snapshots, thresholds, max_pixels, **kw)
-    monkeypatch.setattr(icm_module, "_fuse_descents_in_place", spy)
+    monkeypatch.setattr(pipeline, "_fuse_descents_in_place", spy)
     p = random_problem((16, 18), k=k, seed=1)
     snaps = [np.random.default_rng(2).dirichlet(np.ones(k), p.n)]
-    icm_module.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=True)
-    icm_module.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=False)
-    expected = icm_module.DESCENT_THRESHOLDS if k == 2 else icm_module.DESCENT_THRESHOLDS_MULTI
+    options = PolishOptions(descent_thresholds=(0.3, 0.7), descent_thresholds_multi=(0.4,),
+                            descent_max_pixels=77)
+    pipeline.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=True, options=options)
+    pipeline.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=False, options=options)
+    expected = (0.3, 0.7) if k == 2 else (0.4,)
     # the final polish only, with the grid for its K and the descents' own size cap
-    assert seen == [(tuple(expected), icm_module.DESCENT_MAX_PIXELS)]
-    assert icm_module.DESCENT_MAX_PIXELS < icm_module.PROPOSAL_MAX_PIXELS
-    assert len(icm_module.DESCENT_THRESHOLDS_MULTI) > len(icm_module.DESCENT_THRESHOLDS)
+    assert seen == [(expected, 77)]
 
 
 
 @pytest.mark.parametrize("k,seed", [(2, 3), (3, 4), (4, 5)])
 def test_polish_steps_share_work_arrays_and_leave_them_as_found(monkeypatch, k, seed):
-    from solver.mrf import fusion
+    from solver.mrf.polish import fusion
 
     made = []
     real_get = fusion.Workspace._get
@@ -309,9 +311,9 @@ def _sparse_snapshots(p, rng, count):
 def test_fusions_find_the_fixed_disagreement_once_and_again_after_a_take(k):
     """The fusions' cached lists of disagreeing fixed pixels give the same labels as a fresh
     scan of the image for every snapshot (the kernels' former behaviour)."""
-    from solver.mrf import descent_kernels, kernels, region_kernels
-    from solver.mrf.icm import fuse_descents
-    from solver.mrf.stencil import grid_stencil
+    from solver.mrf.polish import descent_kernels, icm_kernels as kernels, region_kernels
+    from solver.mrf.polish.descents import fuse_descents
+    from solver.mrf.polish.stencil import grid_stencil
 
     def fresh(kernel, p, lab, snaps, ts, scratch):
         lab0 = kernels.zero_based(lab)
@@ -352,43 +354,43 @@ def test_fusions_find_the_fixed_disagreement_once_and_again_after_a_take(k):
 
 
 def _polish_one_based(problem, labels, snapshots, split):
-    """The polish as it was written before session 23: each step a public function from 1-based
-    labels to new 1-based ones (the reference for the in-place pipeline)."""
-    import importlib
+    """The polish as a chain of public functions, each from 1-based labels to new 1-based ones
+    (the reference for the in-place pipeline)."""
+    from solver.mrf.polish.descents import fuse_descents
+    from solver.mrf.polish.icm import pair_moves
+    from solver.mrf.polish.regions import settle_regions, split_moves
+    from solver.mrf.polish.watershed import fuse_edge_snapped
 
-    from solver.mrf.fusion import fuse_level_sets
-    m = importlib.import_module("solver.mrf.icm")  # (the package exports a function icm)
-    from solver.mrf.watershed import fuse_edge_snapped
-
-    lab = m.icm(problem, labels)
-    if problem.k > 2 or m.PAIR_MOVES_BINARY:
-        lab = m.pair_moves(problem, lab, icm_optimal=True)
-    lab = m.icm(problem, fuse_closings(problem, lab)[0], since=lab)
-    lab = m.icm(problem, fuse_boxes(problem, lab)[0], since=lab)
-    lab, settled = m.settle_regions(problem, lab, icm_optimal=True)
-    if m.SPLIT and split:
-        resplit, moved = m.split_moves(problem, lab)
+    o = PolishOptions()
+    lab = icm(problem, labels)
+    if problem.k > 2 or o.pair_moves_binary:
+        lab = pair_moves(problem, lab, icm_optimal=True)
+    lab = icm(problem, fuse_closings(problem, lab)[0], since=lab)
+    lab = icm(problem, fuse_boxes(problem, lab)[0], since=lab)
+    lab, settled = settle_regions(problem, lab, icm_optimal=True)
+    if o.split and split:
+        resplit, moved = split_moves(problem, lab)
         if moved:
-            lab, settled = m.settle_regions(problem, m.icm(problem, resplit, since=lab),
-                                            icm_optimal=True, since=lab if settled else None)
+            lab, settled = settle_regions(problem, icm(problem, resplit, since=lab),
+                                          icm_optimal=True, since=lab if settled else None)
     snaps = [Snapshot.from_dense(s) for s in snapshots]
-    if m.DESCENTS and split and snaps:
-        ts = m.DESCENT_THRESHOLDS if problem.k == 2 else m.DESCENT_THRESHOLDS_MULTI
-        carved, moved = m.fuse_descents(problem, lab, snaps, ts, m.DESCENT_MAX_PIXELS)
+    if o.descents and split and snaps:
+        ts = o.descent_thresholds if problem.k == 2 else o.descent_thresholds_multi
+        carved, moved = fuse_descents(problem, lab, snaps, ts, o.descent_max_pixels)
         if moved:
-            lab, settled = m.settle_regions(problem, carved, icm_optimal=True,
-                                            since=lab if settled else None)
-    if m.EDGE_SNAP and split:
+            lab, settled = settle_regions(problem, carved, icm_optimal=True,
+                                          since=lab if settled else None)
+    if o.edge_snap and split:
         snapped, moved = fuse_edge_snapped(problem, lab)
         if moved:
-            lab, settled = m.settle_regions(problem, snapped, icm_optimal=True,
-                                            since=lab if settled else None)
-    for _ in range((m.FINAL_FUSION_ROUNDS if split else m.COARSE_FUSION_ROUNDS) if snaps else 0):
-        fused, moved = fuse_level_sets(problem, lab, snaps, max_pixels=m.PROPOSAL_MAX_PIXELS)
+            lab, settled = settle_regions(problem, snapped, icm_optimal=True,
+                                          since=lab if settled else None)
+    for _ in range((o.final_fusion_rounds if split else o.coarse_fusion_rounds) if snaps else 0):
+        fused, moved = fuse_level_sets(problem, lab, snaps, max_pixels=o.proposal_max_pixels)
         if moved == 0:
             break
-        lab, settled = m.settle_regions(problem, m.icm(problem, fused, since=lab),
-                                        icm_optimal=True, since=lab if settled else None)
+        lab, settled = settle_regions(problem, icm(problem, fused, since=lab),
+                                      icm_optimal=True, since=lab if settled else None)
     return np.asarray(lab).reshape(problem.shape)
 
 
@@ -401,7 +403,7 @@ def test_in_place_polish_equals_the_step_by_step_polish(k, split, answer):
     at 3000 pixels from ADMM's early answer with a tenth of its pixels scrambled, and a noise
     snapshot (closings, region moves, descents, edge snapping and splits at K = 4 take
     something), or also the yardstick's answer one-hot (the level sets' regions to take)."""
-    from segapp.bench import sample
+    from segapp.cli.bench import sample
 
     image, strokes = sample(3000, k)
     p = build_problem(image, strokes, k)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from solver.mrf import build_grid_graph, estimate_beta, grid_edges, image_to_float, laplacian
-from solver.mrf.graph import edge_contrast
+from solver.mrf.build.graph import edge_contrast
 
 
 def _images():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from solver.mrf.morphology import square_morphology
+from solver.mrf.polish.morphology import square_morphology
 
 SCIPY = {"dilation": ndimage.binary_dilation, "closing": ndimage.binary_closing}
 

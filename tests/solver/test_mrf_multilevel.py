@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from solver.mrf import build_problem, icm, problem_from_unary, solve_mrf
-from solver.mrf.icm import component_flips
-from solver.mrf.multilevel import coarsen, fix_outside, pyramid, undecided_band
+from solver.mrf import build_problem, problem_from_unary, solve_mrf
+from solver.mrf.polish.icm import icm
+from solver.mrf.polish.regions import component_flips
+from solver.mrf.solve.pyramid import coarsen, fix_outside, pyramid, undecided_band
 
 from ._mrf_helpers import perturbed_fixed_point, random_problem, shapes_image
 
@@ -110,7 +111,7 @@ def test_component_flips_never_raise_energy_and_keep_hard_pixels():
 
 @pytest.mark.parametrize("k", [2, 3])
 def test_settle_regions_since_a_settled_labelling_gives_the_full_result(k):
-    from solver.mrf.icm import settle_regions
+    from solver.mrf.polish.regions import settle_regions
     for seed in range(4):
         p = random_problem((30, 34), k=k, seed=seed)
         settled, ok = settle_regions(p, icm(p, np.argmin(p.unary, axis=1) + 1))
@@ -126,22 +127,20 @@ def test_settle_regions_since_a_settled_labelling_gives_the_full_result(k):
         np.testing.assert_array_equal(near, full)
 
 
-def test_region_moves_leave_out_regions_above_the_cap(monkeypatch):
-    import importlib
-    icm_module = importlib.import_module("solver.mrf.icm")  # (solver.mrf.icm is also a function)
+def test_region_moves_leave_out_regions_above_the_cap():
+    from solver.mrf import PolishOptions
     p, lab = _island_problem()
     island = int((lab == 2).sum())
-    monkeypatch.setattr(icm_module, "REGION_CAP", 0.0)
-    monkeypatch.setattr(icm_module, "REGION_CAP_MIN", island - 1)
-    assert np.array_equal(component_flips(p, lab), lab)        # too big: not considered
-    monkeypatch.setattr(icm_module, "REGION_CAP_MIN", island)
-    assert (component_flips(p, lab) == 1).all()                # at the cap: moved
+    below = PolishOptions(region_cap=0.0, region_cap_min=island - 1)
+    at = PolishOptions(region_cap=0.0, region_cap_min=island)
+    assert np.array_equal(component_flips(p, lab, options=below), lab)  # too big: not considered
+    assert (component_flips(p, lab, options=at) == 1).all()             # at the cap: moved
 
 
 @pytest.mark.parametrize("through", ["stencil", "csr"])
 def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(through):
-    from solver.mrf import kernels, region_kernels
-    from solver.mrf.stencil import grid_stencil
+    from solver.mrf.polish import icm_kernels as kernels, region_kernels
+    from solver.mrf.polish.stencil import grid_stencil
     p = random_problem((20, 20), k=2, seed=0)
     mask = np.zeros((20, 20), bool)
     mask[2:4, 2:4] = True       # 4 pixels
@@ -227,16 +226,15 @@ def test_coarse_to_fine_rejects_a_warm_start():
 def test_pixels_the_coarse_polish_relabelled_stay_free_at_the_next_level(monkeypatch):
     """A block the coarsest polish moves to the label its data prefers is neither near a boundary
     of the upsampled labels (inside) nor disputed by the data, so only the revisit frees it."""
-    import importlib
+    from solver.mrf import CoarseToFineOptions, SolveOptions
+    from solver.mrf.polish import pipeline
+    from solver.mrf.solve import coarse_to_fine as multilevel
 
-    from solver.mrf import admm_mrf, multilevel
-
-    icm_module = importlib.import_module("solver.mrf.icm")
     unary = np.zeros((200, 200, 2))
     unary[..., 0] = 1.0                       # label 2 is cheaper everywhere ...
     unary[60:140, 60:140] = (0.0, 0.2)        # ... except in a square that prefers label 1
     p = problem_from_unary(np.zeros((200, 200)), unary, lam=50.0)
-    real_polish, real_solver = icm_module.polish_labels, admm_mrf.MRFADMM
+    real_polish, real_solver = pipeline.polish_labels, multilevel.MRFADMM
     flipped, free_masks = {}, []
 
     def polish(level, labels, snapshots=(), max_rounds=None, **kwargs):
@@ -255,24 +253,24 @@ def test_pixels_the_coarse_polish_relabelled_stay_free_at_the_next_level(monkeyp
                 free_masks.append(np.asarray(problem.hard).reshape(problem.shape) == 0)
             super().__init__(problem, *args, **kwargs)
 
-    monkeypatch.setattr(icm_module, "polish_labels", polish)
-    monkeypatch.setattr(admm_mrf, "MRFADMM", Spy)
+    monkeypatch.setattr(pipeline, "polish_labels", polish)
+    monkeypatch.setattr(multilevel, "MRFADMM", Spy)
 
     def next_level_free_in_block(radius):
         flipped.clear()
         free_masks.clear()
-        monkeypatch.setattr(multilevel, "REVISIT_RADIUS", radius)
-        solve_mrf(p, "admm", seed=0)
+        options = SolveOptions(coarse_to_fine=CoarseToFineOptions(revisit_radius=radius))
+        solve_mrf(p, "admm", seed=0, options=options)
         lo, hi = flipped["box"]
         return free_masks[1][lo:hi, lo:hi]    # the first band level, twice as fine
 
-    assert next_level_free_in_block(multilevel.REVISIT_RADIUS).all()
+    assert next_level_free_in_block(CoarseToFineOptions().revisit_radius).all()
     assert not next_level_free_in_block(None)[6:-6, 6:-6].any()  # beyond the usual band
 
 
 @pytest.mark.parametrize("k", [2, 3])
 def test_polish_since_a_fixed_point_gives_the_full_result(k):
-    from solver.mrf.icm import polish_labels
+    from solver.mrf.polish.pipeline import polish_labels
 
     p = random_problem((40, 37), k=k, seed=30 + k, hard_fraction=0.1)
     base, moved = perturbed_fixed_point(p, k, 40)
@@ -284,17 +282,16 @@ def test_polish_since_a_fixed_point_gives_the_full_result(k):
 def test_band_levels_polish_from_their_warm_start(monkeypatch):
     """The level polish is told the warm start (an ICM fixed point that ADMM's labels equal
     outside the band), so its first ICM looks only at the band."""
-    import importlib
+    from solver.mrf.polish import pipeline
 
-    icm_module = importlib.import_module("solver.mrf.icm")
-    real_polish = icm_module.polish_labels
+    real_polish = pipeline.polish_labels
     calls = []
 
     def polish(level, labels, snapshots=(), max_rounds=None, **kwargs):
         calls.append((level, np.array(labels).ravel(), kwargs.get("since")))
         return real_polish(level, labels, snapshots, max_rounds, **kwargs)
 
-    monkeypatch.setattr(icm_module, "polish_labels", polish)
+    monkeypatch.setattr(pipeline, "polish_labels", polish)
     p, _ = _big_problem()
     solve_mrf(p, "admm", seed=0)
     assert len(calls) >= 2 and calls[0][2] is None  # the coarsest level has no warm start
@@ -309,13 +306,13 @@ def test_the_final_polish_runs_with_no_coarser_level_left(monkeypatch):
     """A photo's memory peak is the last level's polish: by then the coarser levels, their
     block maps and the warm start have been dropped (by reference counting, not the collector)."""
     import gc
-    import importlib
     import weakref
 
-    from solver.mrf import multilevel
+    from solver.mrf import CoarseToFineOptions, SolveOptions
+    from solver.mrf.polish import pipeline
+    from solver.mrf.solve import coarse_to_fine as multilevel
 
-    icm_module = importlib.import_module("solver.mrf.icm")
-    real_pyramid, real_polish = multilevel.pyramid, icm_module.polish_labels
+    real_pyramid, real_polish = multilevel.pyramid, pipeline.polish_labels
     coarse_refs, alive_at_final = [], []
 
     def pyramid(problem, coarsest):
@@ -330,13 +327,13 @@ def test_the_final_polish_runs_with_no_coarser_level_left(monkeypatch):
         return real_polish(level, labels, snapshots, max_rounds, **kwargs)
 
     monkeypatch.setattr(multilevel, "pyramid", pyramid)
-    monkeypatch.setattr(icm_module, "polish_labels", polish)
-    monkeypatch.setattr(multilevel, "COARSEST", 500)
+    monkeypatch.setattr(pipeline, "polish_labels", polish)
+    options = SolveOptions(coarse_to_fine=CoarseToFineOptions(coarsest=500))
     p, _ = _big_problem()
     gc.collect()
     gc.disable()
     try:
-        solve_mrf(p, "admm", seed=0, coarse_to_fine=True)
+        solve_mrf(p, "admm", seed=0, coarse_to_fine=True, options=options)
     finally:
         gc.enable()
     assert len(coarse_refs) >= 4  # two or more coarser levels, each with its block map
@@ -367,8 +364,9 @@ def test_warm_start_fusion_takes_every_region_where_the_warm_start_is_better():
     """Fused with the global optimum, a settled labelling reaches the optimum's energy: the
     regions where they differ never touch, so each region's energy change is exact and
     independent, and none of them can be positive (the optimum would be improvable)."""
-    from solver.mrf.icm import polish_labels
-    from solver.mrf.multilevel import _fuse_warm_start
+    from solver.mrf import PolishOptions
+    from solver.mrf.polish.pipeline import polish_labels
+    from solver.mrf.solve.coarse_to_fine import _fuse_warm_start
 
     image, _, strokes = shapes_image(seed=3, k=2, size=40, noise=0.3)
     p = build_problem(image, strokes, 2, lam=4.0)
@@ -376,34 +374,33 @@ def test_warm_start_fusion_takes_every_region_where_the_warm_start_is_better():
     rng = np.random.default_rng(0)
     settled = polish_labels(p, rng.integers(1, 3, size=p.shape))
     assert p.energy(settled) > p.energy(opt) + 1.0  # a labelling the fusion can improve
-    fused = _fuse_warm_start(p, settled, opt)
+    fused = _fuse_warm_start(p, settled, opt, PolishOptions())
     assert p.energy(fused) == pytest.approx(p.energy(opt), abs=1e-9)
     # nothing to take from a worse warm start: the labels come back as they were
-    np.testing.assert_array_equal(_fuse_warm_start(p, opt, settled), opt)
+    np.testing.assert_array_equal(_fuse_warm_start(p, opt, settled, PolishOptions()), opt)
 
 
 def test_band_levels_fuse_with_their_warm_start(monkeypatch):
     """Each band level's polished labels are fused with that level's warm start, the labelling
     its polish was told to start from; the coarsest level has none."""
-    import importlib
+    from solver.mrf import CoarseToFineOptions, SolveOptions
+    from solver.mrf.polish import pipeline
+    from solver.mrf.solve import coarse_to_fine as multilevel
 
-    from solver.mrf import multilevel
-
-    icm_module = importlib.import_module("solver.mrf.icm")
-    real_polish, real_fuse = icm_module.polish_labels, multilevel._fuse_warm_start
+    real_polish, real_fuse = pipeline.polish_labels, multilevel._fuse_warm_start
     starts, fused = [], []
 
     def polish(level, labels, snapshots=(), max_rounds=None, **kwargs):
         starts.append(kwargs.get("since"))
         return real_polish(level, labels, snapshots, max_rounds, **kwargs)
 
-    def fuse(level, labels, up):
-        out = real_fuse(level, labels, up)
+    def fuse(level, labels, up, options):
+        out = real_fuse(level, labels, up, options)
         assert level.energy(out) <= level.energy(labels) + 1e-9
         fused.append(up)
         return out
 
-    monkeypatch.setattr(icm_module, "polish_labels", polish)
+    monkeypatch.setattr(pipeline, "polish_labels", polish)
     monkeypatch.setattr(multilevel, "_fuse_warm_start", fuse)
     p, _ = _big_problem()
     solve_mrf(p, "admm", seed=0)
@@ -412,8 +409,8 @@ def test_band_levels_fuse_with_their_warm_start(monkeypatch):
     assert all(f is s for f, s in zip(fused, starts[1:]))
     fused.clear()
     starts.clear()
-    monkeypatch.setattr(multilevel, "WARM_FUSION", False)
-    solve_mrf(p, "admm", seed=0)
+    solve_mrf(p, "admm", seed=0,
+              options=SolveOptions(coarse_to_fine=CoarseToFineOptions(warm_fusion=False)))
     assert len(starts) >= 2 and not fused
 
 
@@ -421,7 +418,7 @@ def test_a_stop_at_a_coarse_level_maps_its_labels_to_the_image_with_or_without_t
         monkeypatch):
     """The full-image maps are made up front only for a callback's view; a stop at a coarse
     level without them makes its own map from the blocks, with the same result."""
-    from solver.mrf import multilevel
+    from solver.mrf.solve import coarse_to_fine as multilevel
     p, _ = _big_problem(k=2)
 
     def stop(state):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from tests.solver._mrf_helpers import shapes_image
 
-from solver.mrf import DEFAULT_LAMBDA, build_problem, problem_from_unary
+from solver.mrf import DEFAULT_LAMBDA, build_problem, problem_from_unary, refine_colour_models
 from solver.reference import mincut
 
 
@@ -139,7 +139,8 @@ def test_rectangle_mode():
     assert np.all(hard[:8] == 2) and np.all(hard[8:32, 6:34] == 0) and np.all(hard[:, 34:] == 2)
     labels = mincut(problem)
     assert np.mean(labels == truth) > 0.98
-    refined = build_problem(image, None, 2, rect=(6, 8, 28, 24), grabcut_rounds=2)
+    refined = refine_colour_models(problem, image, rounds=2)
+    assert not np.array_equal(refined.unary, problem.unary)
     assert np.mean(mincut(refined) == truth) > 0.98
     bad_hard = np.zeros((40, 40), int)
     bad_hard[0, 0] = 1
@@ -149,6 +150,6 @@ def test_rectangle_mode():
 
 def test_histogram_and_grabcut_rounds_k3():
     image, truth, strokes = shapes_image(k=3)
-    for kwargs in (dict(colour_model="histogram"), dict(grabcut_rounds=1)):
-        problem = build_problem(image, strokes, 3, **kwargs)
+    for problem in (build_problem(image, strokes, 3, colour_model="histogram"),
+                    refine_colour_models(build_problem(image, strokes, 3), image, rounds=1)):
         assert np.all(np.isfinite(problem.unary))

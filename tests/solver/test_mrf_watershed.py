@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from solver.mrf import problem_from_unary, solve_mrf
-from solver.mrf.icm import icm
-from solver.mrf.watershed import (boundary_zone, edge_snapped, fuse_edge_snapped,
-                                  fuse_edge_snapped_into)
+from solver.mrf.polish.icm import icm
+from solver.mrf.polish.watershed import (boundary_zone, edge_snapped, fuse_edge_snapped,
+                                         fuse_edge_snapped_into)
 
 from ._mrf_helpers import random_problem
 
@@ -84,20 +84,19 @@ def test_never_raises_the_energy_and_keeps_an_icm_fixed_point(k):
 
 
 def test_only_the_final_polish_snaps_boundaries_and_the_switch_turns_it_off(monkeypatch):
-    import importlib
+    from solver.mrf import PolishOptions
+    from solver.mrf.polish import pipeline
 
-    icm_module = importlib.import_module("solver.mrf.icm")
     calls = []
 
     def spy(problem, lab, workspace=None):
         calls.append(workspace is not None)  # (with the polish's shared work arrays)
         return fuse_edge_snapped_into(problem, lab, workspace=workspace)
-    monkeypatch.setattr(icm_module, "fuse_edge_snapped_into", spy)
+    monkeypatch.setattr(pipeline, "fuse_edge_snapped_into", spy)
     p, labels = _step_problem()
-    icm_module.polish_labels(p, labels, split=False)
+    pipeline.polish_labels(p, labels, split=False)
     assert calls == []
-    out = icm_module.polish_labels(p, labels, split=True)
+    out = pipeline.polish_labels(p, labels, split=True)
     assert calls == [True] and p.energy(out) <= p.energy(labels)
-    monkeypatch.setattr(icm_module, "EDGE_SNAP", False)
-    icm_module.polish_labels(p, labels, split=True)
+    pipeline.polish_labels(p, labels, split=True, options=PolishOptions(edge_snap=False))
     assert calls == [True]

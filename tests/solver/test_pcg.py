@@ -3,7 +3,8 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from solver import get_backend, pcg
+from solver import get_backend
+from solver.admm.pcg import pcg
 
 
 def _spd(n, seed):

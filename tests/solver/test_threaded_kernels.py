@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from solver.mrf import colour_kernels, grid_kernels
-from solver.mrf.graph import NEIGHBOUR_OFFSETS, build_grid_graph, grid_edges, laplacian
-from solver.mrf.gmm import GaussianMixtureModel
+from solver.mrf.build import colour_kernels, grid_kernels
+from solver.mrf.build.graph import NEIGHBOUR_OFFSETS, build_grid_graph, grid_edges, laplacian
+from solver.mrf.build.gmm import GaussianMixtureModel
 
 from ._mrf_helpers import on_threads
 
@@ -93,7 +93,7 @@ def _split_reference(L, hard, k):
 
 @pytest.mark.parametrize("k", [1, 3])
 def test_split_by_fixed_matches_scipy_and_threads(k):
-    from solver.mrf.kernels import SPLIT_BLOCK, split_by_fixed  # noqa: PLC0415
+    from solver.mrf.solve.reduction_kernels import SPLIT_BLOCK, split_by_fixed  # noqa: PLC0415
 
     h, w = 61, 2 * SPLIT_BLOCK // 61 + 7  # (three blocks of rows, the last one short)
     i, j, _ = grid_edges((h, w))
@@ -116,7 +116,7 @@ def test_split_by_fixed_matches_scipy_and_threads(k):
 
 
 def test_split_fixed_threads_only_large_matrices_and_restores_the_thread_count(monkeypatch):
-    from solver.mrf import kernels  # noqa: PLC0415
+    from solver.mrf.solve import reduction_kernels as kernels  # noqa: PLC0415
 
     h, w = 40, 50
     i, j, _ = grid_edges((h, w))
@@ -130,8 +130,8 @@ def test_split_fixed_threads_only_large_matrices_and_restores_the_thread_count(m
                         lambda *a: seen.append(numba.get_num_threads()) or real(*a))
     before = numba.get_num_threads()
     small = kernels.split_fixed(L.indptr, L.indices, L.data, hard, 2)
-    monkeypatch.setattr(kernels, "SPLIT_THREAD_ROWS", h * w)
-    large = kernels.split_fixed(L.indptr, L.indices, L.data, hard, 2)
+    assert kernels.SPLIT_THREAD_ROWS > h * w
+    large = kernels.split_fixed(L.indptr, L.indices, L.data, hard, 2, thread_rows=h * w)
     assert seen == [1, before]
     assert numba.get_num_threads() == before
     for a, b in zip(small, large):
@@ -170,7 +170,7 @@ print("ok" if not errors else errors)
 
 def test_threaded_kernels_from_several_python_threads_under_the_workqueue_layer():
     """numba's fallback threading layer aborts the process when two threads launch parallel
-    kernels at once; every threaded kernel goes through one lock (solver.threads)."""
+    kernels at once; every threaded kernel goes through one lock (solver.backend.threads)."""
     import os
     import subprocess
     import sys

@@ -1,0 +1,73 @@
+"""Command line: ``segapp`` (the app), ``segapp segment`` and ``segapp bench`` (headless).
+
+Bad input exits with status 2 and one line ``segapp: error: ...``; nothing is written unless
+everything succeeded (outputs are rendered in memory first, then written atomically).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from segapp.cli import bench, segment
+
+log = logging.getLogger("segapp")
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Argument errors as one line (``segapp: error: ...``, exit status 2), no usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"segapp: error: {message} (see '{self.prog} --help')", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``segapp`` command."""
+    parser = _OneLineParser(prog="segapp", description="Interactive segmentation by "
+                                     "integer programming (ℓ2-box ADMM) with a live solver view.")
+    parser.add_argument("--demo-screenshot", metavar="OUT.png",
+                        help="open the bundled sample, run ADMM, save a window screenshot, exit")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log solver progress")
+    sub = parser.add_subparsers(dest="command")
+    segment.add_parser(sub)
+    bench.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``segapp`` console script."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `segapp photo.jpg` opens the photo in the app
+    if argv and not argv[0].startswith("-") and argv[0] not in ("segment", "bench"):
+        from segapp.ui.app import run_app  # noqa: PLC0415
+        return run_app([], image=argv[0])
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or an argument error already reported in one line
+        return int(exc.code or 0)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.demo_screenshot:
+            from segapp.ui.app import demo_screenshot  # noqa: PLC0415
+            return demo_screenshot(args.demo_screenshot)
+        if args.command == "segment":
+            return segment.run(args)
+        if args.command == "bench":
+            return bench.run(args)
+    except (ValueError, OSError, RuntimeError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"segapp: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("segapp: error: interrupted", file=sys.stderr)
+        return 130
+    from segapp.ui.app import run_app  # noqa: PLC0415
+    return run_app([])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""``segapp bench``: the paper's Table 1 protocol, side by side with the yardsticks, in one run.
+
+The bundled cameraman with its bundled strokes is resized to about n pixels (aspect kept), the MRF
+is built once per size, and each method is timed on the same problem (solve time only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+ALL_METHODS = ("mincut", "expansion", "lp", "admm-cpu", "admm-gpu")
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(float(v)) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"sizes must be numbers like 1e4,5e4, got {text!r}") from None
+    if not sizes or min(sizes) < 16:
+        raise argparse.ArgumentTypeError("every size must be at least 16 pixels")
+    return sizes
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``bench`` sub-command."""
+    p = sub.add_parser("bench", help="time ADMM against the yardsticks (paper's Table 1)")
+    p.add_argument("--sizes", type=_sizes, default=_sizes("1e3,1e4,1e5"),
+                   help="pixel counts, comma-separated (default 1e3,1e4,1e5)")
+    p.add_argument("--runs", type=int, default=5, help="runs per method and size (seeds 0..R-1)")
+    p.add_argument("--json", required=True, help="where to write the records")
+    p.add_argument("--k", type=int, default=2, choices=[2, 3, 4], help="number of labels")
+    p.add_argument("--methods", help=f"comma-separated subset of {','.join(ALL_METHODS)} "
+                   "(default: the yardstick, lp, admm-cpu, and admm-gpu when a GPU is present)")
+    p.add_argument("--image", help="photo to use instead of the bundled cameraman "
+                   "(needs --strokes)")
+    p.add_argument("--strokes", help="stroke PNG for --image")
+
+
+def sample(n: int, k: int, image_path: str | None = None, strokes_path: str | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The benchmark image and strokes resized to about ``n`` pixels."""
+    from segapp.core.io import ASSETS_DIR, load_image, load_label_image  # noqa: PLC0415
+
+    img = load_image(image_path or ASSETS_DIR / "cameraman.png")
+    st = load_label_image(strokes_path or ASSETS_DIR / f"cameraman_strokes_k{k}.png",
+                          img.shape[:2], k, "strokes")
+    h, w = img.shape[:2]
+    s = math.sqrt(n / (h * w))
+    size = (max(2, round(w * s)), max(2, round(h * s)))
+    img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
+    small = np.zeros(size[::-1], np.int32)
+    for lab in range(1, k + 1):  # keep every label present even when strokes get thin
+        m = cv2.resize((st == lab).astype(np.float32), size, interpolation=cv2.INTER_AREA)
+        small[m > 0.25] = lab
+    return img, small
+
+
+def default_methods(k: int) -> list[str]:
+    """The yardstick, LP, ADMM on the CPU, and ADMM on the GPU when one is usable."""
+    from solver import gpu_available  # noqa: PLC0415
+
+    methods = ["mincut" if k == 2 else "expansion", "lp", "admm-cpu"]
+    return methods + (["admm-gpu"] if gpu_available() else [])
+
+
+def run_one(problem: Any, method: str, seed: int) -> dict[str, Any]:
+    """Solve once and return ``{energy, time_s, iterations}`` (ADMM adds ``energy_unpolished``).
+
+    ``energy_unpolished`` is ADMM's own best rounded iterate before the ICM/region-move polish,
+    so the polish's share of the result stays visible.
+    """
+    from solver.mrf import solve_mrf  # noqa: PLC0415
+
+    if method.startswith("admm"):
+        res = solve_mrf(problem, "admm", backend=method.split("-")[1], seed=seed)
+        return {"energy": res.energy, "time_s": res.time_s, "iterations": res.iterations,
+                "energy_unpolished": res.energy_admm}
+    res = solve_mrf(problem, method)
+    return {"energy": res.energy, "time_s": res.time_s, "iterations": res.iterations}
+
+
+def run_grid(sizes: list[int], methods: list[str], runs: int, k: int,
+             image: str | None = None, strokes: str | None = None) -> list[dict[str, Any]]:
+    """Solve every (size, method, run) once, printing progress to stderr; returns the records.
+
+    Each record is ``{method, n, k, run, energy, time_s, iterations}``; run ``r`` seeds ADMM's
+    random start with ``r``. The MRF is built once per size, so all methods see the same problem.
+    The methods take turns within each run (run 0 of every method, then run 1, ...), so each
+    ADMM solve is timed next to its yardstick's and a drift in the machine's speed reaches both.
+    """
+    from solver.mrf import build_problem, warm_up  # noqa: PLC0415
+
+    # compile the kernels first, as a C++ yardstick comes compiled (a one-off per process)
+    gpu = "admm-gpu" in methods
+    print(f"compiling the {'CPU and GPU' if gpu else 'CPU'} kernels: {warm_up(k, gpu):.1f} s",
+          file=sys.stderr, flush=True)
+    records: list[dict[str, Any]] = []
+    total = len(sizes) * len(methods) * runs
+    for n in sizes:
+        img, st = sample(n, k, image, strokes)
+        problem = build_problem(img, st, k)
+        for r in range(runs):
+            for method in methods:
+                rec = {"method": method, "n": problem.n, "k": k, "run": r,
+                       **run_one(problem, method, seed=r)}
+                records.append(rec)
+                print(f"[{len(records)}/{total}] n={problem.n} {method} run {r}: "
+                      f"E={rec['energy']:.6g} t={rec['time_s']:.3f}s it={rec['iterations']}",
+                      file=sys.stderr, flush=True)
+    return records
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark grid and write the JSON records; returns the exit status."""
+    methods = args.methods.split(",") if args.methods else default_methods(args.k)
+    bad = [m for m in methods if m not in ALL_METHODS]
+    if bad:
+        raise ValueError(f"unknown method(s) {', '.join(bad)}: expected some of {', '.join(ALL_METHODS)}")
+    if "mincut" in methods and args.k != 2:
+        raise ValueError("mincut needs --k 2; use expansion")
+    if args.runs < 1:
+        raise ValueError("--runs must be at least 1")
+    if args.image and not args.strokes:
+        raise ValueError("--image needs --strokes")
+    records = run_grid(args.sizes, methods, args.runs, args.k, args.image, args.strokes)
+    Path(args.json).write_text(json.dumps(records, indent=1) + "\n")
+    return 0

@@ -1,0 +1,222 @@
+"""Photo + user input → MRF → labels: the one path shared by the CLI, the GUI worker and tests.
+
+Qt-free. ``run_segmentation`` builds the MRF, optionally solves the yardstick first (so a live
+plot can show the reference line from the start), then runs the chosen solver.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from solver import GPUUnavailableError, get_backend
+from solver.mrf import (DEFAULT_LAMBDA, MRFIterationState, MRFProblem, auto_backend,
+                        build_problem, solve_mrf)
+from solver.admm.records import IterationRecord
+
+log = logging.getLogger(__name__)
+
+SOLVERS = ("admm", "mincut", "expansion", "lp")
+BACKENDS = ("cpu", "gpu", "auto")
+COLOUR_MODELS = ("gmm", "histogram")
+
+
+@dataclass
+class SegmentParams:
+    """Everything that decides a segmentation besides the image and the user's drawing.
+
+    Attributes
+    ----------
+    k : int
+        Number of labels (2..32).
+    lam : float or None
+        Smoothness weight λ (None: ``solver.mrf.DEFAULT_LAMBDA``).
+    beta : float or None
+        Contrast parameter β (None: estimated from the image).
+    colour_model : {"gmm", "histogram"}
+    solver : {"admm", "mincut", "expansion", "lp"}
+    backend : {"cpu", "gpu", "auto"}
+        ADMM's backend; "gpu" without a GPU falls back to the CPU with a warning in the outcome.
+    seed : int or None
+        Seed of ADMM's random start (None: start at 1/2) and of the colour-model fit (None: 0).
+    admm : dict
+        :class:`solver.ADMMParams` fields (rho0, rho_growth, rho_max, gamma, max_iter, pcg_tol, tol…).
+    polish : bool
+        Finish ADMM with ICM (never raises the energy).
+    """
+
+    k: int = 2
+    lam: float | None = None
+    beta: float | None = None
+    colour_model: str = "gmm"
+    solver: str = "admm"
+    backend: str = "cpu"
+    seed: int | None = None
+    admm: dict[str, Any] = field(default_factory=dict)
+    polish: bool = True
+
+    def validated(self) -> SegmentParams:
+        """Check the choices that are not checked downstream; returns self."""
+        if self.solver not in SOLVERS:
+            raise ValueError(f"unknown solver {self.solver!r}: expected one of {', '.join(SOLVERS)}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}: expected one of {', '.join(BACKENDS)}")
+        if self.colour_model not in COLOUR_MODELS:
+            raise ValueError(f"unknown colour model {self.colour_model!r}: expected gmm or histogram")
+        if self.solver == "mincut" and self.k != 2:
+            raise ValueError(f"min-cut needs K = 2 (got K = {self.k}); use --solver expansion")
+        return self
+
+
+@dataclass
+class SegmentationOutcome:
+    """What a segmentation produced.
+
+    Attributes
+    ----------
+    labels : numpy.ndarray
+        ``(H, W)`` int32, values 1..K.
+    energy : float
+    method, backend : str
+        Solver used and the backend it actually ran on.
+    iterations : int
+    time_s : float
+        Solve time only (model building and the reference excluded).
+    converged : bool
+    history : list of IterationRecord
+    reference_labels, reference_energy
+        Min-cut (K = 2) or α-expansion (K > 2) answer, when asked for.
+    x_final : numpy.ndarray or None
+        ``(n, K)`` last continuous ADMM iterate, for warm starts.
+    problem : MRFProblem
+    warnings : list of str
+        Things the user should be told (e.g. the GPU fallback).
+    build_time_s, reference_time_s : float
+    """
+
+    labels: np.ndarray
+    energy: float
+    method: str
+    backend: str
+    iterations: int
+    time_s: float
+    converged: bool
+    history: list[IterationRecord]
+    reference_labels: np.ndarray | None
+    reference_energy: float | None
+    x_final: np.ndarray | None
+    problem: MRFProblem
+    warnings: list[str] = field(default_factory=list)
+    build_time_s: float = 0.0
+    reference_time_s: float = 0.0
+
+    @property
+    def gap(self) -> float | None:
+        """Relative energy gap to the reference, ``(E - E_ref) / |E_ref|``."""
+        if self.reference_energy is None or self.reference_energy == 0:
+            return None
+        return (self.energy - self.reference_energy) / abs(self.reference_energy)
+
+
+def resolve_backend(name: str, warnings: list[str], n: int, k: int) -> str:
+    """The backend that will actually run: "gpu" without a GPU becomes "cpu" with a warning;
+    "auto" for a problem of ``n`` pixels and ``k`` labels is :func:`solver.mrf.auto_backend`'s
+    choice (the GPU only where it is faster)."""
+    if name == "cpu":
+        return "cpu"
+    if name == "auto":
+        return auto_backend(n, k)
+    try:
+        return get_backend(name).name
+    except GPUUnavailableError as exc:
+        msg = f"{exc}; running on the CPU instead"
+        log.warning(msg)
+        warnings.append(msg)
+        return "cpu"
+
+
+def run_segmentation(
+    image: np.ndarray,
+    strokes: np.ndarray | None,
+    params: SegmentParams,
+    *,
+    rect: tuple[int, int, int, int] | None = None,
+    hard: np.ndarray | None = None,
+    callback: Callable[[MRFIterationState], bool | None] | None = None,
+    x0: np.ndarray | None = None,
+    reference: bool = True,
+) -> SegmentationOutcome:
+    """Segment ``image`` from strokes / rectangle / hard constraints.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        ``(H, W)`` or ``(H, W, 3|4)``, uint8/uint16/float.
+    strokes : numpy.ndarray or None
+        ``(H, W)`` int labels, 0 = none.
+    params : SegmentParams
+    rect : (x, y, w, h), optional
+        GrabCut-style rectangle (K = 2): outside is background.
+    hard : numpy.ndarray, optional
+        ``(H, W)`` hard-constraint labels, 0 = none.
+    callback : callable, optional
+        ADMM callback, see :func:`solver.mrf.solve_mrf`; return True to stop. Its state also
+        carries ``reference_energy`` (None when no reference was asked for).
+    x0 : numpy.ndarray, optional
+        Warm start (a previous outcome's ``x_final``); ignored if its size does not fit.
+    reference : bool
+        Also solve the yardstick (min-cut for K = 2, α-expansion otherwise) first.
+
+    Returns
+    -------
+    SegmentationOutcome
+
+    Raises
+    ------
+    ValueError
+        For bad input, with a one-line message naming the problem.
+    """
+    params.validated()
+    warnings: list[str] = []
+    t0 = time.perf_counter()
+    problem = build_problem(
+        image, strokes, params.k, rect=rect, hard=hard,
+        lam=DEFAULT_LAMBDA if params.lam is None else params.lam, beta=params.beta,
+        colour_model=params.colour_model, seed=0 if params.seed is None else params.seed,
+    )
+    build_time = time.perf_counter() - t0
+    ref_method = "mincut" if params.k == 2 else "expansion"
+    ref_labels = ref_energy = None
+    ref_time = 0.0
+    if reference and params.solver != ref_method:
+        ref = solve_mrf(problem, ref_method)
+        ref_labels, ref_energy, ref_time = ref.labels, ref.energy, ref.time_s
+    if params.solver == "admm":
+        backend = resolve_backend(params.backend, warnings, problem.n, problem.k)
+        if x0 is not None and np.size(x0) != problem.n * problem.k:
+            log.info("warm start ignored: it has %d entries, the problem needs %d",
+                     np.size(x0), problem.n * problem.k)
+            x0 = None
+        cb = callback
+        if callback is not None:
+            def cb(state: MRFIterationState) -> bool | None:
+                state.reference_energy = ref_energy  # lets a live plot draw the line at once
+                return callback(state)
+        res = solve_mrf(problem, "admm", backend=backend, seed=params.seed, x0=x0,
+                        callback=cb, polish=params.polish, **params.admm)
+    else:
+        res = solve_mrf(problem, params.solver)
+    if ref_labels is None and params.solver == ref_method and reference:
+        ref_labels, ref_energy, ref_time = res.labels, res.energy, res.time_s
+    return SegmentationOutcome(
+        labels=res.labels, energy=res.energy, method=res.method, backend=res.backend,
+        iterations=res.iterations, time_s=res.time_s, converged=res.converged,
+        history=res.history, reference_labels=ref_labels, reference_energy=ref_energy,
+        x_final=res.x_continuous, problem=problem, warnings=warnings,
+        build_time_s=build_time, reference_time_s=ref_time,
+    )

@@ -1,0 +1,366 @@
+"""Runs :func:`segapp.core.pipeline.run_segmentation` off the GUI thread.
+
+A :class:`SolveWorker` lives in a ``QThread``; it emits throttled frames of the
+continuous solution, batches of per-iteration records, and the outcome. Cancel
+sets a flag that the solver callback returns, so the solve stops at the next
+iteration and still returns the best labels so far.
+
+Frames are live views, not results: at most :data:`FRAME_MAX_SIDE` pixels a side (a
+photo's frame is its ``[::s, ::s]``, made for those pixels alone), and a new one only once
+the window has shown the last (:meth:`SolveWorker.frame_shown`). Full-size frames of a
+12 MP photo, queued faster than the window could draw them, took the app past 20 GB.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from PyQt6.QtCore import QObject, QThread, pyqtSignal, pyqtSlot
+
+log = logging.getLogger(__name__)
+
+FRAME_INTERVAL = 1.0 / 10.0   # at most ~10 frames a second
+FRAME_MAX_SIDE = 1600         # live frames' longest side (the result itself is full size)
+RECORD_INTERVAL = 1.0 / 10.0  # energy batches (and plot redraws) at most ~10 times a second
+
+
+@dataclass
+class Record:
+    """One ADMM iteration as plotted (copied out of the solver's state)."""
+
+    iteration: int
+    energy_continuous: float
+    energy_rounded: float
+    residual_box: float
+    residual_sphere: float
+    rho: float
+    max_iter: int
+    reference_energy: float | None = None
+
+
+@dataclass
+class SolveJob:
+    """Inputs of one run (arrays are copies, so the user may keep drawing)."""
+
+    image: np.ndarray
+    strokes: np.ndarray
+    params: Any
+    rect: tuple[int, int, int, int] | None = None
+    hard: np.ndarray | None = None
+    x0: np.ndarray | None = None
+    reference: bool = True
+
+
+class SolveWorker(QObject):
+    """Solver driver living in a worker thread.
+
+    Signals
+    -------
+    frame(int, object)
+        Iteration and (H, W, K) float32 label weights of the continuous solution.
+    records(object)
+        List of :class:`Record` since the last batch.
+    notice(str)
+        Something the user should know (e.g. GPU fallback).
+    finished(object)
+        The ``SegmentationOutcome``.
+    failed(str)
+        One-line error message.
+    """
+
+    frame = pyqtSignal(int, object)
+    records = pyqtSignal(object)
+    notice = pyqtSignal(str)
+    finished = pyqtSignal(object)
+    failed = pyqtSignal(str)
+
+    def __init__(self, job: SolveJob, frame_interval: float = FRAME_INTERVAL) -> None:
+        super().__init__()
+        self.job = job
+        self.frame_interval = frame_interval  # seconds between live frames, at least
+        self._cancel = threading.Event()
+        self._batch: list[Record] = []
+        self._last_frame = 0.0
+        self._last_batch = 0.0
+        self._frame_free = threading.Event()  # set: the window has shown the last frame
+        self._frame_free.set()
+
+    def frame_shown(self) -> None:
+        """The window has drawn the last frame: the next may come (thread-safe)."""
+        self._frame_free.set()
+
+    def cancel(self) -> None:
+        """Ask the solve to stop at its next iteration (thread-safe)."""
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether cancel was requested."""
+        return self._cancel.is_set()
+
+    def _callback(self, state: Any) -> bool:
+        now = time.monotonic()
+        rec = Record(int(state.iteration), float(state.energy_continuous),
+                     float(state.energy_rounded), float(state.residual_box),
+                     float(state.residual_sphere), float(state.rho),
+                     int(getattr(state, "max_iter", 0) or 0),
+                     getattr(state, "reference_energy", None))
+        self._batch.append(rec)
+        last = rec.max_iter and rec.iteration >= rec.max_iter
+        if now - self._last_batch >= RECORD_INTERVAL or last:
+            self._flush()
+            self._last_batch = now
+        if (now - self._last_frame >= self.frame_interval and self._frame_free.is_set()) or last:
+            self._last_frame = now
+            try:
+                probs = np.asarray(state.probabilities(max_side=FRAME_MAX_SIDE), np.float32)
+                self._frame_free.clear()
+                self.frame.emit(rec.iteration, probs)
+            except Exception:  # noqa: BLE001 - a frame is optional
+                log.exception("could not get probabilities")
+        return self._cancel.is_set()
+
+    def _flush(self) -> None:
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self.records.emit(batch)
+
+    def _run(self, backend: str | None = None):
+        from segapp.core.pipeline import run_segmentation
+        job = self.job
+        params = job.params
+        if backend is not None:
+            params = _with_backend(params, backend)
+        return run_segmentation(job.image, job.strokes, params, rect=job.rect, hard=job.hard,
+                                callback=self._callback, x0=job.x0, reference=job.reference)
+
+    def _solve(self):
+        """The solve, on the CPU again if the GPU it asked for is not usable (and says so)."""
+        try:
+            return self._run()
+        except RuntimeError as exc:
+            if "gpu" not in str(exc).lower() or getattr(self.job.params, "backend", "") == "cpu":
+                raise
+            self.notice.emit(f"{str(exc).splitlines()[0]} — running on the CPU instead")
+            return self._run("cpu")
+
+    @pyqtSlot()
+    def run(self) -> None:
+        """Solve; emits ``finished`` or ``failed`` exactly once (and ``notice`` if the solve
+        has to wait for kernels to compile, as on the first run on a machine)."""
+        from solver.backend.compile_notice import first_compile_notice
+        try:
+            with first_compile_notice(lambda: self.notice.emit(compile_text())):
+                outcome = self._solve()
+            self._flush()
+            for w in getattr(outcome, "warnings", None) or []:
+                self.notice.emit(str(w))
+            self.finished.emit(outcome)
+        except Exception as exc:  # noqa: BLE001 - reported to the user
+            self._flush()
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if not isinstance(exc, (ValueError, RuntimeError)):
+                log.exception("solve failed")
+                msg = f"{type(exc).__name__}: {msg}"
+            self.failed.emit(msg)
+
+
+def compile_text() -> str:
+    """The status-bar line shown while the solver's kernels compile."""
+    from solver.backend.compile_notice import COMPILE_MESSAGE
+    return COMPILE_MESSAGE[0].upper() + COMPILE_MESSAGE[1:] + "…"
+
+
+class WarmUp(QObject):
+    """Compiles the solver's kernels in a background thread (:func:`solver.mrf.warm_up`) while
+    the user opens an image and paints, and says so when that is the slow first run.
+
+    Signals
+    -------
+    compiling(str)
+        A kernel started compiling (not emitted when numba's on-disk cache is warm); the text
+        is for the status bar.
+    ready(float, bool)
+        Done: seconds taken, and whether anything compiled.
+    """
+
+    compiling = pyqtSignal(str)
+    ready = pyqtSignal(float, bool)
+
+    def start(self) -> threading.Thread:
+        """Start the warm-up thread (a daemon: it never holds up quitting) and return it."""
+        thread = threading.Thread(target=self._run, name="segapp-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def _emit(self, signal: Any, *args: Any) -> None:
+        try:
+            signal.emit(*args)
+        except RuntimeError:  # the window (and this object with it) closed meanwhile
+            pass
+
+    def _run(self) -> None:
+        from solver.backend.compile_notice import first_compile_notice
+        from solver.mrf import warm_up
+        try:
+            with first_compile_notice(lambda: self._emit(self.compiling, compile_text())) as seen:
+                seconds = warm_up()
+        except Exception:  # noqa: BLE001 - a failed warm-up only means the first run compiles
+            log.exception("warm-up failed; the first solve compiles instead")
+            return
+        self._emit(self.ready, seconds, seen.fired)
+
+
+def _with_backend(params: Any, backend: str) -> Any:
+    import dataclasses
+    if dataclasses.is_dataclass(params):
+        return dataclasses.replace(params, backend=backend)
+    params.backend = backend
+    return params
+
+
+# Solves that shutdown() gave up waiting for, kept with their threads until those end: a
+# QThread deleted while it runs aborts the process, and a worker deleted under its run() crashes.
+_stale: list[tuple[QThread, SolveWorker]] = []
+
+
+def _reap_stale() -> None:
+    """Forget stale solves whose thread has ended (runs when one of them finishes)."""
+    for pair in list(_stale):
+        if pair[0].isFinished():
+            pair[0].wait()
+            _stale.remove(pair)
+
+
+def wait_stale(timeout_ms: int = 60000) -> list[QObject]:
+    """Wait for the threads of solves that outlived :meth:`SolveController.shutdown`.
+
+    Returns
+    -------
+    list of QObject
+        Threads and workers of those still running (empty when all ended): they must not be
+        deleted.
+    """
+    for thread, _worker in list(_stale):
+        thread.wait(timeout_ms)
+    _reap_stale()
+    return [obj for pair in _stale for obj in pair]
+
+
+def _release(thread: QThread, worker: SolveWorker, timeout_ms: int) -> None:
+    """Stop ``thread``'s event loop and wait; if the solve is still running, park it."""
+    thread.quit()
+    if thread.wait(timeout_ms):
+        return
+    # still inside a step that does not poll cancel (building the model, the reference solve)
+    log.warning("solve still running %d ms after cancel; it finishes in the background",
+                timeout_ms)
+    _stale.append((thread, worker))
+    thread.finished.connect(_reap_stale)
+
+
+class SolveController(QObject):
+    """Owns the worker thread of at most one running solve; re-emits its signals.
+
+    Signals of a worker that was shut down (and may still be finishing in the background) are
+    dropped, so a stale frame or outcome never reaches the window.
+    """
+
+    frame = pyqtSignal(int, object)
+    records = pyqtSignal(object)
+    notice = pyqtSignal(str)
+    finished = pyqtSignal(object)
+    failed = pyqtSignal(str)
+    running_changed = pyqtSignal(bool)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._thread: QThread | None = None
+        self._worker: SolveWorker | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether a solve is in progress."""
+        return self._worker is not None
+
+    def start(self, job: SolveJob) -> None:
+        """Start solving ``job`` in a new thread.
+
+        Raises
+        ------
+        RuntimeError
+            If a solve is already running.
+        """
+        if self.running:
+            raise RuntimeError("a solve is already running")
+        _reap_stale()
+        thread = QThread()
+        worker = SolveWorker(job)
+        worker.moveToThread(thread)
+        thread.started.connect(worker.run)
+        worker.frame.connect(self._on_frame)
+        worker.records.connect(self._on_records)
+        worker.notice.connect(self._on_notice)
+        worker.finished.connect(self._on_finished)
+        worker.failed.connect(self._on_failed)
+        self._thread, self._worker = thread, worker
+        thread.start()
+        self.running_changed.emit(True)
+
+    def cancel(self) -> None:
+        """Ask the running solve (if any) to stop."""
+        if self._worker is not None:
+            self._worker.cancel()
+
+    def _current(self) -> bool:
+        """Whether the signal being handled comes from the running worker."""
+        return self._worker is not None and self.sender() is self._worker
+
+    def _stop_thread(self, timeout_ms: int = 5000) -> None:
+        thread, worker = self._thread, self._worker
+        self._thread = self._worker = None
+        if thread is not None:
+            _release(thread, worker, timeout_ms)
+        self.running_changed.emit(False)
+
+    @pyqtSlot(int, object)
+    def _on_frame(self, iteration: int, probs: Any) -> None:
+        if self._current():
+            self.frame.emit(iteration, probs)  # (drawn by the time emit returns: same thread)
+            self._worker.frame_shown()
+
+    @pyqtSlot(object)
+    def _on_records(self, batch: Any) -> None:
+        if self._current():
+            self.records.emit(batch)
+
+    @pyqtSlot(str)
+    def _on_notice(self, msg: str) -> None:
+        if self._current():
+            self.notice.emit(msg)
+
+    @pyqtSlot(object)
+    def _on_finished(self, outcome: Any) -> None:
+        if self._current():
+            self._stop_thread()
+            self.finished.emit(outcome)
+
+    @pyqtSlot(str)
+    def _on_failed(self, msg: str) -> None:
+        if self._current():
+            self._stop_thread()
+            self.failed.emit(msg)
+
+    def shutdown(self, timeout_ms: int = 5000) -> None:
+        """Cancel the solve and wait for its thread (used when the window closes).
+
+        A solve that does not stop within ``timeout_ms`` is left to finish in the background
+        (see :func:`wait_stale`); its signals are ignored from now on.
+        """
+        if self._worker is not None:
+            self._worker.cancel()
+            self._stop_thread(timeout_ms)

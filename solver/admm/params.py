@@ -1,0 +1,110 @@
+"""Parameters of ℓp-box ADMM."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from solver.admm.projections import check_p
+
+
+@dataclass(frozen=True)
+class ADMMParams:
+    """Parameters of ℓp-box ADMM. Penalties are relative to the problem's scale.
+
+    Attributes
+    ----------
+    rho0 : float
+        Starting penalty ``rho1 = rho2``, as a multiple of the problem scale (mean absolute row
+        sum of ``2A``; ``mean |b|`` when ``A = 0``). Small values let the first iterates follow the
+        continuous relaxation; the growth then pulls them onto binary points.
+    rho_growth : float
+        Factor by which all penalties grow every ``rho_every`` iterations (>= 1).
+    rho_every : int
+        Iterations between penalty increases.
+    rho_max : float
+        Cap on the penalty, as a multiple of the problem scale (the convergence analysis needs a
+        bounded sequence).
+    rho_constraints : float
+        Penalty of the equality/inequality constraints relative to ``rho1``.
+    gamma : float
+        Dual step length, in (0, 2).
+    max_iter : int
+        Iteration limit.
+    tol : float
+        Stop when ``max(||x - z1||, ||x - z2||) / max(||x||, 1)`` and the relative constraint
+        residuals are below ``tol`` and the rounded objective has stagnated.
+    stagnation_window : int
+        Number of recent iterations over which the rounded objective must not change by more
+        than ``stagnation_tol`` (relative).
+    stagnation_tol : float
+        See ``stagnation_window``.
+    pcg_tol : float
+        Relative residual tolerance of the inner conjugate-gradient solves (1e-3: the x-update
+        is inexact early on, when the penalty is small and the CG would need many iterations;
+        see the README's performance section).
+    pcg_maxiter : int
+        Iteration limit of each inner solve (warm-started from the last x-update).
+    p : float
+        Exponent of the ℓp sphere (2 is supported).
+    fused : bool
+        Take the compiled iteration of :mod:`solver.admm.steps` where it applies (the same
+        iterates as the generic loop, in fewer passes); False runs the generic loop, to compare.
+    """
+
+    rho0: float = 0.5
+    rho_growth: float = 1.03
+    rho_every: int = 1
+    rho_max: float = 1e5
+    rho_constraints: float = 1.0
+    gamma: float = 1.0
+    max_iter: int = 1000
+    tol: float = 1e-3
+    stagnation_window: int = 5
+    stagnation_tol: float = 1e-9
+    pcg_tol: float = 1e-3
+    pcg_maxiter: int = 7
+    p: float = 2.0
+    fused: bool = True
+
+    def validated(self) -> ADMMParams:
+        """Return self after checking every field; raises ValueError naming the bad one."""
+        if not isinstance(self.fused, bool):
+            raise ValueError(f"ADMM parameter fused must be True or False, got {self.fused!r}")
+        for f in fields(self):
+            if f.name == "fused":
+                continue
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"ADMM parameter {f.name} must be a finite number, got {v!r}")
+        positive = ("rho0", "rho_max", "rho_constraints", "tol", "pcg_tol")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"ADMM parameter {name} must be > 0, got {getattr(self, name)}")
+        if self.rho_growth < 1:
+            raise ValueError(f"ADMM parameter rho_growth must be >= 1, got {self.rho_growth}")
+        if not 0 < self.gamma < 2:
+            raise ValueError(f"ADMM parameter gamma must be in (0, 2), got {self.gamma}")
+        for name in ("max_iter", "rho_every", "stagnation_window", "pcg_maxiter"):
+            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 1:
+                raise ValueError(f"ADMM parameter {name} must be an integer >= 1, "
+                                 f"got {getattr(self, name)}")
+        if self.stagnation_tol < 0:
+            raise ValueError("ADMM parameter stagnation_tol must be >= 0")
+        check_p(self.p)
+        return self
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> ADMMParams:
+        """Build from keyword arguments, rejecting unknown names."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise ValueError(f"unknown ADMM parameter(s): {', '.join(unknown)}; "
+                             f"expected some of {', '.join(sorted(known))}")
+        return replace(cls(), **kwargs).validated()
+
+    def as_dict(self) -> dict[str, Any]:
+        """Parameters as a plain dict (for reports)."""
+        return asdict(self)

@@ -1,0 +1,179 @@
+"""The switches of the segmentation solver: what the polish tries, when early fixing fixes
+pixels, and how coarse to fine cuts the image, as frozen dataclasses passed down explicitly.
+
+The defaults are the tuned values; docs/decisions.md records the measurements behind each. A
+caller changes one with :func:`dataclasses.replace`::
+
+    from dataclasses import replace
+    from solver.mrf import SolveOptions, solve_mrf
+
+    options = SolveOptions()
+    options = replace(options, polish=replace(options.polish, edge_snap=False))
+    solve_mrf(problem, "admm", options=options)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Iterations (1-based, per ADMM run) whose continuous iterate is kept for the polish's
+#: level-set fusion: dense early, when the iterate is still the smooth relaxation.
+SNAPSHOT_ITERATIONS = frozenset((1, 2, 3, 5, 8, 12, 17, 25, 35, 50, 70, 100, 140, 200))
+
+
+@dataclass(frozen=True)
+class PolishOptions:
+    """What :func:`solver.mrf.polish.polish_labels` tries after ADMM (none of it raises the
+    energy).
+
+    Attributes
+    ----------
+    split : bool
+        Try split moves (a region re-split between two other labels) in a final polish.
+    descents : bool
+        Try descent fusion (level sets of ADMM's iterates carved by ICM) in a final polish.
+    edge_snap : bool
+        Try edge-snapped proposals (boundary zones flooded again along image edges) in a final
+        polish.
+    pair_moves_binary : bool
+        Try pair moves for K = 2 too (K > 2 always does): at K = 2 descent fusion and the
+        edge-snapped proposals take the same two-pixel slivers, for less time.
+    thresholds : tuple of float
+        Level-set thresholds of the plain fusion ("label c wherever x_c > t").
+    descent_thresholds : tuple of float
+        Level-set thresholds of descent fusion for K = 2: wider than the plain fusion's, since
+        ICM carves away what a loose level set takes in.
+    descent_thresholds_multi : tuple of float
+        The same for K > 2.
+    proposal_max_pixels : int or None
+        Largest level-set proposal, in pixels (larger ones are skipped; None: no cap). The early
+        iterates of K > 2 give proposals as large as the whole band.
+    descent_max_pixels : int or None
+        Largest descent-fusion proposal.
+    coarse_fusion_rounds : int
+        Rounds of plain level-set fusion at a coarser level of coarse to fine (each round fuses
+        every snapshot, then ICM and region moves; they stop when one takes nothing).
+    final_fusion_rounds : int
+        The same in a final polish, after descent fusion and the edge-snapped proposals.
+    region_cap : float
+        Largest region a region move considers, as a fraction of the level's pixels (at least
+        ``region_cap_min``): a search stops once it passes the cap, so a huge region (the
+        background) near a change costs at most the cap.
+    region_cap_min : int
+        Floor of that cap, in pixels.
+    snapshot_iterations : frozenset of int
+        ADMM iterations whose continuous iterate is kept for the level-set fusions.
+    """
+
+    split: bool = True
+    descents: bool = True
+    edge_snap: bool = True
+    pair_moves_binary: bool = False
+    thresholds: tuple[float, ...] = (0.2, 0.5, 0.8)
+    descent_thresholds: tuple[float, ...] = (0.1, 0.5, 0.9)
+    descent_thresholds_multi: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    proposal_max_pixels: int | None = 20000
+    descent_max_pixels: int | None = 15000
+    coarse_fusion_rounds: int = 3
+    final_fusion_rounds: int = 1
+    region_cap: float = 1 / 128
+    region_cap_min: int = 2048
+    snapshot_iterations: frozenset[int] = SNAPSHOT_ITERATIONS
+
+    def cap(self, n: int) -> int:
+        """The region-move cap for a level of ``n`` pixels."""
+        return max(self.region_cap_min, int(self.region_cap * n))
+
+
+@dataclass(frozen=True)
+class EarlyFixingOptions:
+    """When an ADMM run fixes the pixels whose iterate has settled on a label
+    (:mod:`solver.mrf.solve.early_fixing`).
+
+    Attributes
+    ----------
+    enabled : bool
+        Fix settled pixels at all.
+    window_growth : float
+        A pixel must stay settled while the penalty grows by this factor (10 iterations at the
+        default growth of 1.03, 30 at the slow schedule's 1.01).
+    delta : float
+        A pixel is settled when every entry of its iterate is within this of its one-hot point.
+    min_rho : float
+        From a cold start, nothing is fixed while the penalty is below this multiple of the
+        problem scale: the relaxation is still soft, and early iterates can look settled
+        before they are.
+    min_fraction : float
+        Fix the settled pixels only when they are at least this fraction of the free ones
+        (rebuilding the system costs about as much as a few iterations).
+    warm_start_check : bool
+        A warm start counts as a check: pixels within ``delta`` of their warm-start label at the
+        first pause are settled then (the coarse-to-fine bands start from the coarser answer,
+        which most of a band keeps).
+    tail_fraction : float
+        K > 2: a run ends at the pause where fixing the settled pixels would leave at most this
+        fraction of its free pixels free; the polish decides those (0: never).
+    """
+
+    enabled: bool = True
+    window_growth: float = 1.34
+    delta: float = 0.05
+    min_rho: float = 0.3
+    min_fraction: float = 0.1
+    warm_start_check: bool = True
+    tail_fraction: float = 0.1
+
+
+@dataclass(frozen=True)
+class CoarseToFineOptions:
+    """How :func:`solver.mrf.solve.coarse_to_fine.solve_coarse_to_fine` cuts the problem.
+
+    Attributes
+    ----------
+    coarsest : int
+        Halve the image until a level has at most this many pixels.
+    whole_max : int
+        Images with at most this many pixels are solved whole, larger ones coarse to fine.
+    small_growth : float
+        Penalty growth of a problem solved whole this small, and of the coarsest level: slower
+        annealing costs little there and avoids early commitments on small grids.
+    small_rho0_multi : float
+        Starting penalty of that slow schedule for K > 2 (K = 2 keeps the default): the one-hot
+        relaxation needs longer to settle before the penalty takes over.
+    band_radius : int
+        Half-width of the band of free pixels around the boundaries at each finer level.
+    revisit_radius : int or None
+        Pixels that a coarser level's polish relabelled, grown by this many pixels, are also
+        left free at the next level (ADMM never weighed those moves); None: no revisit.
+    warm_fusion : bool
+        After a band level's polish, fuse its labels with the level's warm start region by
+        region (the band's first iterates are the smooth relaxation, which can take a right
+        coarse decision back).
+    """
+
+    coarsest: int = 8000
+    whole_max: int = 32000
+    small_growth: float = 1.01
+    small_rho0_multi: float = 0.1
+    band_radius: int = 2
+    revisit_radius: int | None = 8
+    warm_fusion: bool = True
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """All the switches of a segmentation solve, passed to :func:`solver.mrf.solve_mrf`.
+
+    Attributes
+    ----------
+    polish : PolishOptions
+    early_fixing : EarlyFixingOptions
+    coarse_to_fine : CoarseToFineOptions
+    """
+
+    polish: PolishOptions = field(default_factory=PolishOptions)
+    early_fixing: EarlyFixingOptions = field(default_factory=EarlyFixingOptions)
+    coarse_to_fine: CoarseToFineOptions = field(default_factory=CoarseToFineOptions)
+
+
+DEFAULT_OPTIONS = SolveOptions()

@@ -1,0 +1,130 @@
+"""The polish: the sequence of moves that finishes ADMM's labelling.
+
+ICM and pair moves, closing and box fusion, whole-region moves, region splits, then fusion with
+the level sets of ADMM's iterates (carved by ICM, snapped to image edges, and plain). Every move
+is exact and taken only when it lowers the energy, so the polish never raises it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from solver.mrf.build.problem import MRFProblem
+from solver.mrf.options import PolishOptions
+from solver.mrf.polish import icm_kernels as kernels
+from solver.mrf.polish.descents import _fuse_descents_in_place
+from solver.mrf.polish.fusion import (Snapshot, Workspace, fuse_boxes_into, fuse_closings_into,
+                                      fuse_level_sets_into)
+from solver.mrf.polish.icm import _icm_in_place, _pair_moves_in_place
+from solver.mrf.polish.regions import _settle_in_place, _split_moves_in_place
+from solver.mrf.polish.watershed import fuse_edge_snapped_into
+
+log = logging.getLogger(__name__)
+
+_DEFAULT = PolishOptions()
+
+
+def polish_labels(problem: MRFProblem, labels: np.ndarray,
+                  snapshots: Sequence[Snapshot | np.ndarray] = (),
+                  max_rounds: int | None = None, split: bool = True,
+                  since: np.ndarray | None = None,
+                  options: PolishOptions = _DEFAULT) -> np.ndarray:
+    """ICM and pair moves (K > 2, or ``options.pair_moves_binary``), filled concavities and box
+    completions, whole-region moves, region splits, then fusion with the level sets of ADMM's
+    iterates carved by ICM (:func:`solver.mrf.polish.descents.fuse_descents`), with the
+    boundaries snapped to image edges (:func:`solver.mrf.polish.watershed.fuse_edge_snapped`,
+    if ``options.edge_snap``) and with the plain level sets; never raises the energy.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    labels : numpy.ndarray
+        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    snapshots : sequence of Snapshot or numpy.ndarray
+        Continuous ADMM iterates (:class:`solver.mrf.polish.fusion.Snapshot`, or ``(n, K)``
+        label weights), for the level-set fusions; empty: no level-set fusion.
+    max_rounds : int, optional
+        Limit on rounds of plain level-set fusion, each followed by ICM and region moves
+        (default: ``options.final_fusion_rounds`` in a final polish,
+        ``options.coarse_fusion_rounds`` at a coarser level).
+    split : bool
+        This is a final polish: try split moves (if ``options.split``), descent fusion (if
+        ``options.descents``) and edge-snapped proposals (if ``options.edge_snap``). The
+        coarse-to-fine solver asks for them in the final polish only: at coarser levels they
+        change which regions the next level sees, for no gain (see docs/decisions.md).
+    since : numpy.ndarray, optional
+        An ICM fixed point that ``labels`` differs from in few pixels (a band level's warm
+        start): the first ICM then looks only around those pixels
+        (:func:`solver.mrf.polish.icm.icm`), with the same result.
+    options : PolishOptions
+        What to try.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W)`` int32 labels.
+    """
+    ws = Workspace(problem)  # (one set of work arrays for every step)
+    # The steps work in place on 0-based labels, converted once each way (at 12 MP the
+    # conversions between 1-based steps took over a second), with the labels before each step
+    # in one reused array. Each step starts from an ICM fixed point, so each ICM after it
+    # looks only around its moves; each region pass after the first starts from the last
+    # one's settled labelling, so it need only look at the regions near what changed since.
+    lab = kernels.zero_based(labels)
+    _icm_in_place(problem, lab, since=None if since is None else kernels.zero_based(since))
+    before = ws.labels("step")
+
+    def mark() -> np.ndarray:
+        np.copyto(before, lab)
+        return before
+
+    if problem.k > 2 or options.pair_moves_binary:
+        _pair_moves_in_place(problem, lab, before=mark())
+    for fill in (fuse_closings_into, fuse_boxes_into):
+        mark()
+        if fill(problem, lab, workspace=ws):
+            _icm_in_place(problem, lab, since=before)
+    settled = _settle_in_place(problem, lab, icm_optimal=True, workspace=ws, options=options)
+    if options.split and split:
+        mark()
+        if _split_moves_in_place(problem, lab):
+            _icm_in_place(problem, lab, since=before)
+            settled = _settle_in_place(problem, lab, icm_optimal=True,
+                                       since=before if settled else None, workspace=ws,
+                                   options=options)
+    if len(snapshots):
+        # built once for all rounds; dense weights as snapshots once, so every fusion sees
+        # the same fixed arrays (fusion.FixedDisagreement finds their pixels once)
+        snapshots = [s if isinstance(s, Snapshot) else Snapshot.from_dense(s)
+                     for s in snapshots]
+    if options.descents and split and len(snapshots):
+        # before the plain fusion, which can take a union whose bad part a descent leaves out
+        thresholds = (options.descent_thresholds if problem.k == 2
+                      else options.descent_thresholds_multi)
+        mark()
+        if _fuse_descents_in_place(problem, lab, snapshots, thresholds,
+                                   options.descent_max_pixels, workspace=ws):
+            settled = _settle_in_place(problem, lab, icm_optimal=True,
+                                       since=before if settled else None, workspace=ws,
+                                   options=options)
+    if options.edge_snap and split:
+        mark()
+        if fuse_edge_snapped_into(problem, lab, workspace=ws):
+            settled = _settle_in_place(problem, lab, icm_optimal=True,
+                                       since=before if settled else None, workspace=ws,
+                                   options=options)
+    if max_rounds is None:
+        max_rounds = options.final_fusion_rounds if split else options.coarse_fusion_rounds
+    for _ in range(max_rounds if len(snapshots) else 0):
+        mark()
+        if fuse_level_sets_into(problem, lab, snapshots, options.thresholds,
+                                max_pixels=options.proposal_max_pixels, workspace=ws) == 0:
+            break
+        _icm_in_place(problem, lab, since=before)
+        settled = _settle_in_place(problem, lab, icm_optimal=True,
+                                   since=before if settled else None, workspace=ws,
+                                   options=options)
+    return kernels.one_based(lab, problem.shape)

@@ -1,0 +1,141 @@
+"""``solve_mrf``: one entry point for ADMM and the yardsticks on a segmentation MRF."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from solver.admm.params import ADMMParams
+from solver.backend import get_backend
+from solver.mrf.build.problem import MRFProblem
+from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
+from solver.mrf.solve.coarse_to_fine import slow_schedule, solve_coarse_to_fine
+from solver.mrf.solve.reduction import MRFADMM
+from solver.mrf.solve.state import MRFIterationState, MRFResult
+from solver.names import METHODS
+from solver.reference import alpha_expansion, lp_relaxation, mincut
+
+log = logging.getLogger(__name__)
+
+#: CG iterations per x-update for K > 2 unless ``pcg_maxiter`` is given (the generic default is
+#: 7): the inexact x-update of the early, soft iterations leaves K = 3/4 no worse and a little
+#: faster; K = 2 keeps 7 (see docs/decisions.md, "Inner solves").
+MULTI_PCG_MAXITER = 3
+
+
+#: Pixels from which ``backend="auto"`` takes a usable GPU, for K = 2 and for K > 2: where an H100
+#: measured faster than its machine's CPU (2026-11-24; K = 2 ties at 5e5 and wins at 24 MP,
+#: K = 3/4 win from 5e3 pixels; docs/performance.md).
+AUTO_GPU_PIXELS = {2: 1_000_000, "multi": 5_000}
+
+
+def auto_backend(n: int, k: int) -> str:
+    """The backend ``backend="auto"`` runs a problem of ``n`` pixels and ``k`` labels on.
+
+    Parameters
+    ----------
+    n, k : int
+        Pixels and labels.
+
+    Returns
+    -------
+    str
+        ``"cpu"`` for a problem too small for a GPU to be faster (:data:`AUTO_GPU_PIXELS`),
+        else :func:`solver.backend.get_backend`'s ``"auto"`` choice (the GPU when one is usable;
+        it logs why not).
+    """
+    least = AUTO_GPU_PIXELS[2 if k == 2 else "multi"]
+    if n < least:
+        log.info("backend 'auto': the CPU (%d pixels, K = %d: a GPU pays from %d)", n, k, least)
+        return "cpu"
+    return get_backend("auto").name
+
+
+def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu",
+              seed: int | None = None, x0: np.ndarray | None = None,
+              callback: Callable[[MRFIterationState], bool | None] | None = None,
+              polish: bool = True, coarse_to_fine: bool | None = None,
+              options: SolveOptions = DEFAULT_OPTIONS, **params: Any) -> MRFResult:
+    """Minimise the MRF energy with ADMM or one of the yardsticks.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    method : {"admm", "mincut", "expansion", "lp"}
+        ``mincut`` needs K = 2 (global optimum); ``expansion`` is α-expansion; ``lp`` the
+        box-relaxed QP, rounded.
+    backend : {"cpu", "gpu", "auto"}
+        For ADMM only; ``"auto"`` is :func:`auto_backend`'s choice.
+    seed : int, optional
+        Random start of ADMM (None: 1/2 everywhere).
+    x0 : numpy.ndarray, optional
+        ADMM warm start, ``(H, W, K)`` or ``(n, K)`` label weights (e.g. a previous
+        ``result.x_continuous``).
+    callback : callable, optional
+        ``callback(state)`` each ADMM iteration with an :class:`MRFIterationState`; return True
+        to stop.
+    polish : bool
+        Finish ADMM's best labelling with :func:`solver.mrf.polish.polish_labels`: colour-parallel
+        ICM and pair moves, closing and box fusion, whole-region moves, region splits (K > 2)
+        and level-set fusion with ADMM's early iterates, none of which raises the energy;
+        ``result.energy_admm`` keeps ADMM's own energy.
+    coarse_to_fine : bool, optional
+        Solve a halved pyramid coarse to fine, leaving only a band around the boundaries free
+        at the finer levels (:func:`solver.mrf.solve.coarse_to_fine.solve_coarse_to_fine`).
+        Default: on when the image has more than ``options.coarse_to_fine.whole_max`` pixels and
+        no ``x0`` is given.
+    options : SolveOptions
+        The switches of early fixing, coarse to fine and the polish (:mod:`solver.mrf.options`).
+    **params
+        :class:`solver.ADMMParams` fields. Without ``rho_growth`` and ``rho0``, a problem solved
+        whole with at most ``whole_max`` pixels (and the coarsest level) uses the slower
+        :func:`solver.mrf.solve.coarse_to_fine.slow_schedule`. Without ``pcg_maxiter``, K > 2
+        uses :data:`MULTI_PCG_MAXITER`.
+
+    Returns
+    -------
+    MRFResult
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
+    if method == "admm":
+        if backend == "auto":
+            backend = auto_backend(problem.n, problem.k)
+        admm_params = ADMMParams.from_kwargs(**params)
+        if problem.k > 2 and "pcg_maxiter" not in params:
+            admm_params = replace(admm_params, pcg_maxiter=MULTI_PCG_MAXITER)
+        # a whole (small) problem gets the slower default schedule; see slow_schedule
+        slow = "rho_growth" not in params and "rho0" not in params
+        whole_max = options.coarse_to_fine.whole_max
+        if coarse_to_fine is None:
+            coarse_to_fine = x0 is None and problem.n > whole_max
+        if coarse_to_fine:
+            if x0 is not None:
+                raise ValueError("a warm start x0 needs coarse_to_fine=False")
+            return solve_coarse_to_fine(problem, backend, admm_params, seed=seed,
+                                        callback=callback, polish=polish, options=options,
+                                        slow_coarsest=slow)
+        if slow and problem.n <= whole_max:
+            admm_params = slow_schedule(admm_params, problem.k, options.coarse_to_fine)
+        return MRFADMM(problem, backend, admm_params, options=options).run(
+            x0=x0, seed=seed, callback=callback, polish=polish)
+    if params or coarse_to_fine:
+        params = {**params, **({"coarse_to_fine": coarse_to_fine} if coarse_to_fine else {})}
+        raise ValueError(f"ADMM parameters given to method {method!r}: {', '.join(params)}")
+    t0 = time.perf_counter()
+    if method == "mincut":
+        if problem.k != 2:
+            raise ValueError(f"min-cut needs K = 2 (got K = {problem.k}); use 'expansion'")
+        labels = mincut(problem)
+    elif method == "expansion":
+        labels = alpha_expansion(problem)
+    else:
+        labels = lp_relaxation(problem)[0]
+    elapsed = time.perf_counter() - t0
+    labels = np.asarray(labels, dtype=np.int32).reshape(problem.shape)
+    return MRFResult(labels, problem.energy(labels), method, "cpu", 0, elapsed, True)

@@ -1,0 +1,113 @@
+"""What a segmentation solve reports: the live state each iteration and the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from solver.admm.records import ADMMResult, IterationRecord, IterationState
+
+
+@dataclass
+class MRFIterationState:
+    """What a ``solve_mrf`` callback receives each ADMM iteration (energies in MRF units).
+
+    With coarse-to-fine solving, iterations are numbered across levels and every quantity refers
+    to the full image: a coarse labelling copied to its pixels has exactly the coarse energy.
+
+    Attributes
+    ----------
+    iteration, max_iter : int
+    energy_continuous : float
+        ``lam x'(I⊗L)x + d'x`` of the continuous iterate.
+    energy_rounded : float
+        Energy of its rounding (a valid labelling).
+    residual_box, residual_sphere, rho : float
+    level : int
+        Pyramid level of this iteration (0 = full resolution).
+    """
+
+    inner: IterationState
+    solver: Any  # the solver.mrf.solve.reduction.MRFADMM (or piece of one) that ran it
+    pixel_map: np.ndarray | None = None
+    shape: tuple[int, int] | None = None
+    offset: int = 0
+    level: int = 0
+    max_iter_total: int | None = None
+
+    iteration = property(lambda self: self.inner.record.iteration + self.offset)
+    energy_continuous = property(lambda self: self.inner.record.objective)
+    energy_rounded = property(lambda self: self.inner.record.objective_rounded)
+    residual_box = property(lambda self: self.inner.record.residual_box)
+    residual_sphere = property(lambda self: self.inner.record.residual_sphere)
+    rho = property(lambda self: self.inner.record.rho)
+    max_iter = property(lambda self: self.max_iter_total or self.inner.max_iter)
+
+    def probabilities(self, max_side: int | None = None) -> np.ndarray:
+        """Per-pixel label weights of the continuous iterate, ``(H, W, K)`` float32 on the host.
+
+        Parameters
+        ----------
+        max_side : int, optional
+            Only every ``s``-th row and column, ``s = ceil(max(H, W) / max_side)``: the image's
+            ``[::s, ::s]``, made for those pixels alone (a live view of a 12 MP photo need not
+            pay for 12 M pixels each frame). None: every pixel.
+        """
+        x = self.solver.backend.to_numpy(self.inner.x)
+        shape = self.shape if self.pixel_map is not None else self.solver.problem.shape
+        h, w = (int(v) for v in shape)
+        step = 1 if max_side is None else max(1, -(-max(h, w) // max(1, int(max_side))))
+        if step == 1 and self.pixel_map is None:
+            return self.solver.probabilities(x)
+        pixels = (np.arange(0, h, step)[:, None] * w + np.arange(0, w, step)[None, :]).ravel()
+        if self.pixel_map is not None:
+            pixels = self.pixel_map[pixels]
+        k = self.solver.problem.k
+        return self.solver.probabilities_at(x, pixels).reshape(-(-h // step), -(-w // step), k)
+
+    def request_stop(self) -> None:
+        """Stop after this iteration."""
+        self.inner.request_stop()
+
+
+@dataclass
+class MRFResult:
+    """Outcome of :func:`solve_mrf`.
+
+    Attributes
+    ----------
+    labels : numpy.ndarray
+        ``(H, W)`` int32 labels in 1..K.
+    energy : float
+        ``problem.energy(labels)``.
+    method, backend : str
+    iterations : int
+        ADMM iterations (0 for the discrete yardsticks).
+    time_s : float
+        Solve time (set-up of the problem excluded).
+    converged : bool
+    history : list of IterationRecord
+        ADMM's per-iteration record (energies in MRF units); empty for other methods.
+    x_continuous : numpy.ndarray or None
+        ``(n, K)`` last continuous iterate, for warm starts.
+    admm : ADMMResult or None
+        The raw solver result (ADMM only).
+    energy_admm : float or None
+        Energy of ADMM's own answer, before the polish (ADMM only).
+    """
+
+    labels: np.ndarray
+    energy: float
+    method: str
+    backend: str
+    iterations: int
+    time_s: float
+    converged: bool
+    history: list[IterationRecord] = field(default_factory=list)
+    x_continuous: np.ndarray | None = None
+    admm: ADMMResult | None = None
+    energy_admm: float | None = None
+
+
