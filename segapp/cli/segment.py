@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     report = {
         "energy": out.energy, "solver": out.method, "backend": out.backend,
         "iterations": out.iterations, "time_s": out.time_s, "n_pixels": int(out.labels.size),
-        "k": args.k, "converged": out.converged, "width": int(shape[1]), "height": int(shape[0]),
+        "k": args.k, "status": out.status, "converged": out.converged, "width": int(shape[1]), "height": int(shape[0]),
         "lam": DEFAULT_LAMBDA if args.lam is None else args.lam, "beta": out.problem.beta,
         "colour_model": args.colour_model, "seed": args.seed,
         "reference_method": "mincut" if args.k == 2 else "expansion",

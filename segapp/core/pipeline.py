@@ -14,16 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from solver import GPUUnavailableError, get_backend
+from solver.backend import GPUUnavailableError, get_backend, gpu_errors
 from solver.mrf import (DEFAULT_LAMBDA, MRFIterationState, MRFProblem, auto_backend,
                         build_problem, solve_mrf)
-from solver.admm.records import IterationRecord
+from solver.admm.records import IterationRecord, converged
+from solver.names import BACKENDS, COLOUR_MODELS, METHODS
 
 log = logging.getLogger(__name__)
 
-SOLVERS = ("admm", "mincut", "expansion", "lp")
-BACKENDS = ("cpu", "gpu", "auto")
-COLOUR_MODELS = ("gmm", "histogram")
 
 
 @dataclass
@@ -62,19 +60,20 @@ class SegmentParams:
 
     def validated(self) -> SegmentParams:
         """Check the choices that are not checked downstream; returns self."""
-        if self.solver not in SOLVERS:
-            raise ValueError(f"unknown solver {self.solver!r}: expected one of {', '.join(SOLVERS)}")
+        if self.solver not in METHODS:
+            raise ValueError(f"unknown solver {self.solver!r}: expected one of {', '.join(METHODS)}")
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}: expected one of {', '.join(BACKENDS)}")
         if self.colour_model not in COLOUR_MODELS:
-            raise ValueError(f"unknown colour model {self.colour_model!r}: expected gmm or histogram")
+            raise ValueError(f"unknown colour model {self.colour_model!r}: expected one of "
+                             f"{', '.join(COLOUR_MODELS)}")
         if self.solver == "mincut" and self.k != 2:
             raise ValueError(f"min-cut needs K = 2 (got K = {self.k}); use --solver expansion")
         return self
 
 
 @dataclass
-class SegmentationOutcome:
+class SegmentationResult:
     """What a segmentation produced.
 
     Attributes
@@ -86,8 +85,12 @@ class SegmentationOutcome:
         Solver used and the backend it actually ran on.
     iterations : int
     time_s : float
-        Solve time only (model building and the reference excluded).
-    converged : bool
+        Wall-clock seconds of the solve, its set-up and polish included (as every result's
+        ``time_s``); building the model and the reference are ``build_time_s`` and
+        ``reference_time_s``.
+    status : str
+        How the solver ended (:data:`solver.admm.records.STATUSES`); ``converged`` says whether
+        that was on its own terms.
     history : list of IterationRecord
     reference_labels, reference_energy
         Min-cut (K = 2) or α-expansion (K > 2) answer, when asked for.
@@ -105,7 +108,7 @@ class SegmentationOutcome:
     backend: str
     iterations: int
     time_s: float
-    converged: bool
+    status: str
     history: list[IterationRecord]
     reference_labels: np.ndarray | None
     reference_energy: float | None
@@ -116,6 +119,11 @@ class SegmentationOutcome:
     reference_time_s: float = 0.0
 
     @property
+    def converged(self) -> bool:
+        """Whether the solve ended on its own terms (status converged or settled)."""
+        return converged(self.status)
+
+    @property
     def gap(self) -> float | None:
         """Relative energy gap to the reference, ``(E - E_ref) / |E_ref|``."""
         if self.reference_energy is None or self.reference_energy == 0:
@@ -123,10 +131,11 @@ class SegmentationOutcome:
         return (self.energy - self.reference_energy) / abs(self.reference_energy)
 
 
-def resolve_backend(name: str, warnings: list[str], n: int, k: int) -> str:
+def resolve_backend(name: str, warn: Callable[[str], None], n: int, k: int) -> str:
     """The backend that will actually run: "gpu" without a GPU becomes "cpu" with a warning;
     "auto" for a problem of ``n`` pixels and ``k`` labels is :func:`solver.mrf.auto_backend`'s
-    choice (the GPU only where it is faster)."""
+    choice (the GPU only where it is faster). A GPU that fails during the solve is handled by
+    :func:`run_segmentation`, which runs the solve again on the CPU."""
     if name == "cpu":
         return "cpu"
     if name == "auto":
@@ -134,9 +143,7 @@ def resolve_backend(name: str, warnings: list[str], n: int, k: int) -> str:
     try:
         return get_backend(name).name
     except GPUUnavailableError as exc:
-        msg = f"{exc}; running on the CPU instead"
-        log.warning(msg)
-        warnings.append(msg)
+        warn(f"{exc}; running on the CPU instead")
         return "cpu"
 
 
@@ -150,7 +157,8 @@ def run_segmentation(
     callback: Callable[[MRFIterationState], bool | None] | None = None,
     x0: np.ndarray | None = None,
     reference: bool = True,
-) -> SegmentationOutcome:
+    notice: Callable[[str], None] | None = None,
+) -> SegmentationResult:
     """Segment ``image`` from strokes / rectangle / hard constraints.
 
     Parameters
@@ -167,6 +175,10 @@ def run_segmentation(
     callback : callable, optional
         ADMM callback, see :func:`solver.mrf.solve_mrf`; return True to stop. Its state also
         carries ``reference_energy`` (None when no reference was asked for).
+    notice : callable, optional
+        Called at once with each warning the user should see (a GPU that is missing or fails,
+        and the solve runs on the CPU instead); every warning is also in the result's
+        ``warnings``.
     x0 : numpy.ndarray, optional
         Warm start (a previous outcome's ``x_final``); ignored if its size does not fit.
     reference : bool
@@ -174,7 +186,7 @@ def run_segmentation(
 
     Returns
     -------
-    SegmentationOutcome
+    SegmentationResult
 
     Raises
     ------
@@ -183,6 +195,13 @@ def run_segmentation(
     """
     params.validated()
     warnings: list[str] = []
+
+    def warn(msg: str) -> None:
+        log.warning(msg)
+        warnings.append(msg)
+        if notice is not None:
+            notice(msg)
+
     t0 = time.perf_counter()
     problem = build_problem(
         image, strokes, params.k, rect=rect, hard=hard,
@@ -197,7 +216,7 @@ def run_segmentation(
         ref = solve_mrf(problem, ref_method)
         ref_labels, ref_energy, ref_time = ref.labels, ref.energy, ref.time_s
     if params.solver == "admm":
-        backend = resolve_backend(params.backend, warnings, problem.n, problem.k)
+        backend = resolve_backend(params.backend, warn, problem.n, problem.k)
         if x0 is not None and np.size(x0) != problem.n * problem.k:
             log.info("warm start ignored: it has %d entries, the problem needs %d",
                      np.size(x0), problem.n * problem.k)
@@ -207,15 +226,23 @@ def run_segmentation(
             def cb(state: MRFIterationState) -> bool | None:
                 state.reference_energy = ref_energy  # lets a live plot draw the line at once
                 return callback(state)
-        res = solve_mrf(problem, "admm", backend=backend, seed=params.seed, x0=x0,
-                        callback=cb, polish=params.polish, **params.admm)
+        admm = dict(seed=params.seed, x0=x0, callback=cb, polish=params.polish, **params.admm)
+        try:
+            res = solve_mrf(problem, "admm", backend=backend, **admm)
+        except gpu_errors() as exc:
+            if backend != "gpu":
+                raise
+            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            msg = f"the GPU solve failed ({text}); running on the CPU instead"
+            warn(msg)
+            res = solve_mrf(problem, "admm", backend="cpu", **admm)
     else:
         res = solve_mrf(problem, params.solver)
     if ref_labels is None and params.solver == ref_method and reference:
         ref_labels, ref_energy, ref_time = res.labels, res.energy, res.time_s
-    return SegmentationOutcome(
+    return SegmentationResult(
         labels=res.labels, energy=res.energy, method=res.method, backend=res.backend,
-        iterations=res.iterations, time_s=res.time_s, converged=res.converged,
+        iterations=res.iterations, time_s=res.time_s, status=res.status,
         history=res.history, reference_labels=ref_labels, reference_energy=ref_energy,
         x_final=res.x_continuous, problem=problem, warnings=warnings,
         build_time_s=build_time, reference_time_s=ref_time,

@@ -8,9 +8,11 @@ from PyQt6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, 
                              QHBoxLayout, QLabel, QSlider, QSpinBox, QVBoxLayout, QWidget)
 
 from segapp.model import SolverSettings
+from solver.names import BACKENDS, COLOUR_MODELS
 
-BACKENDS = (("CPU", "cpu"), ("GPU", "gpu"), ("Auto", "auto"))
-COLOUR_MODELS = (("Gaussian mixture (GrabCut)", "gmm"), ("Colour histogram", "histogram"))
+#: How the parameter panel names each backend and colour model of :mod:`solver.names`.
+BACKEND_TEXT = {"cpu": "CPU", "gpu": "GPU", "auto": "Auto"}
+COLOUR_MODEL_TEXT = {"gmm": "Gaussian mixture (GrabCut)", "histogram": "Colour histogram"}
 
 
 def _dspin(lo: float, hi: float, dec: int, step: float, special: str, tip: str) -> QDoubleSpinBox:
@@ -50,7 +52,8 @@ class ParamsPanel(QWidget):
         self.beta = _dspin(0.0, 1e4, 5, 0.001, "auto", "Edge sensitivity β in exp(−β‖cᵢ−cⱼ‖²); "
                            "'auto' sets it from the image's mean neighbour contrast.")
         self.colour = QComboBox()
-        for text, key in COLOUR_MODELS:
+        for key in COLOUR_MODELS:
+            text = COLOUR_MODEL_TEXT.get(key, key)
             self.colour.addItem(text, key)
         self.colour.setToolTip("Colour model fitted to each label's strokes; the data term is its "
                                "negative log-likelihood.")
@@ -74,7 +77,8 @@ class ParamsPanel(QWidget):
             g.addRow(label, w)
             self.admm[key] = w
         self.backend = QComboBox()
-        for text, key in BACKENDS:
+        for key in BACKENDS:
+            text = BACKEND_TEXT.get(key, key)
             self.backend.addItem(text, key)
         self.backend.setToolTip("Where the ADMM linear algebra runs. GPU needs CuPy and CUDA; "
                                 "without them the run falls back to the CPU.")

@@ -10,6 +10,10 @@ from segapp.ui.frames import FrameStore
 from segapp.core.colouring import disagreement_rgba, labels_rgb, palette, probabilities_rgb
 from segapp.ui.worker import SolveController, SolveJob, WarmUp
 
+#: How the results panel and the status bar name the way a run ended.
+STATUS_TEXT = {"converged": "converged", "settled": "settled (every pixel decided)",
+               "max_iter": "iteration limit", "cancelled": "cancelled", "paused": "paused"}
+
 log = logging.getLogger(__name__)
 
 
@@ -164,7 +168,7 @@ class RunMixin:
         if self._cancelled:
             status = f"cancelled at iteration {outcome.iterations}"
         else:
-            status = "converged" if outcome.converged else "iteration limit"
+            status = STATUS_TEXT.get(outcome.status, outcome.status)
         if self._warm:
             status += " (warm start)"
         self.results_panel.show_outcome(

@@ -67,7 +67,7 @@ class SolveWorker(QObject):
     notice(str)
         Something the user should know (e.g. GPU fallback).
     finished(object)
-        The ``SegmentationOutcome``.
+        The ``SegmentationResult``.
     failed(str)
         One-line error message.
     """
@@ -129,24 +129,14 @@ class SolveWorker(QObject):
             batch, self._batch = self._batch, []
             self.records.emit(batch)
 
-    def _run(self, backend: str | None = None):
+    def _run(self):
         from segapp.core.pipeline import run_segmentation
         job = self.job
-        params = job.params
-        if backend is not None:
-            params = _with_backend(params, backend)
-        return run_segmentation(job.image, job.strokes, params, rect=job.rect, hard=job.hard,
-                                callback=self._callback, x0=job.x0, reference=job.reference)
-
-    def _solve(self):
-        """The solve, on the CPU again if the GPU it asked for is not usable (and says so)."""
-        try:
-            return self._run()
-        except RuntimeError as exc:
-            if "gpu" not in str(exc).lower() or getattr(self.job.params, "backend", "") == "cpu":
-                raise
-            self.notice.emit(f"{str(exc).splitlines()[0]} — running on the CPU instead")
-            return self._run("cpu")
+        # (a GPU that is missing or fails is the pipeline's to handle: it runs the solve on
+        # the CPU and says so through ``notice`` at once)
+        return run_segmentation(job.image, job.strokes, job.params, rect=job.rect, hard=job.hard,
+                                callback=self._callback, x0=job.x0, reference=job.reference,
+                                notice=self.notice.emit)
 
     @pyqtSlot()
     def run(self) -> None:
@@ -155,10 +145,8 @@ class SolveWorker(QObject):
         from solver.backend.compile_notice import first_compile_notice
         try:
             with first_compile_notice(lambda: self.notice.emit(compile_text())):
-                outcome = self._solve()
+                outcome = self._run()
             self._flush()
-            for w in getattr(outcome, "warnings", None) or []:
-                self.notice.emit(str(w))
             self.finished.emit(outcome)
         except Exception as exc:  # noqa: BLE001 - reported to the user
             self._flush()
@@ -213,14 +201,6 @@ class WarmUp(QObject):
             log.exception("warm-up failed; the first solve compiles instead")
             return
         self._emit(self.ready, seconds, seen.fired)
-
-
-def _with_backend(params: Any, backend: str) -> Any:
-    import dataclasses
-    if dataclasses.is_dataclass(params):
-        return dataclasses.replace(params, backend=backend)
-    params.backend = backend
-    return params
 
 
 # Solves that shutdown() gave up waiting for, kept with their threads until those end: a

@@ -29,7 +29,8 @@ from solver.admm.projections import (check_p, project_box, project_lp_sphere, pr
                                      project_simplex_rows)
 from solver.admm.steps import fused_step
 from solver.admm.systems import LinearOperatorPair
-from solver.admm.records import ADMMResult, IterationRecord, IterationState
+from solver.admm.records import (CANCELLED, CONVERGED, MAX_ITER, PAUSED, ADMMResult,
+                                  IterationRecord, IterationState)
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +230,7 @@ class LpBoxADMM:
             ``callback(state)`` after every iteration with an :class:`IterationState`; return
             True (or call ``state.request_stop()``) to stop.
         setup_time_s : float
-            Set-up time to report in the result.
+            Set-up time to report in the result (and to count in its ``time_s``).
         resume : ADMMState, optional
             Go on from this state (a previous result's ``state``) instead of starting; ``x0``
             and ``seed`` are then ignored. Iterations keep their numbers and the penalty its
@@ -263,7 +264,7 @@ class LpBoxADMM:
         history: list[IterationRecord] = []
         best = (math.inf, math.inf, None, 0)  # (violation, objective, x, iteration)
         rounded_quad = self.system.quad_tracker()  # rounded iterates change in few entries
-        status = "max_iter"
+        status = MAX_ITER
         # on the CPU the box/sphere steps run as compiled loops (same arithmetic, fewer passes)
         fused = not be.is_gpu and not self.simplex_groups
         step_fn = (fused_step(self.system, self.b, eq, ineq, be, self.simplex_groups, P.gamma,
@@ -295,16 +296,16 @@ class LpBoxADMM:
                 state = IterationState(rec, x, z1, z2, P.max_iter, self.backend.to_numpy,
                                        self.expand)
                 if callback(state) or state.stop_requested:
-                    status = "stopped"
+                    status = CANCELLED
                     break
             if (max(r1, r2, cres) < P.tol and len(recent) == P.stagnation_window
                     and max(recent) - min(recent) <= P.stagnation_tol * max(1.0, abs(obj_r))):
-                status = "converged"
+                status = CONVERGED
                 break
             if it % P.rho_every == 0:
                 rho = min(rho * P.rho_growth, rho_cap)
             if pause_at is not None and it >= pause_at:
-                status = "paused"
+                status = PAUSED
                 break
         elapsed = time.perf_counter() - t0
         viol, obj, xbest, best_it = best
@@ -316,10 +317,10 @@ class LpBoxADMM:
                  status, len(history), elapsed, obj, best_it)
         return ADMMResult(
             x=np.rint(x_host).astype(np.int8), objective=obj, feasible=viol <= 1e-9,
-            iterations=len(history), converged=status == "converged", status=status,
-            time_s=elapsed, setup_time_s=setup_time_s, history=history,
+            iterations=len(history), status=status,
+            time_s=setup_time_s + elapsed, setup_time_s=setup_time_s, history=history,
             x_continuous=x_cont, best_iteration=best_it, backend=self.backend.name,
             # kept only for a paused run, so a finished result holds no solver-sized arrays
             state=(ADMMState(x, z1, z2, y1, y2, y3, z3, y4, rho, start + len(history), recent)
-                   if status == "paused" else None),
+                   if status == PAUSED else None),
         )

@@ -97,6 +97,26 @@ class IterationState:
         return self._expand(x) if self._expand is not None else x
 
 
+#: How a run ended (``status`` of :class:`ADMMResult` and of the segmentation results):
+#: the stopping test held ...
+CONVERGED = "converged"
+#: ... early fixing fixed every pixel, or for K > 2 all but the last few, which the polish
+#: decides (segmentation only) ...
+SETTLED = "settled"
+#: ... the iteration limit came first ...
+MAX_ITER = "max_iter"
+#: ... a callback asked to stop ...
+CANCELLED = "cancelled"
+#: ... or the run reached its ``pause_at`` iteration and can resume from ``state``.
+PAUSED = "paused"
+STATUSES = (CONVERGED, SETTLED, MAX_ITER, CANCELLED, PAUSED)
+
+
+def converged(status: str) -> bool:
+    """Whether a run with this status ended on its own terms (converged or settled)."""
+    return status in (CONVERGED, SETTLED)
+
+
 @dataclass
 class ADMMResult:
     """Outcome of an ℓp-box ADMM solve.
@@ -111,14 +131,13 @@ class ADMMResult:
         Whether ``x`` satisfies the equality and inequality constraints.
     iterations : int
         Iterations performed.
-    converged : bool
-        True when the stopping tests were met, False at the iteration limit or on a stop request.
     status : str
-        ``"converged"``, ``"max_iter"``, ``"stopped"`` or ``"paused"``.
+        How the run ended: one of :data:`STATUSES` (``"converged"``, ``"settled"``,
+        ``"max_iter"``, ``"cancelled"``, ``"paused"``).
     time_s : float
-        Wall time of the iterations (set-up excluded; see ``setup_time_s``).
+        Wall-clock seconds of the solve, its set-up included (as every result's ``time_s``).
     setup_time_s : float
-        Wall time of the set-up (matrices, preconditioner, transfers).
+        The part of ``time_s`` spent on set-up (matrices, preconditioner, transfers).
     history : list of IterationRecord
         One record per iteration.
     x_continuous : numpy.ndarray
@@ -137,7 +156,6 @@ class ADMMResult:
     objective: float
     feasible: bool
     iterations: int
-    converged: bool
     status: str
     time_s: float
     setup_time_s: float
@@ -146,6 +164,12 @@ class ADMMResult:
     best_iteration: int = 0
     backend: str = "cpu"
     state: Any = None
+
+    @property
+    def converged(self) -> bool:
+        """True when the run ended on its own terms (``status`` converged or settled), False at
+        the iteration limit, on a cancel or at a pause."""
+        return converged(self.status)
 
     @property
     def pcg_iterations(self) -> int:

@@ -95,6 +95,27 @@ def _load_gpu() -> Backend:
     return Backend("gpu", cupy, cusparse)
 
 
+def gpu_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions by which a solve fails for want of a working GPU: no usable device
+    (:class:`GPUUnavailableError`), and where CuPy imports, its CUDA runtime and driver errors,
+    GPU out-of-memory and kernels that do not compile. A caller may run the same solve on the
+    CPU instead; any other exception is a real failure.
+
+    Returns
+    -------
+    tuple of exception classes
+    """
+    errors: list[type[BaseException]] = [GPUUnavailableError]
+    try:
+        import cupy  # noqa: PLC0415  (lazy on purpose)
+        from cupy.cuda.compiler import CompileException  # noqa: PLC0415
+    except Exception:  # noqa: BLE001 - no CuPy: only the first kind can happen
+        return tuple(errors)
+    errors += [cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError,
+               cupy.cuda.memory.OutOfMemoryError, CompileException]
+    return tuple(errors)
+
+
 def get_backend(name: str | Backend = "cpu") -> Backend:
     """Return the backend for ``"cpu"``, ``"gpu"`` or ``"auto"``.
 

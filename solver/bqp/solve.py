@@ -16,7 +16,7 @@ from solver.backend import get_backend
 from solver.bqp.descent import one_flip_descent
 from solver.admm.systems import (GenericSystem, as_matrix, min_eigenvalue, problem_scale,
                                  sparse_operator)
-from solver.admm.records import ADMMResult, IterationState
+from solver.admm.records import CANCELLED, CONVERGED, ADMMResult, IterationState
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     if free.size == 0:
         x = expand(np.zeros(0))
         return ADMMResult(x=x.astype(np.int8), objective=constant, feasible=True, iterations=0,
-                          converged=True, status="converged", time_s=0.0,
+                          status=CONVERGED, time_s=time.perf_counter() - t0,
                           setup_time_s=time.perf_counter() - t0, x_continuous=x,
                           backend=be.name)
     lam_min = min_eigenvalue(Af)
@@ -176,7 +176,7 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     )
     result = solver.run(x0=x_start, seed=seed, callback=callback,
                         setup_time_s=time.perf_counter() - t0)
-    if polish and eqc is None and ineqc is None and result.status != "stopped":
+    if polish and eqc is None and ineqc is None and result.status != CANCELLED:
         xp, change, flips = one_flip_descent(Af, bf, result.x[free])
         if flips:
             result.x = expand(xp).astype(np.int8)

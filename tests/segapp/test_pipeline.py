@@ -1,16 +1,57 @@
-"""segapp.core.pipeline's choice of backend."""
+"""segapp.core.pipeline's choice of backend, and its CPU fallback when the GPU is missing or fails."""
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
+import segapp.core.pipeline as pipeline
 import solver.backend as backend_module
-from segapp.core.pipeline import resolve_backend
-from solver.backend import Backend
+from segapp.core.pipeline import SegmentParams, resolve_backend, run_segmentation
+from solver.backend import Backend, GPUUnavailableError
+from tests.solver._mrf_helpers import shapes_image
 
 
 def test_auto_backend_of_a_small_image_is_the_cpu_even_with_a_gpu(monkeypatch):
     monkeypatch.setattr(backend_module, "_load_gpu", lambda: Backend("gpu", np, sp))
     warnings: list[str] = []
-    assert resolve_backend("auto", warnings, n=10_000, k=2) == "cpu"
-    assert resolve_backend("auto", warnings, n=2_000_000, k=2) == "gpu"
+    assert resolve_backend("auto", warnings.append, n=10_000, k=2) == "cpu"
+    assert resolve_backend("auto", warnings.append, n=2_000_000, k=2) == "gpu"
     assert warnings == []
+
+
+def _no_gpu():
+    raise GPUUnavailableError("no usable GPU: CuPy cannot be imported (No module named 'cupy')")
+
+
+@pytest.mark.parametrize("when", ["at the start", "during the solve"])
+def test_a_gpu_that_is_missing_or_fails_gives_the_cpu_answer_and_says_so(monkeypatch, when):
+    image, _, strokes = shapes_image(seed=1, k=2, size=40)
+    want = run_segmentation(image, strokes, SegmentParams(backend="cpu"), reference=False)
+    if when == "at the start":
+        monkeypatch.setattr(backend_module, "_load_gpu", _no_gpu)
+    else:  # the device is there when the backend is chosen, and its driver fails in the solve
+        monkeypatch.setattr(backend_module, "_load_gpu", lambda: Backend("gpu", np, sp))
+        real = pipeline.solve_mrf
+
+        def solve(problem, method, backend="cpu", **kw):
+            if backend == "gpu":
+                raise GPUUnavailableError("no usable GPU: CUDA driver error (device lost)")
+            return real(problem, method, backend=backend, **kw)
+        monkeypatch.setattr(pipeline, "solve_mrf", solve)
+    told = []
+    got = run_segmentation(image, strokes, SegmentParams(backend="gpu"), reference=False,
+                           notice=told.append)
+    assert got.backend == "cpu"
+    np.testing.assert_array_equal(got.labels, want.labels)
+    assert len(told) == 1 and told == got.warnings and "running on the CPU instead" in told[0]
+
+
+def test_other_failures_are_not_taken_for_the_gpu(monkeypatch):
+    monkeypatch.setattr(backend_module, "_load_gpu", lambda: Backend("gpu", np, sp))
+
+    def broken(*a, **kw):
+        raise RuntimeError("something else broke")
+    monkeypatch.setattr(pipeline, "solve_mrf", broken)
+    image, _, strokes = shapes_image(seed=1, k=2, size=20)
+    with pytest.raises(RuntimeError, match="something else"):
+        run_segmentation(image, strokes, SegmentParams(backend="gpu"), reference=False)

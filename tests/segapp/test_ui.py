@@ -267,24 +267,23 @@ def test_zoom_pan_and_cursor_readout(win, qtbot):
 
 
 def test_gpu_fallback_notice(win, qtbot, monkeypatch):
-    import segapp.core.pipeline as pipeline
-    real = pipeline.run_segmentation
-    backends = []
+    """GPU chosen on a machine whose GPU is not usable: the run happens on the CPU, and the user
+    is told why in a notice and in the results panel."""
+    import solver.backend as backend_module
+    from solver.backend import GPUUnavailableError
 
-    def fake(image, strokes, params, **kw):
-        backends.append(params.backend)
-        if params.backend == "gpu":
-            raise RuntimeError("no usable GPU: CuPy is not installed")
-        return real(image, strokes, params, **kw)
-
-    monkeypatch.setattr(pipeline, "run_segmentation", fake)
+    def no_gpu():
+        raise GPUUnavailableError("no usable GPU: CuPy cannot be imported (No module named "
+                                  "'cupy')")
+    monkeypatch.setattr(backend_module, "_load_gpu", no_gpu)
     load(win, qtbot)
     win.params_panel.backend.setCurrentIndex(win.params_panel.backend.findData("gpu"))
     notices = []
     win.solver.notice.connect(notices.append)
     with qtbot.waitSignal(win.solver.finished, timeout=60000):
         win.start_run()
-    assert backends == ["gpu", "cpu"] and "CPU" in notices[0]
+    assert len(notices) == 1 and "running on the CPU instead" in notices[0]
+    assert win.outcome.backend == "cpu"
 
 
 def test_samples_recent_and_drop(win, qtbot, tmp_path):

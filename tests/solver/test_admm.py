@@ -125,7 +125,7 @@ def test_callback_sees_every_iteration_and_can_stop(backend):
     res = solve_bqp(A, b, callback=cb, backend=backend)
     assert seen == [1, 2, 3, 4, 5]
     assert res.iterations == 5 and len(res.history) == 5
-    assert res.status == "stopped" and not res.converged
+    assert res.status == "cancelled" and not res.converged
     assert set(np.unique(res.x)) <= {0, 1}
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from solver.admm.params import ADMMParams
+from solver.admm.records import CANCELLED
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import DEFAULT_OPTIONS, CoarseToFineOptions, PolishOptions, SolveOptions
 from solver.mrf.polish import pipeline
@@ -158,7 +159,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         history += [replace(r, iteration=r.iteration + view["offset"]) for r in res.history]
         x0 = view = None
         labels = res.labels
-        stopped = res.admm is not None and res.admm.status == "stopped"
+        stopped = res.status == CANCELLED
         if li == 0:
             energy_admm = res.energy  # (run without polish: the energy of ADMM's labels)
         if stopped:
@@ -186,7 +187,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     x_cont = res.x_continuous
     if x_cont is not None and li > 0:
         x_cont = x_cont[maps[li]]
-    converged = bool(res.converged) and li == 0
+    # (the last level's status; a cancel at a coarser level is a cancel of the whole solve)
     return MRFResult(fine, problem.energy(fine), "admm", solver.backend.name, len(history),
-                     time.perf_counter() - t0, converged, history, x_cont, res.admm,
+                     time.perf_counter() - t0, res.status, history, x_cont, res.admm,
                      energy_admm if energy_admm is not None else problem.energy(fine))

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from solver.admm.params import ADMMParams
+from solver.admm.records import CONVERGED
 from solver.backend import get_backend
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
@@ -138,4 +139,4 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         labels = lp_relaxation(problem)[0]
     elapsed = time.perf_counter() - t0
     labels = np.asarray(labels, dtype=np.int32).reshape(problem.shape)
-    return MRFResult(labels, problem.energy(labels), method, "cpu", 0, elapsed, True)
+    return MRFResult(labels, problem.energy(labels), method, "cpu", 0, elapsed, CONVERGED)

@@ -25,7 +25,8 @@ import scipy.sparse as sp
 
 from solver.admm.loop import LpBoxADMM
 from solver.admm.params import ADMMParams
-from solver.admm.records import IterationRecord, IterationState
+from solver.admm.records import (CANCELLED, CONVERGED, PAUSED, SETTLED, IterationRecord,
+                                  IterationState)
 from solver.admm.systems import GenericSystem, OneHotKronSystem, onehot_operator, problem_scale
 from solver.backend import Backend, get_backend
 from solver.mrf.build.problem import MRFProblem
@@ -259,14 +260,15 @@ class MRFADMM:
         if self.free.size == 0:
             labels = self._fixed_labels.reshape(self.problem.shape).astype(np.int32)
             return MRFResult(labels, self.problem.energy(labels), "admm", self.backend.name, 0,
-                             self.setup_time_s, True, x_continuous=self.probabilities(np.zeros(0)))
+                             self.setup_time_s + time.perf_counter() - t_start, CONVERGED,
+                             x_continuous=self.probabilities(np.zeros(0)))
         fixing = self.options.early_fixing
         # a warm start counts as the check before the first pause (``warm_start_check``)
         previous = start if fixing.warm_start_check and x0 is not None else None
         active, state = self, None
         history: list[IterationRecord] = []
         best: tuple[float, int, MRFADMM, np.ndarray] | None = None  # objective, iteration, x
-        x_cont = None
+        x_cont, status = None, None
         while True:
             pause = None
             if self.early_fixing:
@@ -277,7 +279,8 @@ class MRFADMM:
             history += res.history
             if res.history and (best is None or res.objective < best[0]):
                 best = (res.objective, res.best_iteration, active, res.x)
-            if res.status != "paused":
+            if res.status != PAUSED:
+                status = res.status
                 break
             state = res.state
             x_now = active.backend.to_numpy(state.x)
@@ -285,14 +288,14 @@ class MRFADMM:
                                          or state.rho >= fixing.min_rho * self._scale):
                 done = settled(x_now, previous, self.problem.k, fixing.delta)
                 if done.all():  # every pixel settled: that labelling is the answer
-                    x_cont = self._weights_on_free(active, x_now)
+                    x_cont, status = self._weights_on_free(active, x_now), SETTLED
                     break
                 if done.sum() >= fixing.min_fraction * done.size:
                     keep = np.flatnonzero(~done)
                     if (self.problem.k > 2
                             and keep.size <= fixing.tail_fraction * self.free.size):
                         # the polish decides the few pixels left (``tail_fraction``)
-                        x_cont = self._weights_on_free(active, x_now)
+                        x_cont, status = self._weights_on_free(active, x_now), SETTLED
                         break
                     log.debug("early fixing: %d of %d free pixels settled at iteration %d",
                               done.size - keep.size, done.size, state.iteration)
@@ -309,16 +312,15 @@ class MRFADMM:
             x_cont = self._weights_on_free(active, res.x_continuous)
         res = replace(res, x=self._onehot(labels).astype(np.int8), objective=best[0],
                       best_iteration=best[1], iterations=len(history), history=history,
-                      status="converged" if res.status == "paused" else res.status,
-                      converged=res.status in ("paused", "converged"), x_continuous=x_cont,
-                      time_s=time.perf_counter() - t_start, state=None)
+                      status=status, x_continuous=x_cont, setup_time_s=self.setup_time_s,
+                      time_s=self.setup_time_s + time.perf_counter() - t_start, state=None)
         energy_admm = energy
-        if polish and res.status != "stopped":
+        if polish and status != CANCELLED:
             labels = polish_labels(self.problem, labels, self.snapshot_weights(),
                                    options=self.options.polish)
             energy = self.problem.energy(labels)
         return MRFResult(labels, energy, "admm", self.backend.name, res.iterations,
-                         self.setup_time_s + time.perf_counter() - t_start, res.converged,
+                         self.setup_time_s + time.perf_counter() - t_start, status,
                          history, self.probabilities(x_cont).reshape(self.problem.n,
                                                                      self.problem.k),
                          res, energy_admm)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.admm.records import ADMMResult, IterationRecord, IterationState
+from solver.admm.records import ADMMResult, IterationRecord, IterationState, converged
 
 
 @dataclass
@@ -86,8 +86,11 @@ class MRFResult:
     iterations : int
         ADMM iterations (0 for the discrete yardsticks).
     time_s : float
-        Solve time (set-up of the problem excluded).
-    converged : bool
+        Wall-clock seconds of the solve: the reduction's set-up, ADMM and the polish (building
+        the problem is not in it).
+    status : str
+        How ADMM ended (:data:`solver.admm.records.STATUSES`; ``"converged"`` for the
+        yardsticks); ``converged`` says whether that was on its own terms.
     history : list of IterationRecord
         ADMM's per-iteration record (energies in MRF units); empty for other methods.
     x_continuous : numpy.ndarray or None
@@ -104,10 +107,15 @@ class MRFResult:
     backend: str
     iterations: int
     time_s: float
-    converged: bool
+    status: str
     history: list[IterationRecord] = field(default_factory=list)
     x_continuous: np.ndarray | None = None
     admm: ADMMResult | None = None
     energy_admm: float | None = None
+
+    @property
+    def converged(self) -> bool:
+        """Whether the solve ended on its own terms (status converged or settled)."""
+        return converged(self.status)
 
 
