@@ -14,10 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from solver.backend import GPUUnavailableError, get_backend, gpu_errors
-from solver.mrf import (DEFAULT_LAMBDA, MRFIterationState, MRFProblem, auto_backend,
-                        build_problem, solve_mrf)
 from solver.admm.records import IterationRecord, converged
+from solver.backend import GPUUnavailableError, get_backend, gpu_errors
+from solver.mrf import (
+    DEFAULT_LAMBDA,
+    MRFIterationState,
+    MRFProblem,
+    auto_backend,
+    build_problem,
+    solve_mrf,
+)
 from solver.names import BACKENDS, COLOUR_MODELS, METHODS
 
 log = logging.getLogger(__name__)

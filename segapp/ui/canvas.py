@@ -6,11 +6,16 @@ import logging
 import numpy as np
 from PyQt6.QtCore import QPointF, QRectF, Qt, pyqtSignal
 from PyQt6.QtGui import QBrush, QColor, QPainter, QPen, QPixmap
-from PyQt6.QtWidgets import (QGraphicsEllipseItem, QGraphicsPixmapItem, QGraphicsRectItem,
-                             QGraphicsScene, QGraphicsView)
+from PyQt6.QtWidgets import (
+    QGraphicsEllipseItem,
+    QGraphicsPixmapItem,
+    QGraphicsRectItem,
+    QGraphicsScene,
+    QGraphicsView,
+)
 
-from segapp.model import Document
 from segapp.core.colouring import display_rgb, layers_rgba, palette
+from segapp.model import Document
 from segapp.ui.render import to_qimage
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,15 @@ from pathlib import Path
 
 from PyQt6.QtCore import Qt
 from PyQt6.QtGui import QAction, QKeySequence
-from PyQt6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QProgressBar, QPushButton,
-                             QTabWidget, QToolBar)
+from PyQt6.QtWidgets import (
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QProgressBar,
+    QPushButton,
+    QTabWidget,
+    QToolBar,
+)
 
 from segapp.model import Document
 from segapp.ui.canvas import Canvas

@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 
-from segapp.ui.frames import FrameStore
 from segapp.core.colouring import disagreement_rgba, labels_rgb, palette, probabilities_rgb
+from segapp.ui.frames import FrameStore
 from segapp.ui.worker import SolveController, SolveJob, WarmUp
 
 #: How the results panel and the status bar name the way a run ended.

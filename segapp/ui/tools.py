@@ -2,11 +2,21 @@
 from __future__ import annotations
 
 from PyQt6.QtCore import QPointF, QRectF, QSize, Qt, pyqtSignal
-from PyQt6.QtGui import QAction, QActionGroup, QBrush, QColor, QIcon, QKeySequence, QPainter, QPen, QPixmap
+from PyQt6.QtGui import (
+    QAction,
+    QActionGroup,
+    QBrush,
+    QColor,
+    QIcon,
+    QKeySequence,
+    QPainter,
+    QPen,
+    QPixmap,
+)
 from PyQt6.QtWidgets import QLabel, QSlider, QSpinBox, QToolBar
 
-from segapp.model import K_MAX, K_MIN
 from segapp.core.colouring import palette
+from segapp.model import K_MAX, K_MIN
 
 ICON = 28
 FG = QColor(220, 222, 228)

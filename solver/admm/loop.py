@@ -22,15 +22,25 @@ from typing import Any
 
 import numpy as np
 
-from solver.admm.steps import cpu_kernels
 from solver.admm.params import ADMMParams
-from solver.backend import Backend, get_backend
-from solver.admm.projections import (check_p, project_box, project_lp_sphere, project_nonneg,
-                                     project_simplex_rows)
-from solver.admm.steps import fused_step
+from solver.admm.projections import (
+    project_box,
+    project_lp_sphere,
+    project_nonneg,
+    project_simplex_rows,
+)
+from solver.admm.records import (
+    CANCELLED,
+    CONVERGED,
+    MAX_ITER,
+    PAUSED,
+    ADMMResult,
+    IterationRecord,
+    IterationState,
+)
+from solver.admm.steps import cpu_kernels, fused_step
 from solver.admm.systems import LinearOperatorPair
-from solver.admm.records import (CANCELLED, CONVERGED, MAX_ITER, PAUSED, ADMMResult,
-                                  IterationRecord, IterationState)
+from solver.backend import Backend, get_backend
 
 log = logging.getLogger(__name__)
 

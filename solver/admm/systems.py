@@ -15,9 +15,9 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from solver.admm.pcg import PCGResult, pcg
 from solver.admm.steps import cpu_kernels
 from solver.backend import Backend
-from solver.admm.pcg import PCGResult, pcg
 
 log = logging.getLogger(__name__)
 

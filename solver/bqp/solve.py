@@ -12,11 +12,16 @@ import scipy.sparse as sp
 
 from solver.admm.loop import LpBoxADMM
 from solver.admm.params import ADMMParams
+from solver.admm.records import CANCELLED, CONVERGED, ADMMResult, IterationState
+from solver.admm.systems import (
+    GenericSystem,
+    as_matrix,
+    min_eigenvalue,
+    problem_scale,
+    sparse_operator,
+)
 from solver.backend import get_backend
 from solver.bqp.descent import one_flip_descent
-from solver.admm.systems import (GenericSystem, as_matrix, min_eigenvalue, problem_scale,
-                                 sparse_operator)
-from solver.admm.records import CANCELLED, CONVERGED, ADMMResult, IterationState
 
 log = logging.getLogger(__name__)
 

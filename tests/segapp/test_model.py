@@ -1,5 +1,4 @@
 """Tests of the Qt-free document model."""
-import sys
 
 import numpy as np
 import pytest
@@ -63,7 +62,7 @@ def test_erase_is_one_step_over_both_layers():
 
 def test_empty_stroke_records_nothing():
     doc = make_doc()
-    doc.begin_stroke("erase"); doc.stroke_to((1, 1), (2, 2), 3); 
+    doc.begin_stroke("erase"); doc.stroke_to((1, 1), (2, 2), 3)
     assert doc.end_stroke() is None and len(doc.undo_stack) == 0
 
 

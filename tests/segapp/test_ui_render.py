@@ -1,9 +1,16 @@
 """Tests of the pixel helpers, the replay frame store and the worker's throttling."""
 import numpy as np
 
+from segapp.core.colouring import (
+    HARD_ALPHA,
+    SOFT_ALPHA,
+    disagreement_rgba,
+    labels_rgb,
+    layers_rgba,
+    palette,
+    probabilities_rgb,
+)
 from segapp.ui.frames import FrameStore
-from segapp.core.colouring import (HARD_ALPHA, SOFT_ALPHA, disagreement_rgba, labels_rgb,
-                                   layers_rgba, palette, probabilities_rgb)
 from segapp.ui.render import to_qimage
 
 

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from solver import gpu_available
 from solver.backend import Backend
 
+
 def _host_gpu() -> Backend:
     """A backend that takes the GPU code paths (``is_gpu``) with numpy and scipy arrays.
 

@@ -6,8 +6,8 @@ import scipy.sparse as sp
 
 from solver.admm.pcg import pcg
 from solver.admm.steps import cpu_kernels
-from solver.backend import CPU
 from solver.admm.systems import GenericSystem, OneHotKronSystem, _CompiledCSR, onehot_operator
+from solver.backend import CPU
 
 
 def _laplacian(n, seed):
@@ -96,8 +96,8 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
     from solver.admm.steps import cpu_kernels, fused_kernels
     from solver.mrf import warm_up
     from solver.mrf.build import grid_kernels, pyramid_kernels
-    from solver.mrf.polish import (descent_kernels, icm_kernels as kernels, morphology,
-                                   region_kernels, stencil, watershed)
+    from solver.mrf.polish import descent_kernels, morphology, region_kernels, stencil, watershed
+    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.solve import early_fixing as freeze
     from solver.mrf.solve import reduction_kernels
 
@@ -147,8 +147,8 @@ def test_solve_reports_the_quadratic_form_of_its_solution(k):
 
 
 def test_fused_box_sphere_step_matches_the_projections():
-    from solver.admm.steps import cpu_kernels
     from solver.admm.projections import project_box, project_lp_sphere
+    from solver.admm.steps import cpu_kernels
 
     rng = np.random.default_rng(16)
     x, y1, y2 = rng.normal(0.5, 0.6, 500), rng.normal(size=500), rng.normal(size=500)

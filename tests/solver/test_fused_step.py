@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from solver.admm.params import ADMMParams
+from solver.admm.steps import OneHotStep, PlainStep, fused_step
 from solver.mrf import MRFADMM, build_problem, solve_mrf
 from solver.mrf.solve.coarse_to_fine import slow_schedule
-from solver.admm.steps import OneHotStep, PlainStep, fused_step
 
 from ._mrf_helpers import random_problem, shapes_image
 

@@ -5,8 +5,13 @@ import pytest
 import scipy.sparse as sp
 
 from solver.mrf.build.graph import GridGraph, grid_edges, laplacian
-from solver.mrf.build.grid_kernels import (_is_grid_edge_list, coarsen_edges, grid_laplacian_csr,
-                                           laplacian_csr, potts_energy)
+from solver.mrf.build.grid_kernels import (
+    _is_grid_edge_list,
+    coarsen_edges,
+    grid_laplacian_csr,
+    laplacian_csr,
+    potts_energy,
+)
 from solver.mrf.solve.pyramid import block_index
 
 

@@ -5,10 +5,16 @@ import pytest
 from scipy import ndimage
 
 from solver.mrf import MRFADMM, build_problem, problem_from_unary, solve_mrf
-from solver.mrf.polish.icm import icm
 from solver.mrf.options import SNAPSHOT_ITERATIONS, PolishOptions
-from solver.mrf.polish.fusion import (THRESHOLDS, Snapshot, fuse, fuse_boxes, fuse_closings,
-                                      fuse_level_sets)
+from solver.mrf.polish.fusion import (
+    THRESHOLDS,
+    Snapshot,
+    fuse,
+    fuse_boxes,
+    fuse_closings,
+    fuse_level_sets,
+)
+from solver.mrf.polish.icm import icm
 from solver.mrf.polish.pipeline import polish_labels
 from solver.mrf.polish.regions import component_flips
 
@@ -213,9 +219,10 @@ def test_descent_fusion_takes_the_part_of_a_level_set_that_pays():
 
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k):
-    from solver.mrf.polish import descent_kernels, icm_kernels as kernels
-    from solver.mrf.polish.fusion import Snapshot
+    from solver.mrf.polish import descent_kernels
+    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish.descents import fuse_descents
+    from solver.mrf.polish.fusion import Snapshot
     from solver.mrf.polish.stencil import grid_stencil
     for seed in range(3):
         p = random_problem((16, 18), k=k, seed=seed, hard_fraction=0.1)
@@ -311,7 +318,8 @@ def _sparse_snapshots(p, rng, count):
 def test_fusions_find_the_fixed_disagreement_once_and_again_after_a_take(k):
     """The fusions' cached lists of disagreeing fixed pixels give the same labels as a fresh
     scan of the image for every snapshot (the kernels' former behaviour)."""
-    from solver.mrf.polish import descent_kernels, icm_kernels as kernels, region_kernels
+    from solver.mrf.polish import descent_kernels, region_kernels
+    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish.descents import fuse_descents
     from solver.mrf.polish.stencil import grid_stencil
 

@@ -139,7 +139,8 @@ def test_region_moves_leave_out_regions_above_the_cap():
 
 @pytest.mark.parametrize("through", ["stencil", "csr"])
 def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(through):
-    from solver.mrf.polish import icm_kernels as kernels, region_kernels
+    from solver.mrf.polish import icm_kernels as kernels
+    from solver.mrf.polish import region_kernels
     from solver.mrf.polish.stencil import grid_stencil
     p = random_problem((20, 20), k=2, seed=0)
     mask = np.zeros((20, 20), bool)

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from tests.solver._mrf_helpers import shapes_image
 
 from solver.mrf import DEFAULT_LAMBDA, build_problem, problem_from_unary, refine_colour_models
 from solver.reference import mincut
+from tests.solver._mrf_helpers import shapes_image
 
 
 def _hand_problem(lam=0.5):

@@ -9,11 +9,17 @@ import scipy.sparse as sp
 
 from solver.mrf.polish import descent_kernels
 from solver.mrf.polish import icm_kernels as kernels
-from solver.mrf.polish.icm import icm
 from solver.mrf.polish.fusion import Snapshot
+from solver.mrf.polish.icm import icm
+from solver.mrf.polish.stencil import (
+    NO_EDGE,
+    best_label_stencil,
+    degree,
+    grid_offsets,
+    grid_stencil,
+    neighbour,
+)
 from solver.mrf.solve.pyramid import coarsen
-from solver.mrf.polish.stencil import (NO_EDGE, best_label_stencil, degree, grid_offsets,
-                                       grid_stencil, neighbour)
 
 from ._mrf_helpers import random_problem
 

@@ -5,8 +5,12 @@ import pytest
 
 from solver.mrf import problem_from_unary, solve_mrf
 from solver.mrf.polish.icm import icm
-from solver.mrf.polish.watershed import (boundary_zone, edge_snapped, fuse_edge_snapped,
-                                         fuse_edge_snapped_into)
+from solver.mrf.polish.watershed import (
+    boundary_zone,
+    edge_snapped,
+    fuse_edge_snapped,
+    fuse_edge_snapped_into,
+)
 
 from ._mrf_helpers import random_problem
 

@@ -1,8 +1,13 @@
 import numpy as np
 import pytest
 
-from solver.admm.projections import (check_p, project_box, project_lp_sphere, project_nonneg,
-                                     sphere_radius)
+from solver.admm.projections import (
+    check_p,
+    project_box,
+    project_lp_sphere,
+    project_nonneg,
+    sphere_radius,
+)
 
 
 def test_box_clips():

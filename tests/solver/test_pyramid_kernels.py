@@ -5,12 +5,16 @@ import numba
 import numpy as np
 import pytest
 
-from solver.mrf.solve import pyramid as multilevel
 from solver.mrf.build.graph import grid_edges, laplacian
 from solver.mrf.build.grid_kernels import coarsen_edges, laplacian_csr
 from solver.mrf.build.problem import problem_from_unary
-from solver.mrf.build.pyramid_kernels import (cell_edge_count, cell_laplacian_csr,
-                                              coarsen_grid_edges, is_cell_edge_list)
+from solver.mrf.build.pyramid_kernels import (
+    cell_edge_count,
+    cell_laplacian_csr,
+    coarsen_grid_edges,
+    is_cell_edge_list,
+)
+from solver.mrf.solve import pyramid as multilevel
 
 from ._mrf_helpers import on_threads
 

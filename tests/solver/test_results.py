@@ -7,7 +7,7 @@ from solver import ADMMParams, LpBoxADMM, solve_bqp
 from solver.admm.records import STATUSES
 from solver.admm.systems import GenericSystem
 from solver.backend import CPU
-from solver.mrf import EarlyFixingOptions, MRFADMM, SolveOptions, build_problem, solve_mrf
+from solver.mrf import MRFADMM, EarlyFixingOptions, SolveOptions, build_problem, solve_mrf
 
 from ._mrf_helpers import shapes_image
 

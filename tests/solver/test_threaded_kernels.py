@@ -7,8 +7,8 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from solver.mrf.build import colour_kernels, grid_kernels
-from solver.mrf.build.graph import NEIGHBOUR_OFFSETS, build_grid_graph, grid_edges, laplacian
 from solver.mrf.build.gmm import GaussianMixtureModel
+from solver.mrf.build.graph import NEIGHBOUR_OFFSETS, build_grid_graph, grid_edges, laplacian
 
 from ._mrf_helpers import on_threads
 

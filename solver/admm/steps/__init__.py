@@ -12,15 +12,19 @@ forms take :mod:`solver.admm.steps.cuda`'s CUDA kernels.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from solver.admm.steps import cpu_kernels, fused_kernels, cuda as gpu_step
-from solver.admm.systems import (RESIDUAL_REFRESH, GenericSystem, LinearOperatorPair,
-                                 OneHotKronSystem)
 from solver.admm.records import StepResult
+from solver.admm.steps import cpu_kernels, fused_kernels
+from solver.admm.steps import cuda as gpu_step
+from solver.admm.systems import (
+    RESIDUAL_REFRESH,
+    GenericSystem,
+    LinearOperatorPair,
+    OneHotKronSystem,
+)
 
 
 class _Step:

@@ -16,8 +16,14 @@ import numba
 import numpy as np
 
 from solver.mrf.polish.icm_kernels import best_label
-from solver.mrf.polish.region_kernels import (_fuse, _list_proposable, _select, _unlist,
-                                              fusion_scratch, index_dtype)
+from solver.mrf.polish.region_kernels import (
+    _fuse,
+    _list_proposable,
+    _select,
+    _unlist,
+    fusion_scratch,
+    index_dtype,
+)
 from solver.mrf.polish.stencil import best_label_stencil, degree, neighbour
 
 _jit = numba.njit(cache=True, nogil=True)

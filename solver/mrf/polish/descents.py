@@ -9,8 +9,13 @@ import numpy as np
 
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish import icm_kernels as kernels
-from solver.mrf.polish.fusion import (THRESHOLDS, Snapshot, Workspace, descent_fuser,
-                                      snapshot_arrays)
+from solver.mrf.polish.fusion import (
+    THRESHOLDS,
+    Snapshot,
+    Workspace,
+    descent_fuser,
+    snapshot_arrays,
+)
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,13 @@ from typing import Any
 import numba
 import numpy as np
 
-from solver.mrf.polish.stencil import (best_label_stencil, choose_label, degree, grid_stencil,
-                                       neighbour)
+from solver.mrf.polish.stencil import (
+    best_label_stencil,
+    choose_label,
+    degree,
+    grid_stencil,
+    neighbour,
+)
 
 _jit = numba.njit(cache=True, nogil=True)
 

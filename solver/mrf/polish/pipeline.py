@@ -16,8 +16,13 @@ from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.descents import _fuse_descents_in_place
-from solver.mrf.polish.fusion import (Snapshot, Workspace, fuse_boxes_into, fuse_closings_into,
-                                      fuse_level_sets_into)
+from solver.mrf.polish.fusion import (
+    Snapshot,
+    Workspace,
+    fuse_boxes_into,
+    fuse_closings_into,
+    fuse_level_sets_into,
+)
 from solver.mrf.polish.icm import _icm_in_place, _pair_moves_in_place
 from solver.mrf.polish.regions import _settle_in_place, _split_moves_in_place
 from solver.mrf.polish.watershed import fuse_edge_snapped_into

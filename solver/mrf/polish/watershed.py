@@ -22,10 +22,10 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
+from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.fusion import Workspace, descent_fuser
 from solver.mrf.polish.morphology import square_morphology
-from solver.mrf.build.problem import MRFProblem
 
 log = logging.getLogger(__name__)
 

@@ -25,17 +25,28 @@ import scipy.sparse as sp
 
 from solver.admm.loop import LpBoxADMM
 from solver.admm.params import ADMMParams
-from solver.admm.records import (CANCELLED, CONVERGED, PAUSED, SETTLED, IterationRecord,
-                                  IterationState)
+from solver.admm.records import (
+    CANCELLED,
+    CONVERGED,
+    PAUSED,
+    SETTLED,
+    IterationRecord,
+    IterationState,
+)
 from solver.admm.systems import GenericSystem, OneHotKronSystem, onehot_operator, problem_scale
 from solver.backend import Backend, get_backend
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.pipeline import polish_labels
-from solver.mrf.solve.early_fixing import (check_interval, one_hot_distance, restrict_state,
-                                           settled, variable_rows)
 from solver.mrf.solve import reduction_kernels as kernels
+from solver.mrf.solve.early_fixing import (
+    check_interval,
+    one_hot_distance,
+    restrict_state,
+    settled,
+    variable_rows,
+)
 from solver.mrf.solve.state import MRFIterationState, MRFResult
 
 log = logging.getLogger(__name__)

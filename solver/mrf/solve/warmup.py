@@ -31,9 +31,9 @@ def warm_up(max_labels: int = 3, gpu: bool = False) -> float:
     float
         Seconds it took.
     """
+    from solver.mrf.build.problem import build_problem  # noqa: PLC0415
     from solver.mrf.solve.dispatch import solve_mrf  # noqa: PLC0415
     from solver.mrf.solve.pyramid import coarsen, undecided_band  # noqa: PLC0415 - (solved whole)
-    from solver.mrf.build.problem import build_problem  # noqa: PLC0415
 
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
