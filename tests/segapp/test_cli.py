@@ -1,4 +1,5 @@
-"""`segapp segment` / `segapp bench` as DESIGN.md fixes them: outputs, report, errors, no partial output."""
+"""`segapp segment` / `segapp bench` as the README documents them: outputs, report, errors, no
+partial output."""
 
 import json
 

@@ -54,7 +54,7 @@ def _slow_job(h=60, w=60):
 
 def _pace_iterations(monkeypatch, seconds=0.002):
     """Make every ADMM iteration of the GUI's solves take at least ``seconds``: the solver got
-    fast enough (session 8) that a 60x60 job could end before a test closed or cancelled it."""
+    fast enough that a 60x60 job could end before a test closed or cancelled it."""
     import time as _time
 
     from segapp.ui.worker import SolveWorker

@@ -16,8 +16,8 @@ def _host_gpu() -> Backend:
 
     CI has no GPU, so the GPU branches (numpy PCG instead of the compiled kernels, unfused ADMM
     steps, transfers) would otherwise never run there; this runs their logic on the host. CuPy's
-    own API and the CUDA kernels of solver.admm.steps.cuda are covered only by the real "gpu" backend
-    (all solver tests passed on a lent H100 in session 21).
+    own API and the CUDA kernels of solver.admm.steps.cuda are covered only by the real "gpu"
+    backend, where a GPU is present (the whole solver suite passed on an H100, 2026-11-25).
     """
     xp = types.ModuleType("numpy_as_cupy")
     xp.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
