@@ -60,7 +60,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``segapp segment``; returns the exit status (errors raise, see :func:`segapp.cli.main`)."""
+    """Run ``segapp segment``; returns the exit status (errors raise, see
+    :func:`segapp.cli.main`)."""
     from segapp.core.io import load_image, load_label_image, overlay, save_image, save_labels
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
     from solver.backend.compile_notice import COMPILE_MESSAGE, first_compile_notice  # noqa: PLC0415

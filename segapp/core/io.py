@@ -30,7 +30,7 @@ class ImageError(ValueError):
 
 
 def label_palette(k: int) -> np.ndarray:
-    """Distinct RGB colours for labels 1..k (label ``j`` uses row ``j - 1``), shape ``(k, 3)`` uint8."""
+    """Distinct RGB colours for labels 1..k (label ``j`` uses row ``j - 1``), ``(k, 3)`` uint8."""
     if k <= len(_PALETTE):
         return _PALETTE[:k].copy()
     hues = np.linspace(0, 179, k, endpoint=False).astype(np.uint8)

@@ -49,9 +49,11 @@ class SegmentParams:
     seed : int or None
         Seed of ADMM's random start (None: start at 1/2) and of the colour-model fit (None: 0).
     admm : dict
-        :class:`solver.ADMMParams` fields (rho0, rho_growth, rho_max, gamma, max_iter, pcg_tol, tol…).
+        :class:`solver.ADMMParams` fields (rho0, rho_growth, rho_max, gamma, max_iter, pcg_tol,
+        tol…).
     polish : bool
-        Finish ADMM with ICM (never raises the energy).
+        Finish ADMM with the polish (:func:`solver.mrf.polish.polish_labels`; never raises the
+        energy).
     """
 
     k: int = 2

@@ -61,7 +61,8 @@ def get_app(argv: list[str] | None = None) -> QApplication:
     if app is None:
         # The solver thread runs compiled kernels without the GIL and needs it back between
         # them; with Python's default 5 ms switch interval it waits behind every GUI redraw
-        # (demo run: 3.7 s -> 3.4 s with 0.5 ms; a whole-process setting, harmless elsewhere).
+        # (measured: docs/decisions.md, The desktop app; a whole-process setting, harmless
+        # elsewhere).
         sys.setswitchinterval(0.0005)
         app = QApplication(list(argv) if argv is not None else sys.argv[:1])
         app.setApplicationName("segapp")
@@ -121,9 +122,9 @@ def dispose_window(win, owned_before=()) -> None:
     drops before ``win``), PyQt's QApplication dealloc deletes every QObject Python still owns
     while it walks sip's wrapper map; deleting a tree of wrapped widgets there frees wrappers
     of that map under the walk and crashes at random (``sip_api_get_address`` in
-    ``release_QApplication``, roughly one exit in 6 to 20). So the window is deleted here, and
-    then every Python-owned QObject created since ``owned_before`` (a
-    :func:`python_owned_qobjects` list taken before the window was made) is deleted one by one.
+    ``release_QApplication``). So the window is deleted here, and then every Python-owned
+    QObject created since ``owned_before`` (a :func:`python_owned_qobjects` list taken before
+    the window was made) is deleted one by one.
     """
     from PyQt6 import sip
 

@@ -1,4 +1,4 @@
-"""numpy → Qt: an RGB(A) array as a QImage (the colouring itself is :mod:`segapp.core.colouring`)."""
+"""numpy → Qt: an RGB(A) array as a QImage (the colouring is :mod:`segapp.core.colouring`)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ iteration and still returns the best labels so far.
 
 Frames are live views, not results: at most :data:`FRAME_MAX_SIDE` pixels a side (a
 photo's frame is its ``[::s, ::s]``, made for those pixels alone), and a new one only once
-the window has shown the last (:meth:`SolveWorker.frame_shown`). Full-size frames of a
-12 MP photo, queued faster than the window could draw them, took the app past 20 GB.
+the window has shown the last (:meth:`SolveWorker.frame_shown`), so frames never queue up
+faster than the window draws them and a large photo's memory stays bounded.
 """
 from __future__ import annotations
 

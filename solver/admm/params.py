@@ -16,9 +16,10 @@ class ADMMParams:
     Attributes
     ----------
     rho0 : float
-        Starting penalty ``rho1 = rho2``, as a multiple of the problem scale (mean absolute row
-        sum of ``2A``; ``mean |b|`` when ``A = 0``). Small values let the first iterates follow the
-        continuous relaxation; the growth then pulls them onto binary points.
+        Starting penalty ``rho1 = rho2``, as a multiple of the problem scale
+        (:func:`solver.admm.systems.problem_scale`: ``mean |b|``, or the mean absolute row sum
+        of ``2A`` when ``b = 0``). Small values let the first iterates follow the continuous
+        relaxation; the growth then pulls them onto binary points.
     rho_growth : float
         Factor by which all penalties grow every ``rho_every`` iterations (>= 1).
     rho_every : int

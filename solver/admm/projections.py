@@ -44,7 +44,8 @@ def project_nonneg(x: Any) -> Any:
 
 
 def sphere_radius(n: int, p: float = 2.0) -> float:
-    """Radius ``r`` of the shifted ℓp sphere ``{x: ||x - 1/2||_p^p = n / 2^p}``, i.e. ``n^(1/p) / 2``."""
+    """Radius ``r`` of the shifted ℓp sphere ``{x: ||x - 1/2||_p^p = n / 2^p}``:
+    ``n^(1/p) / 2``."""
     return n ** (1.0 / p) / 2.0
 
 

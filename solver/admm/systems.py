@@ -98,20 +98,22 @@ def onehot_operator(n: int, k: int, backend: Backend) -> LinearOperatorPair:
 #: Warm-started CG solves in a row that reuse the previous residual before one recomputes it.
 RESIDUAL_REFRESH = 16
 class _CompiledCSR:
-    """A host CSR matrix with the compiled CG and quadratic form of :mod:`solver.admm.steps.cpu_kernels`.
+    """A host CSR matrix with the compiled CG and quadratic form of
+    :mod:`solver.admm.steps.cpu_kernels`.
 
     Right-hand sides are the rows of ``(m, n)`` arrays (each one contiguous). The CG takes the
-    off-diagonal part (``off_*``) and the diagonal apart; the quadratic forms the whole matrix.
-    With ``padded`` (the default) the CG multiplies by a padded copy of the matrix (rows of 8,
-    :func:`solver.admm.steps.cpu_kernels.padded_split`) where every row fits: the same sums as
-    the CSR rows, 2-3x faster; False keeps the CSR rows, to compare.
+    off-diagonal part (``off_*``) and the diagonal apart; the quadratic forms the whole matrix. With
+    ``padded`` (the default) the CG multiplies by a padded copy of the matrix (rows of 8,
+    :func:`solver.admm.steps.cpu_kernels.padded_split`) where every row fits: the same sums as the
+    CSR rows, in a fixed unrolled loop (measured: docs/decisions.md, Compiled CPU kernels); False
+    keeps the CSR rows, to compare.
     """
 
     def __init__(self, A: sp.spmatrix, padded: bool = True) -> None:
         A = sp.csr_matrix(A, dtype=np.float64)
         self.data = A.data
         small = A.shape[1] < 2**32  # the padded copy's column indices are 32-bit
-        # the padded copy the CG's products read (2-3x faster than CSR rows; same sums) and the
+        # the padded copy the CG's products read (the same sums as the CSR rows) and the
         # diagonal, in one pass; empty if a row is too wide for it
         diag, self.cols, self.vals = (cpu_kernels.padded_split(A.indptr, A.indices, A.data)
                                       if padded and small
@@ -123,7 +125,7 @@ class _CompiledCSR:
             self.indices, self.diag = A.indices.astype(np.uint32), diag
             self.off_indptr = np.zeros(1, np.int64)
             self.off_indices, self.off_data = np.empty(0, np.uint32), np.empty(0)
-        elif small:  # one compiled pass (scipy's subtraction took ~1 ms per 1e5 rows)
+        elif small:  # one compiled pass instead of scipy's subtraction
             (self.indptr, self.indices, self.diag, self.off_indptr, self.off_indices,
              self.off_data) = cpu_kernels.split_diagonal(A.indptr, A.indices, A.data)
         else:
@@ -223,7 +225,8 @@ class GenericSystem:
     """x-update system ``(2A + rho I + rho3 C1'C1 + rho4 C2'C2) x = rhs`` for any sparse/dense A.
 
     On the CPU a sparse ``A`` without constraints is solved by the compiled CG of
-    :mod:`solver.admm.steps.cpu_kernels` (same iterates as :func:`solver.admm.pcg.pcg`, fewer passes over memory).
+    :mod:`solver.admm.steps.cpu_kernels` (same iterates as :func:`solver.admm.pcg.pcg`, fewer
+    passes over memory).
     """
 
     def __init__(self, A: Any, backend: Backend) -> None:
@@ -283,14 +286,15 @@ class GenericSystem:
 
 
 class OneHotKronSystem:
-    """x-update for ``A = L ⊗ I_k`` (pixel-major layout) with the one-hot constraint ``C1 = 1' ⊗ I``.
+    """x-update for ``A = L ⊗ I_k`` (pixel-major layout) with the one-hot constraint
+    ``C1 = 1' ⊗ I``.
 
     The system ``(2 L⊗I + rho I + rho3 C1'C1)`` decouples along the label directions: with
     ``rbar`` the mean of the right-hand side over labels, ``x_k = u + w_k`` where
-    ``(2L + (rho + k rho3) I) u = rbar`` and ``(2L + rho I) w_k = rhs_k - rbar`` (``sum_k w_k = 0``).
-    The ``w_k`` sum to zero, so only ``k - 1`` of them are solved for and the last is minus their
-    sum (which keeps ``sum_k x_k = u`` exact even when CG stops early). The ``k`` solves share
-    ``L`` and run as one block CG with a per-column diagonal shift.
+    ``(2L + (rho + k rho3) I) u = rbar`` and ``(2L + rho I) w_k = rhs_k - rbar``
+    (``sum_k w_k = 0``). The ``w_k`` sum to zero, so only ``k - 1`` of them are solved for and
+    the last is minus their sum (which keeps ``sum_k x_k = u`` exact even when CG stops early).
+    The ``k`` solves share ``L`` and run as one block CG with a per-column diagonal shift.
     """
 
     def __init__(self, L: sp.spmatrix, k: int, backend: Backend) -> None:

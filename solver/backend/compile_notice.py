@@ -2,8 +2,8 @@
 
 numba compiles each kernel on its first call and keeps the machine code in an on-disk cache. The
 first run on a machine (or after an upgrade) therefore spends about a minute compiling
-(52–66 s for :func:`solver.mrf.warm_up` on a 2-core machine), and every later process loads the
-cache in about half a second. numba announces a real compile through its event API
+(measured: docs/decisions.md, The first run's compile), and every later process loads the cache in
+about half a second. numba announces a real compile through its event API
 (``numba:compile``), which a load from the cache does not trigger; :func:`first_compile_notice`
 turns the first such event into one call, which is how the command line and the application
 say "compiling, first run only" instead of sitting silent.

@@ -1,4 +1,5 @@
-"""Greedy one- and two-flip descent: a cheap local improvement of a binary point of ``x'Ax + b'x``."""
+"""Greedy one- and two-flip descent: a cheap local improvement of a binary point of
+``x'Ax + b'x``."""
 
 from __future__ import annotations
 

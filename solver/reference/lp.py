@@ -21,7 +21,8 @@ logger = logging.getLogger(__name__)
 def project_simplex_rows(v: np.ndarray) -> np.ndarray:
     """Euclidean projection of each row of an ``(n, K)`` array onto the probability simplex.
 
-    Thin numpy wrapper of :func:`solver.admm.projections.project_simplex_rows` (which ADMM also uses).
+    Thin numpy wrapper of :func:`solver.admm.projections.project_simplex_rows` (which ADMM also
+    uses).
     """
     return _project_simplex_rows(v, np)
 

@@ -1,13 +1,13 @@
 """One fused CPU iteration of ℓ2-box ADMM for the two forms the segmentation solver uses.
 
-:meth:`solver.admm.loop.LpBoxADMM.run` takes :func:`fused_step` when the problem is on the CPU and
-either the MRF's K > 2 form (:class:`solver.admm.systems.OneHotKronSystem` with
-:func:`solver.admm.systems.onehot_operator`) or a plain one (:class:`solver.admm.systems.GenericSystem` on a sparse
-matrix, no constraints: K = 2). An iteration is then a right-hand-side pass, the CG and one pass
-after it (:mod:`solver.admm.steps.fused_kernels`) instead of a dozen numpy and kernel calls, with the same
-iterates as the generic loop. Cameraman K = 3 at n = 1e5: 570 → 350 µs per iteration outside
-the CG (the rest is the snapshots and the rounded objective's update). On a GPU the same two
-forms take :mod:`solver.admm.steps.cuda`'s CUDA kernels.
+:meth:`solver.admm.loop.LpBoxADMM.run` takes :func:`fused_step` when the problem is on the CPU
+and either the MRF's K > 2 form (:class:`solver.admm.systems.OneHotKronSystem` with
+:func:`solver.admm.systems.onehot_operator`) or a plain one
+(:class:`solver.admm.systems.GenericSystem` on a sparse matrix, no constraints: K = 2). An
+iteration is then a right-hand-side pass, the CG and one pass after it
+(:mod:`solver.admm.steps.fused_kernels`) instead of a dozen numpy and kernel calls, with the same
+iterates as the generic loop (measured: docs/decisions.md, Compiled CPU kernels). On a GPU the same
+two forms take :mod:`solver.admm.steps.cuda`'s CUDA kernels.
 """
 
 from __future__ import annotations
@@ -131,7 +131,8 @@ def fused_step(system: Any, b: Any, eq: LinearOperatorPair | None, ineq: Any, ba
 
     Returns
     -------
-    OneHotStep, PlainStep, solver.admm.steps.cuda.GPUPlainStep, solver.admm.steps.cuda.GPUOneHotStep or None
+    OneHotStep, PlainStep, GPUPlainStep, GPUOneHotStep or None
+        The GPU steps are those of :mod:`solver.admm.steps.cuda`.
     """
     if ineq is not None or simplex_groups is not None:
         return None

@@ -1,17 +1,18 @@
 """Compiled (numba) CPU kernels for the x-update and the objective of ℓp-box ADMM on a sparse CSR
 matrix: the hot loop of every ADMM iteration.
 
-:func:`block_pcg` is the same Jacobi-preconditioned conjugate gradient as :func:`solver.admm.pcg.pcg`
-(per-column step lengths, converged columns frozen, same stopping rule), for the operator
-``a_scale * A + shift[c] I`` for each right-hand side ``c``, in three fused passes over memory
-per CG iteration instead of a dozen numpy temporaries; unsigned 32-bit column indices spare the
-inner loop numba's negative-index check (it then beats scipy's own ``csr_matvec``).
+:func:`block_pcg` is the same Jacobi-preconditioned conjugate gradient as
+:func:`solver.admm.pcg.pcg` (per-column step lengths, converged columns frozen, same stopping
+rule), for the operator ``a_scale * A + shift[c] I`` for each right-hand side ``c``, in three
+fused passes over memory per CG iteration instead of a dozen numpy temporaries; unsigned 32-bit
+column indices spare the inner loop numba's negative-index check (it then beats scipy's own
+``csr_matvec``).
 
-The kernels are single-threaded on purpose. With numba's threads (OpenMP) a 1e5-pixel solve took
-0.8 s instead of 1.0 s on an idle 2-core machine, but with two other busy processes it took
-between 2 and 87 s (threads spinning at the barriers of thousands of short parallel loops),
-against 1.7-2.0 s single-threaded; the app's own GUI thread is such a competitor. The numpy/cupy :func:`solver.admm.pcg.pcg` stays the
-reference and the GPU path; the tests hold the two to the same iterates.
+The kernels are single-threaded on purpose: numba's threads gain little on an idle machine, and
+when other work wants the cores (the app's own GUI thread does) they spin at the barriers of
+thousands of short parallel loops and the solve slows down many times over (measured:
+docs/decisions.md, Threads for ADMM and the polish). The numpy/cupy :func:`solver.admm.pcg.pcg`
+stays the reference and the GPU path; the tests hold the two to the same iterates.
 """
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ def padded_split(indptr, indices, data):  # pragma: no cover
 
 @_jit
 def _apply_ell(cols, vals, diag, a_scale, shift, v, out):  # pragma: no cover
-    """:func:`_apply` on the padded copy: a fixed, unrolled row of 8, so 2-3x faster. The same
-    sum in the same order (a padding term adds an exact zero), hence the same result."""
+    """:func:`_apply` on the padded copy: a fixed, unrolled row of 8, faster than the CSR rows
+    (measured: docs/decisions.md, Compiled CPU kernels). The same sum in the same order (a padding
+    term adds an exact zero), hence the same result."""
     vav = 0.0
     for i in range(v.size):
         s = diag[i] * v[i]
@@ -159,7 +161,7 @@ def quad_from_residual(b, r, x, a_scale, shift):  # pragma: no cover
 @_jit
 def block_pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, B, X, tol, maxiter,
               R, P, AP, have_r=False):  # pragma: no cover
-    """Solve ``(a_scale A + shift[c] I) X[c] = B[c]`` for every row ``c`` by Jacobi-preconditioned CG.
+    """Solve ``(a_scale A + shift[c] I) X[c] = B[c]`` per row ``c`` by Jacobi-preconditioned CG.
 
     Arrays are ``(m, n)``: one right-hand side per row. ``X`` holds the warm start and receives
     the solution; ``R``, ``P``, ``AP`` are scratch (``R`` ends as the residual; with ``have_r``
@@ -181,7 +183,7 @@ def block_pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, B, X, tol
 
 @_jit
 def quad_form(indptr, indices, data, x, k):  # pragma: no cover
-    """``x' (A ⊗ I_k) x`` for pixel-major ``x`` (``x.reshape(-1, k)``), without forming the product."""
+    """``x' (A ⊗ I_k) x`` for pixel-major ``x`` (``x.reshape(-1, k)``), forming no product."""
     total = 0.0
     for i in range(indptr.size - 1):
         for p in range(indptr[i], indptr[i + 1]):
@@ -250,8 +252,9 @@ def merge_pass(B, X, R, shift, x, y2, rho, with_norm):  # pragma: no cover
     squared norm of ``x + y2 / rho - 1/2`` (the sphere projection's) if ``with_norm``, else 0.
     Each pixel's terms are added in a fixed order, so every caller sums the same way.
 
-    One loop for all pixels: the same arithmetic through a helper per pixel that writes ``x``
-    took twice as long (numba passes each array to every call)."""
+    One loop for all pixels, not a helper per pixel that writes ``x``: numba passes each array to
+    every call, which makes such a helper slow (measured: docs/decisions.md, Helpers inside compiled
+    loops)."""
     k, n = X.shape
     quad = 0.0
     s = 0.0
@@ -344,8 +347,9 @@ def box_sphere_entry(xt, y1t, y2t, rho, gamma, scale, has_norm):  # pragma: no c
     returns ``(z1, z2, y1, y2)`` after the projections and the dual steps. ``scale`` is the
     sphere's radius over the norm of ``x + y2 / rho - 1/2`` (``has_norm``: that norm is not 0).
 
-    Scalars in and out, so the callers' loops write the arrays themselves: a helper that wrote
-    them took three to four times as long (numba passes each array to every call)."""
+    Scalars in and out, so the callers' loops write the arrays themselves: numba passes each
+    array to every call, which makes a helper that writes them slow (measured:
+    docs/decisions.md, Helpers inside compiled loops)."""
     a = min(max(xt + y1t / rho, 0.0), 1.0)
     c = 0.5 + (xt + y2t / rho - 0.5) * scale if has_norm else 1.0
     return a, c, y1t + gamma * rho * (xt - a), y2t + gamma * rho * (xt - c)

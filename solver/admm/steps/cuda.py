@@ -1,11 +1,11 @@
 """One ℓ2-box ADMM iteration of the segmentation solver's two forms on a GPU, as CUDA kernels.
 
-The generic loop runs an iteration as some fifty CuPy calls, a dozen of which copy a scalar back
-to the host (each CG dot product), so on a lent H100 it took 7 s for the 5e5-pixel cameraman
-against the CPU's 0.83 s: the GPU waited on Python. Here an iteration is 26 kernel launches
-(K = 2; 14 for K > 2, whose CG cap is 3) and one copy back, for the plain form (K = 2,
-:class:`GPUPlainStep`) and the one-hot one (K > 2, :class:`GPUOneHotStep`, the label directions
-of :class:`solver.admm.systems.OneHotKronSystem` as the CG's columns, one row of blocks each):
+The generic loop runs an iteration as some fifty CuPy calls, a dozen of which copy a scalar back to
+the host (each CG dot product), so the GPU waits on Python (measured: docs/decisions.md, GPU). Here
+an iteration is 26 kernel launches (K = 2; 14 for K > 2, whose CG cap is 3) and one copy back, for
+the plain form (K = 2, :class:`GPUPlainStep`) and the one-hot one (K > 2, :class:`GPUOneHotStep`,
+the label directions of :class:`solver.admm.systems.OneHotKronSystem` as the CG's columns, one row
+of blocks each):
 
 * ``plain_b`` or ``oh_split``: the right-hand side ``rho (z1 + z2) - b - y1 - y2`` (plus
   ``C1'(rc d - y3)`` for one-hot) and the warm start (the last ``x``), split into directions;

@@ -1,17 +1,16 @@
 """Compiled (numba) CPU kernels for one ℓ2-box ADMM iteration of the two forms the segmentation
 solver uses: one-hot groups kept by a penalty (:func:`solver.admm.systems.onehot_operator` with
-:class:`solver.admm.systems.OneHotKronSystem`, K > 2) and the plain binary problem with a sparse matrix and
-no constraints (:class:`solver.admm.systems.GenericSystem`, K = 2).
+:class:`solver.admm.systems.OneHotKronSystem`, K > 2) and the plain binary problem with a sparse
+matrix and no constraints (:class:`solver.admm.systems.GenericSystem`, K = 2).
 
 The generic loop of :meth:`solver.admm.loop.LpBoxADMM.run` spends about a dozen numpy and kernel
 calls per iteration around the CG: the right-hand side, the constraint's transpose product, the
 split into label directions, the merge, the projections and dual steps, the constraint residual,
-the rounding, its feasibility and two dot products. At K = 3 these cost a third of the ADMM
-time (570 µs per iteration at n = 1e5, against about 1.2 ms of CG). Here they are two passes:
-:func:`onehot_rhs` before the CG and :func:`onehot_post` after it, with the same arithmetic in the
-same order (the dot products are summed in pixel order, so they may differ from numpy's in the
-last bits). K = 2 has the same structure with a single CG column: :func:`plain_rhs` and
-:func:`plain_post`.
+the rounding, its feasibility and two dot products, a large share of an iteration's time
+(measured: docs/decisions.md, Compiled CPU kernels). Here they are two passes: :func:`onehot_rhs`
+before the CG and :func:`onehot_post` after it, with the same arithmetic in the same order (the dot
+products are summed in pixel order, so they may differ from numpy's in the last bits). K = 2 has
+the same structure with a single CG column: :func:`plain_rhs` and :func:`plain_post`.
 """
 
 from __future__ import annotations
@@ -28,9 +27,9 @@ _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 def residual_rows(B, B_prev, R_prev, X, dshift, R):  # pragma: no cover
     """``R[c] = (B[c] - B_prev[c] + R_prev[c]) - dshift[c] X[c]`` row by row: the residual of the
     warm start ``X`` for the new system, from the last solve's (as
-    :meth:`solver.admm.systems._CompiledCSR.pcg` takes it), in a contiguous loop per row. Done inside the
-    right-hand side's pixel loop instead, the same arithmetic made that pass take 2.5-4x as
-    long (K = 4 at 1e3 and 2.3e4 pixels)."""
+    :meth:`solver.admm.systems._CompiledCSR.pcg` takes it), in a contiguous loop per row: inside
+    the right-hand side's pixel loop the same arithmetic is slower (measured: docs/decisions.md,
+    The ADMM loop's kernels, timed inside solves)."""
     for c in range(B.shape[0]):
         b, bp, rp, x, r, ds = B[c], B_prev[c], R_prev[c], X[c], R[c], dshift[c]
         for i in range(b.size):
@@ -45,14 +44,15 @@ def onehot_rhs(z1, z2, y1, y2, b, y3, d, rho, rc, k, B, R, B_prev, R_prev, X,
     """The x-update's right-hand side, split into label directions, in one pass.
 
     ``rhs = rho (z1 + z2) - b - y1 - y2 + C1'(rc d - y3)`` for pixel-major vectors with groups of
-    ``k`` (``C1`` sums each group), written to ``B`` as :func:`solver.admm.steps.cpu_kernels.onehot_split`
-    lays it out: row 0 the mean over the group, row ``c`` the entry of label ``c - 1`` minus
-    the mean. With ``have_r``, ``R`` receives the warm start ``X``'s residual for the new system
-    from the last solve's (``B_prev``, ``R_prev``, shift change ``dshift``;
-    :func:`residual_rows`), which spares a product (as :meth:`solver.admm.systems._CompiledCSR.pcg` does).
+    ``k`` (``C1`` sums each group), written to ``B`` as
+    :func:`solver.admm.steps.cpu_kernels.onehot_split` lays it out: row 0 the mean over the
+    group, row ``c`` the entry of label ``c - 1`` minus the mean. With ``have_r``, ``R`` receives
+    the warm start ``X``'s residual for the new system from the last solve's (``B_prev``,
+    ``R_prev``, shift change ``dshift``; :func:`residual_rows`), which spares a product (as
+    :meth:`solver.admm.systems._CompiledCSR.pcg` does).
     """
     n = B.shape[1]
-    v = np.empty(k)  # (computing each entry once and keeping it: twice as fast as twice)
+    v = np.empty(k)  # (each entry computed once and kept for the second loop)
     for i in range(n):
         e = rc * d[i] - y3[i]
         mean = 0.0
@@ -74,9 +74,9 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
 
     Merges the label directions ``X`` into pixel-major ``x`` (with ``x' (L ⊗ I_k) x`` from the
     CG residuals, as :func:`solver.admm.steps.cpu_kernels.onehot_merge`), takes the box and sphere
-    projections and dual steps (as :func:`solver.admm.steps.cpu_kernels.box_sphere_update`; ``y1``, ``y2``
-    in place), the one-hot residual ``r3 = C1 x - d`` and its dual step ``y3 += rc_step r3`` (in
-    place), and rounds ``x`` to the largest entry of each group.
+    projections and dual steps (as :func:`solver.admm.steps.cpu_kernels.box_sphere_update`;
+    ``y1``, ``y2`` in place), the one-hot residual ``r3 = C1 x - d`` and its dual step
+    ``y3 += rc_step r3`` (in place), and rounds ``x`` to the largest entry of each group.
 
     Returns
     -------
@@ -135,9 +135,10 @@ def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no co
     """Everything of one unconstrained iteration after the CG of ``(a_scale A + shift I) x = b``.
 
     Copies the solution ``X[0]`` out (the CG keeps ``X`` as its next warm start), takes
-    ``x' A x`` from the CG residual (as :func:`solver.admm.steps.cpu_kernels.quad_from_residual`), the box
-    and sphere projections and dual steps (as :func:`solver.admm.steps.cpu_kernels.box_sphere_update`;
-    ``y1``, ``y2`` in place), and rounds at 1/2.
+    ``x' A x`` from the CG residual (as
+    :func:`solver.admm.steps.cpu_kernels.quad_from_residual`), the box and sphere projections
+    and dual steps (as :func:`solver.admm.steps.cpu_kernels.box_sphere_update`; ``y1``, ``y2``
+    in place), and rounds at 1/2.
 
     Returns
     -------

@@ -2,10 +2,9 @@
 negative log density of every pixel colour, the squared colour differences of every grid edge,
 and the edge list itself.
 
-Each is a single pass that keep each pixel's few numbers in registers. numpy's versions build
-``(G, m, C)`` and ``(edges, C)`` temporaries (a 12-megapixel photo: gigabytes of them, with
-their page faults) and batched triangular solves; they made the model build three quarters of
-the end-to-end time of ``segapp segment`` on a 3-megapixel photo.
+Each is a single pass that keeps each pixel's few numbers in registers, where numpy's versions
+build ``(G, m, C)`` and ``(edges, C)`` temporaries (a 12-megapixel photo: gigabytes of them, with
+their page faults) and batched triangular solves (measured: docs/decisions.md, The photo's build).
 """
 
 from __future__ import annotations
@@ -76,8 +75,7 @@ def gmm_neg_log_likelihood(x, means, chol, log_norm):  # pragma: no cover
             total = 0.0
             for g in range(g_count):
                 # a term below exp(-40) changes a sum that holds 1 (the top term) by at most an
-                # ulp (3 MP photo: 19 of 3e6 pixels, by one ulp), and most pixels are far from
-                # most components: 0.8x the time
+                # ulp, and most pixels are far from most components, so skipping the exp pays
                 if terms[g] - top > _NEGLIGIBLE:
                     total += math.exp(terms[g] - top)
             out[i] = -(top + math.log(total))
@@ -221,7 +219,8 @@ def _edge_row(rows, first, offsets, w, t):  # pragma: no cover
 
 @_pjit
 def edge_squared_differences(colours, offsets):  # pragma: no cover
-    """``||c_p - c_q||^2`` of every grid edge, in the order of :func:`solver.mrf.build.graph.grid_edges`.
+    """``||c_p - c_q||^2`` of every grid edge, in the order of
+    :func:`solver.mrf.build.graph.grid_edges`.
 
     ``colours`` is ``(H, W, C)``; ``offsets`` is ``(D, 2)`` ``(dr, dc)`` with ``dr >= 0``. For each
     offset in turn, the edges ``(r, c) -> (r + dr, c + dc)`` inside the grid, row by row (the
@@ -246,8 +245,8 @@ def edge_squared_differences(colours, offsets):  # pragma: no cover
 def grid_edge_list(h, w, offsets):  # pragma: no cover
     """The ends of every grid edge, ``(lo, hi)`` int32, and whether each is diagonal, in the order
     of :func:`edge_squared_differences` (numpy's version builds an index grid and concatenates
-    slices of it per direction: five full copies). One thread: it is the first touch of its
-    output's pages (threads gained nothing at 3 MP)."""
+    slices of it per direction: five full copies). One thread: it is the first touch of its output's
+    pages, which threads do not speed up (measured: docs/decisions.md, The photo's build)."""
     total = _edge_count(h, w, offsets)
     lo = np.empty(total, np.int32)
     hi = np.empty(total, np.int32)

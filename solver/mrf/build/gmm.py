@@ -1,8 +1,9 @@
 """Full-covariance Gaussian mixture colour model (k-means++ start, a few EM steps).
 
 The k-means iterations and the EM steps are compiled passes over the samples
-(:mod:`solver.mrf.build.colour_kernels`): numpy's version (``(G, m, C)`` temporaries, an ``einsum``
-and batched solves) took 0.19 s per model on 20000 samples, paid for every label on every run.
+(:mod:`solver.mrf.build.colour_kernels`), not numpy's ``(G, m, C)`` temporaries, ``einsum`` and
+batched solves: a fit is paid for every label on every run (measured: docs/decisions.md, The photo's
+build).
 """
 
 from __future__ import annotations
@@ -145,6 +146,6 @@ class GaussianMixtureModel:
         if x.shape[1] != self.means_.shape[1]:
             raise ValueError(f"expected {self.means_.shape[1]} colour channels, got {x.shape[1]}")
         factors = self._cholesky()
-        # one compiled pass per pixel (the (G, m, C) numpy temporaries cost seconds per megapixel)
+        # one compiled pass per pixel (no (G, m, C) numpy temporaries)
         return threaded(gmm_neg_log_likelihood, x, np.ascontiguousarray(self.means_),
                         np.ascontiguousarray(factors[0]), self._log_norm(factors, x.shape[1]))

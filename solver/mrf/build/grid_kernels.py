@@ -1,9 +1,9 @@
 """Compiled (numba) kernels that build the MRF's graph arrays: the Laplacian's CSR arrays from an
 edge list, the coarse grid's edges of a block restriction, and the Potts energy of a labelling.
 
-Each is one or two passes over the edges. They replace scipy's COO-to-CSR conversions (a sort
-with duplicate summation) and numpy's fancy-indexed temporaries, which took about 0.1 s per
-5e5-pixel level: as long as many ADMM iterations.
+Each is one or two passes over the edges, in place of scipy's COO-to-CSR conversions (a sort with
+duplicate summation) and numpy's fancy-indexed temporaries (measured: docs/decisions.md, Compiled
+CPU kernels).
 """
 
 from __future__ import annotations
@@ -159,9 +159,9 @@ def grid_laplacian_csr(w, h, width):  # pragma: no cover
 
     The same arrays as :func:`laplacian_csr`, bit for bit (each degree adds the node's weights
     as the lower end, then as the upper end, in edge order), read straight from the weights'
-    per-direction blocks: no per-pixel accumulators and no pass over the edges' ends (at 12 MP
-    1.5 s and 70 bytes a pixel of scratch for the general kernel). The grid's rows are written
-    on numba's threads, each from its own first entry.
+    per-direction blocks: no per-pixel accumulators and no pass over the edges' ends, the
+    general kernel's time and scratch memory (measured: docs/decisions.md, The photo's build). The
+    grid's rows are written on numba's threads, each from its own first entry.
     """
     n = h * width
     we = width - 1  # edges per row of the east, south-east and south-west blocks

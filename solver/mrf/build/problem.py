@@ -232,9 +232,9 @@ def build_problem(
     inside flat regions and near 0 across strong edges, so with ``lam = 10`` a boundary pixel
     pays roughly 20-60 in a flat region (speckles of ambiguous colour disappear) but almost
     nothing on an image edge (boundaries snap to edges).  That is GrabCut's ``gamma = 50`` per
-    pair halved (our pairs cost ``2 * lam``) and then tempered: on the bundled cameraman
-    (K = 2, 3, 4) and coffee (K = 3) strokes, lam = 3 leaves ambiguous-colour islands, lam = 25
-    starts to eat thin structures and small regions, lam = 10 looks right.
+    pair halved (our pairs cost ``2 * lam``) and then tempered: much smaller values leave
+    ambiguous-colour islands, much larger ones start to eat thin structures and small regions
+    (tried on the bundled samples: docs/decisions.md, default lambda).
 
     Parameters
     ----------

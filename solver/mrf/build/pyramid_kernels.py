@@ -10,13 +10,12 @@ rows of their output on numba's threads, each row from its own first entry:
   :func:`solver.mrf.build.graph.grid_edges`) to 2 x 2 blocks, and
 - :func:`cell_laplacian_csr` writes the Laplacian of a cell-ordered graph.
 
-Both give the general kernels' arrays bit for bit (:func:`~solver.mrf.build.grid_kernels.coarsen_edges`
-and :func:`~solver.mrf.build.grid_kernels.laplacian_csr`, which take any 8-neighbour edge list): every
-sum adds the same terms in the same order. The general ones read each edge's ends and scatter
-into per-pixel accumulators. At 12 MP the first coarsening (edges, unaries and Laplacian) took
-2.43-2.88 s with them, 2.01-2.41 s with these on one thread and 1.10-1.37 s on this machine's two
-(one block row a thread). The threads cost compile time once (about 6 s more, of the first
-run's minute) and save it on every large photo.
+Both give the general kernels' arrays bit for bit
+(:func:`~solver.mrf.build.grid_kernels.coarsen_edges` and
+:func:`~solver.mrf.build.grid_kernels.laplacian_csr`, which take any 8-neighbour edge list): every
+sum adds the same terms in the same order. The general ones read each edge's ends and scatter into
+per-pixel accumulators. The threads cost compile time once, on the first run, and save time on every
+large photo (measured: docs/decisions.md, Splits, fusions and the polish's bookkeeping).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Compiled (numba) kernel of descent fusion: level-set proposals carved by ICM before fusion.
 
-Conventions as in :mod:`solver.mrf.polish.icm_kernels` (the Laplacian's CSR arrays, 0-based labels, exact
-energy changes). A level-set proposal "label ``c`` wherever ``x_c > t``" often joins a region
-worth taking to pixels where ``c`` costs more, and the fusion of
-:func:`solver.mrf.polish.region_kernels.fuse_level_sets` takes a connected region whole or not at all.
-Here ICM runs first on a copy of the labels with the proposal applied: the pixels that do not
-pay for their label in the proposal fall back, and what is left splits into regions of its own,
-each taken if it lowers the energy. The ICM is a work queue over the pixels near the proposal,
-so a proposal costs in proportion to its own pixels, not to the image.
+Conventions as in :mod:`solver.mrf.polish.icm_kernels` (the Laplacian's CSR arrays, 0-based
+labels, exact energy changes). A level-set proposal "label ``c`` wherever ``x_c > t``" often
+joins a region worth taking to pixels where ``c`` costs more, and the fusion of
+:func:`solver.mrf.polish.region_kernels.fuse_level_sets` takes a connected region whole or not at
+all. Here ICM runs first on a copy of the labels with the proposal applied: the pixels that do
+not pay for their label in the proposal fall back, and what is left splits into regions of its
+own, each taken if it lowers the energy. The ICM is a work queue over the pixels near the
+proposal, so a proposal costs in proportion to its own pixels, not to the image.
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ def _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, pixels
     CSR's order (through the stencil unless it is empty); with ``mark``, also set ``touched``
     at ``pixels[:m]``. Returns the number queued.
 
-    One loop for a whole proposal, with the pushes written out: made through a helper per
-    pixel (which writes ``inq`` and ``queue``) they took three times as long."""
+    One loop for a whole proposal, with the pushes written out: through a helper per pixel
+    (which writes ``inq`` and ``queue``) numba makes the pushes much slower (measured:
+    docs/decisions.md, Helpers inside compiled loops)."""
     count = 0
     for q in range(m):
         i = pixels[q]
@@ -94,8 +95,7 @@ def _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movab
             touched[i] = True
             tlist[nt] = i
             nt += 1
-        # (the pushes written out, as in _queue_around: through a helper per moved pixel the
-        # kernel took 1.12-1.15x as long)
+        # (the pushes written out, as in _queue_around)
         for t in range(degree(indptr, stencil, i)):
             j = neighbour(indptr, indices, stencil, offsets, i, t)
             if j >= 0 and movable[j] and not inq[j]:
@@ -116,11 +116,10 @@ def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, 
     lowers the energy. After a region is taken, ICM runs on ``lab`` around it, so ``lab`` stays
     an ICM fixed point if it was one. Proposals of more than ``max_size`` pixels are skipped.
     The snapshot is sparse (with ``extra``) as in
-    :func:`solver.mrf.polish.region_kernels.fuse_level_sets`. Changes
-    ``lab`` in place; returns the number of regions taken. The copy (``scratch[1]``) must equal
-    ``lab`` on entry, and does again on return, so the snapshots of one fusion share one copy
-    (each made its own before: a pass over two ``(n,)`` arrays, about a third of the time of a
-    late, small snapshot at 5e5).
+    :func:`solver.mrf.polish.region_kernels.fuse_level_sets`. Changes ``lab`` in place; returns
+    the number of regions taken. The copy (``scratch[1]``) must equal ``lab`` on entry, and does
+    again on return, so the snapshots of one fusion share one copy instead of each making its
+    own (a pass over two ``(n,)`` arrays).
     """
     idx, work, member, region, order, starts, span, listed, row, queue, inq, touched, tlist, \
         agree = scratch

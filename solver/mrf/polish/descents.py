@@ -30,11 +30,11 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
     energy.
 
     A level-set region that holds a good move is often joined to pixels where the same label
-    costs more, so :func:`solver.mrf.polish.fusion.fuse_level_sets` rejects the whole. ICM started from
-    the proposal lets those pixels fall back one by one (given the proposal around them), which
-    leaves the good part as a region of its own. Each ICM is a work queue around the
-    proposal's pixels (:func:`solver.mrf.polish.descent_kernels.fuse_descents`); if ``labels`` is an ICM
-    fixed point the result is one too.
+    costs more, so :func:`solver.mrf.polish.fusion.fuse_level_sets` rejects the whole. ICM
+    started from the proposal lets those pixels fall back one by one (given the proposal around
+    them), which leaves the good part as a region of its own. Each ICM is a work queue around
+    the proposal's pixels (:func:`solver.mrf.polish.descent_kernels.fuse_descents`); if
+    ``labels`` is an ICM fixed point the result is one too.
 
     Parameters
     ----------
@@ -42,7 +42,7 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
     labels : numpy.ndarray
         ``(H, W)`` or ``(n,)`` labels in 1..K.
     snapshots : sequence of Snapshot or numpy.ndarray
-        ADMM's continuous iterates, as for :func:`polish_labels`.
+        ADMM's continuous iterates, as for :func:`solver.mrf.polish.polish_labels`.
     thresholds : sequence of float
         Level-set thresholds.
     max_pixels : int, optional

@@ -1,4 +1,5 @@
-"""Level-set fusion: ADMM's own continuous iterates propose regions, each taken if it lowers the energy.
+"""Level-set fusion: ADMM's own continuous iterates propose regions, each taken if it lowers the
+energy.
 
 The early iterates of ℓ2-box ADMM are close to the continuous (quadratic) relaxation. Their level
 sets ``{x_c > t}`` outline regions that rounding and the later, strongly penalised iterations can
@@ -81,9 +82,8 @@ class Workspace:
     """Work arrays that the steps of one polish share, made when first asked for.
 
     Each kernel leaves its work arrays as it found them, so one set serves every step. Made per
-    step, a 5e5-pixel set is tens of MB of fresh memory whose first touch costs page faults:
-    sharing them made a 5e5 K = 2 level-0 polish 0.83-0.96x as long (best of 5 in each of 5
-    alternating pairs of processes, median 0.94x); K = 3 at 1e5 did not change measurably.
+    step, a 5e5-pixel set is tens of MB of fresh memory whose first touch costs page faults
+    (measured: docs/decisions.md, Less set-up and fewer fresh arrays).
 
     Parameters
     ----------
@@ -101,12 +101,13 @@ class Workspace:
         return self._sets[name]
 
     def fusion(self) -> tuple[np.ndarray, ...]:
-        """Work arrays of the fusion kernels (:func:`solver.mrf.polish.region_kernels.fusion_scratch`)."""
+        """Work arrays of the fusion kernels
+        (:func:`solver.mrf.polish.region_kernels.fusion_scratch`)."""
         return self._get("fusion", lambda: region_kernels.fusion_scratch(self.n))
 
     def descent(self) -> tuple[np.ndarray, ...]:
-        """Work arrays of descent fusion (:func:`solver.mrf.polish.descent_kernels.descent_scratch`),
-        sharing the fusion set."""
+        """Work arrays of descent fusion
+        (:func:`solver.mrf.polish.descent_kernels.descent_scratch`), sharing the fusion set."""
         return self._get("descent", lambda: descent_kernels.descent_scratch(self.n, self.k,
                                                                             self.fusion()))
 
@@ -131,11 +132,11 @@ class FixedDisagreement:
     """The pixels that a snapshot's solver fixed to another label than the current labels',
     found once per ``fixed`` array while the labels do not change.
 
-    A fusion's snapshots come from a few solver pieces, each with its own ``fixed`` array, and
-    each kernel call needs the pixels where that array disagrees with ``lab``
-    (:func:`solver.mrf.polish.region_kernels.fixed_disagreement`): a pass over the image, which was
-    most of a level-set fusion's time on a photo (3 MP: about 3 ms a snapshot, 172 snapshots
-    per solve). Call :meth:`labels_changed` whenever ``lab`` changes.
+    A fusion's snapshots come from a few solver pieces, each with its own ``fixed`` array, and each
+    kernel call needs the pixels where that array disagrees with ``lab``
+    (:func:`solver.mrf.polish.region_kernels.fixed_disagreement`): a pass over the image, made here
+    once per array instead of once per snapshot (measured: docs/decisions.md, Splits, fusions and
+    the polish's bookkeeping). Call :meth:`labels_changed` whenever ``lab`` changes.
 
     Parameters
     ----------
@@ -167,9 +168,9 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
                   workspace: Workspace | None = None) -> Callable[..., int]:
     """Descent fusion into ``lab`` (``(n,)`` 0-based, changed in place), one proposal set a call.
 
-    Sets up what every call of :func:`solver.mrf.polish.descent_kernels.fuse_descents` on these labels
-    shares: the free-pixel mask, the kernel's work arrays (its copy of the labels made once) and
-    the Laplacian's arrays, and the pixels each ``fixed`` array disagrees with
+    Sets up what every call of :func:`solver.mrf.polish.descent_kernels.fuse_descents` on these
+    labels shares: the free-pixel mask, the kernel's work arrays (its copy of the labels made
+    once) and the Laplacian's arrays, and the pixels each ``fixed`` array disagrees with
     (:class:`FixedDisagreement`). The returned function takes ``(pixels, weights, fixed,
     thresholds, max_size)`` and returns the regions taken; ``lab`` must change only through it.
     """
@@ -266,7 +267,7 @@ def fuse_level_sets_into(problem: MRFProblem, lab: np.ndarray,
                          max_pixels: int | None = None,
                          workspace: Workspace | None = None) -> int:
     """:func:`fuse_level_sets` on ``(n,)`` int64 0-based labels, changed in place (a polish
-    keeps its labels so from step to step: at 12 MP the conversions took a second); returns
+    keeps its labels so from step to step, sparing a conversion of the image each way); returns
     the number of regions taken."""
     free, graph, two_lam, scratch = _context(problem, workspace)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
@@ -285,15 +286,15 @@ def fuse_level_sets_into(problem: MRFProblem, lab: np.ndarray,
     return moved
 
 
-#: Half-width of the closing in :func:`fuse_closings` (cameraman K = 3 at n = 1e4: 0.60% above
-#: alpha-expansion without, 0.22% with 2, 0.60% with 1 or 4; the seeded K = 3 shapes: seed 1
-#: 0.99% -> 0% with any of them).
+#: Half-width of the closing in :func:`fuse_closings` (tuned: docs/decisions.md, Closing fusion and
+#: box completion).
 CLOSING_RADIUS = 2
 
 
 def fuse_closings(problem: MRFProblem, labels: np.ndarray, radius: int = CLOSING_RADIUS,
                   workspace: Workspace | None = None) -> tuple[np.ndarray, int]:
-    """Fill in each label's concavities: fuse with "label ``c`` on the closing of ``{labels == c}``".
+    """Fill in each label's concavities: fuse with "label ``c`` on the closing of
+    ``{labels == c}``".
 
     A shape that ADMM bit a corner off, or left a notch in, is cheaper whole, but filling the
     corner needs many pixels to move together (the first ones alone raise the energy), so no

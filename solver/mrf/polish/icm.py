@@ -41,7 +41,8 @@ def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
     -------
     numpy.ndarray
         ``(H, W)`` int32 labels with ``problem.energy(result) <= problem.energy(labels)``; no
-        single free pixel can lower the energy by changing its label (unless ``max_sweeps`` ran out).
+        single free pixel can lower the energy by changing its label (unless ``max_sweeps``
+        ran out).
     """
     lab = kernels.zero_based(labels)
     _icm_in_place(problem, lab, max_sweeps, None if since is None else kernels.zero_based(since))

@@ -1,17 +1,17 @@
 """Compiled (numba) kernels for the pixel moves of the polish (ICM, pair moves), on a Laplacian
 in CSR form; the region moves are in :mod:`solver.mrf.polish.region_kernels`.
 
-All kernels take the Laplacian ``L = D - W`` as its CSR arrays (``indptr``, ``indices``, ``data``;
-the diagonal entry of a row is skipped) and 0-based labels; those that visit scattered pixels
-also take its grid stencil (:mod:`solver.mrf.polish.stencil`, via :func:`graph_arrays`) and read the
-neighbours through it when it is not empty, with the same results. With the Potts energy
-``E = 2 lam sum_{edges} W_ij [l_i != l_j] + sum_i d_{i, l_i}``, giving pixel ``i`` label ``c`` costs
-``d_ic + 2 lam sum_j W_ij [l_j != c]`` given its neighbours, which is what every move evaluates.
+All kernels take the Laplacian ``L = D - W`` as its CSR arrays (``indptr``, ``indices``,
+``data``; the diagonal entry of a row is skipped) and 0-based labels; those that visit scattered
+pixels also take its grid stencil (:mod:`solver.mrf.polish.stencil`, via :func:`graph_arrays`)
+and read the neighbours through it when it is not empty, with the same results. With the Potts
+energy ``E = 2 lam sum_{edges} W_ij [l_i != l_j] + sum_i d_{i, l_i}``, giving pixel ``i`` label
+``c`` costs ``d_ic + 2 lam sum_j W_ij [l_j != c]`` given its neighbours, which is what every move
+evaluates.
 The energy changes are exact; a move is taken only when it lowers the energy by more than a
 relative ``1e-12`` (ICM) or ``1e-9`` (region moves), so rounding cannot make the polish cycle.
 
-The work of each kernel is proportional to the pixels it visits, with no Python per pixel; this
-is what makes the polish of a 5e5-pixel image take tens of milliseconds instead of seconds.
+The work of each kernel is proportional to the pixels it visits, with no Python per pixel.
 """
 
 from __future__ import annotations
@@ -93,10 +93,10 @@ def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, mov
     No two pixels of one class are 8-neighbours, so visiting a class in any order is the same as
     moving all its pixels at once. Only active pixels are evaluated: those of ``active`` at first
     (changed in place), then the neighbours of pixels that moved. Each class keeps a list of its
-    active pixels, so a sweep costs in proportion to them, not to the image (the scan over every
-    pixel it replaced took about as long as the evaluations in the late, sparse sweeps). The
-    neighbours come from the grid stencil (:mod:`solver.mrf.polish.stencil`) unless it is empty, else
-    from the CSR arrays, with the same result. Changes ``lab`` in place; returns the moves.
+    active pixels, so a sweep costs in proportion to them, not to the image (in the late,
+    sparse sweeps a scan over every pixel would cost as much as the evaluations). The neighbours
+    come from the grid stencil (:mod:`solver.mrf.polish.stencil`) unless it is empty, else from
+    the CSR arrays, with the same result. Changes ``lab`` in place; returns the moves.
     """
     n, k = unary.shape
     grid = stencil.shape[0] > 0
@@ -133,7 +133,7 @@ def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, mov
                 lab[i] = best
                 moved += 1
                 # queue each movable neighbour not queued yet on its class's list (written out
-                # here: through a helper per neighbour, numba made such loops several times
+                # here: through a helper per neighbour, numba makes such loops several times
                 # slower)
                 for t in range(degree(indptr, stencil, i)):
                     j = neighbour(indptr, indices, stencil, offsets, i, t)

@@ -73,11 +73,11 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         ``(H, W)`` int32 labels.
     """
     ws = Workspace(problem)  # (one set of work arrays for every step)
-    # The steps work in place on 0-based labels, converted once each way (at 12 MP the
-    # conversions between 1-based steps took over a second), with the labels before each step
-    # in one reused array. Each step starts from an ICM fixed point, so each ICM after it
-    # looks only around its moves; each region pass after the first starts from the last
-    # one's settled labelling, so it need only look at the regions near what changed since.
+    # The steps work in place on 0-based labels, converted once each way (not between steps:
+    # each conversion is a pass over the image), with the labels before each step in one
+    # reused array. Each step starts from an ICM fixed point, so each ICM after it looks only
+    # around its moves; each region pass after the first starts from the last one's settled
+    # labelling, so it need only look at the regions near what changed since.
     lab = kernels.zero_based(labels)
     _icm_in_place(problem, lab, since=None if since is None else kernels.zero_based(since))
     before = ws.labels("step")

@@ -1,10 +1,11 @@
 """Compiled (numba) kernels for the region moves of the polish: connected components, fusion
 moves, whole-region moves and region splits, on a Laplacian in CSR form.
 
-The conventions are those of :mod:`solver.mrf.polish.icm_kernels` (the Laplacian ``L = D - W`` as CSR arrays,
-0-based labels, the Potts energy ``E = 2 lam sum W_ij [l_i != l_j] + sum_i d_{i, l_i}``). Each
-move's energy change is exact and a move is taken only when it lowers the energy. Regions of one
-mask (or one proposal) never touch, so all of their moves are independent and taken at once.
+The conventions are those of :mod:`solver.mrf.polish.icm_kernels` (the Laplacian
+``L = D - W`` as CSR arrays, 0-based labels, the Potts energy
+``E = 2 lam sum W_ij [l_i != l_j] + sum_i d_{i, l_i}``). Each move's energy change is exact and a
+move is taken only when it lowers the energy. Regions of one mask (or one proposal) never touch,
+so all of their moves are independent and taken at once.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ def _components(indptr, indices, stencil, offsets, member, seeds, m, region, ord
                 starts):  # pragma: no cover
     """Connected components of the pixels with ``member[i]`` (graph restricted to them), which
     are exactly ``seeds[:m]``; the work is proportional to them, not to the image. Neighbours
-    come from the grid stencil (:mod:`solver.mrf.polish.stencil`) unless it is empty, else from the CSR
-    arrays, in the same order.
+    come from the grid stencil (:mod:`solver.mrf.polish.stencil`) unless it is empty, else from
+    the CSR arrays, in the same order.
 
     ``region`` (n,) must be -1 on entry at members; on exit it holds each member's component.
     ``order`` receives the members grouped by component, ``starts`` the offsets (length
@@ -305,7 +306,7 @@ def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, regi
             i = order[head]
             head += 1
             # (each step written out: through a helper that writes ``region`` and ``order``,
-            # numba made the search several times slower)
+            # numba makes the search several times slower)
             for t in range(degree(indptr, stencil, i)):
                 j = neighbour(indptr, indices, stencil, offsets, i, t)
                 if j >= 0 and mask[j]:

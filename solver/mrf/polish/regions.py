@@ -161,8 +161,9 @@ def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
     Each 8-connected region of each label (at least ``min_size`` pixels) is relabelled by ICM
     restricted to each pair of the other labels around it (from the data's cheaper label of
     the pair), the rest of the image fixed; the best result is taken if it lowers the energy
-    (:func:`solver.mrf.polish.region_kernels.split_regions`). A region that the yardstick splits between two
-    neighbouring labels while ADMM gave it a third is such a move. K = 2 has no such pairs.
+    (:func:`solver.mrf.polish.region_kernels.split_regions`). A region that the yardstick splits
+    between two neighbouring labels while ADMM gave it a third is such a move. K = 2 has no such
+    pairs.
 
     Returns
     -------

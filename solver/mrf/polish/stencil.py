@@ -5,8 +5,7 @@ A move evaluated through the CSR arrays reads ``indptr[i]``, then ``indices[p]``
 neighbours' labels: three loads, each waiting for the one before. On the pixels a descent visits
 (scattered over an image larger than the caches) those waits are most of its time. With the
 stencil a neighbour's index is ``i + offset``, so the neighbours' labels and weights are loaded
-at once. Side by side on the pixels of one descent-fusion call: 500 → 250 ns a pixel on a
-5e5-pixel K = 2 problem, 210 → 100 ns on a 5e4-pixel K = 4 one, with the same answers.
+at once (measured: docs/decisions.md, The polish reads the Laplacian as a stencil).
 
 The stencil holds the CSR entries in the CSR's own (increasing column) order, so every sum over
 a pixel's neighbours is added in the same order as through the CSR arrays and the results are
@@ -122,7 +121,8 @@ def neighbour(indptr, indices, stencil, offsets, i, t):  # pragma: no cover
 
     A loop asks for the neighbours through this function and writes its own arrays: numba
     compiles a helper that only reads to the same code as the loop written out, while one that
-    writes the caller's arrays (a queue push) made such loops three times as slow."""
+    writes the caller's arrays (a queue push) makes such loops much slower (measured:
+    docs/decisions.md, Helpers inside compiled loops)."""
     if stencil.shape[0]:
         return i + offsets[t] if stencil[i, t] <= 0.0 else -1
     j = indices[indptr[i] + t]
@@ -131,9 +131,9 @@ def neighbour(indptr, indices, stencil, offsets, i, t):  # pragma: no cover
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def best_label_stencil(stencil, offsets, unary, two_lam, lab, i, agree):  # pragma: no cover
-    """:func:`solver.mrf.polish.icm_kernels.best_label` through the stencil: pixel ``i``'s cheapest label
-    given its neighbours', keeping its own unless another is cheaper by more than a relative
-    ``1e-12``; the same arithmetic in the same order. ``agree`` is ``(K,)`` scratch."""
+    """:func:`solver.mrf.polish.icm_kernels.best_label` through the stencil: pixel ``i``'s
+    cheapest label given its neighbours', keeping its own unless another is cheaper by more than
+    a relative ``1e-12``; the same arithmetic in the same order. ``agree`` is ``(K,)`` scratch."""
     k = unary.shape[1]
     total = 0.0
     for c in range(k):

@@ -10,8 +10,8 @@ A proposal here forgets the labels within ``r`` pixels of a boundary and floods 
 from the labels around it, crossing the most similar neighbours first (Prim's order on the
 Laplacian's edge weights: a watershed cut, whose boundaries fall on the weakest links, i.e. on
 image edges). Where the flood differs from the labels, descent fusion takes each region that
-lowers the energy (:func:`solver.mrf.polish.descent_kernels.fuse_descents`), so the energy decides; the
-flood only proposes.
+lowers the energy (:func:`solver.mrf.polish.descent_kernels.fuse_descents`), so the energy
+decides; the flood only proposes.
 """
 
 from __future__ import annotations
@@ -31,19 +31,16 @@ log = logging.getLogger(__name__)
 
 _jit = numba.njit(cache=True, nogil=True)
 
-#: Half-widths of the zones re-flooded, one proposal each, in this order. Over the README's 14
-#: cameraman problems (mean gap to the yardsticks 0.119% without): (1, 2, 4) 0.102%, (2, 4) and
-#: (2, 4, 8, 16) 0.108%, (2,) 0.109%, (4,) and (4, 8) 0.117% (exact heap order, session 11).
+#: Half-widths of the zones re-flooded, one proposal each, in this order (tuned:
+#: docs/decisions.md, Edge-snapped proposals).
 RADII: tuple[int, ...] = (1, 2, 4)
 
 
 #: The flood sorts its edge weights into levels, :data:`STEPS` to an octave below the largest,
-#: :data:`LEVELS` of them (the lightest share the last): a bucket queue instead of a binary heap,
-#: 10-23 ms against 45-90 ms per flood at 5e5 pixels. Within a level the last edge pushed goes
-#: first. The levels must be relative: image edges are weights of 1e-3 and less, and 256 equal
-#: steps put them all in the lowest. Mean gap over the 14 problems / 14 held-out ones: 0.101 /
-#: 0.191% with 16 steps, 0.107 / 0.181% with 4 (kept: the better of the 28 together, by a
-#: little), 0.102 / 0.181% with the exact heap order; 0.106% (14) with 8.
+#: :data:`LEVELS` of them (the lightest share the last): a bucket queue, cheaper than a binary
+#: heap. Within a level the last edge pushed goes first. The levels must be relative: image edges
+#: are weights of 1e-3 and less, and equal steps would put them all in the lowest level (tuned:
+#: docs/decisions.md, Edge-snapped proposals).
 LEVELS = 128
 STEPS = 4
 

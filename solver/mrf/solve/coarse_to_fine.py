@@ -84,13 +84,14 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
                          slow_coarsest: bool = True) -> MRFResult:
     """ℓ2-box ADMM from coarse to fine: whole problem at the coarsest level, then bands.
 
-    The coarsest level (exact block restriction, at most ``coarsest`` pixels) is solved from
-    ``seed``'s start. At each finer level the answer is copied to the pixels and polished, pixels
-    away from its boundaries and agreeing with the data are fixed (early fixing), and ADMM solves
-    the band that is left, warm-started from the copied answer. Pixels the coarser level's polish
-    relabelled stay free too (``revisit_radius``). Every level ends with the polish (ICM,
-    region moves, level-set fusion) on the whole level, so a fixed pixel can still move, and a
-    band level then with fusion with its warm start (``warm_fusion``).
+    The coarsest level (exact block restriction, at most ``options.coarse_to_fine.coarsest``
+    pixels) is solved from ``seed``'s start. At each finer level the answer is copied to the
+    pixels and polished, pixels away from its boundaries and agreeing with the data are fixed
+    (early fixing), and ADMM solves the band that is left, warm-started from the copied answer.
+    Pixels the coarser level's polish relabelled stay free too (``revisit_radius``). Every level
+    ends with the polish (ICM, region moves, level-set fusion) on the whole level, so a fixed
+    pixel can still move, and a band level then with fusion with its warm start
+    (``warm_fusion``).
 
     Parameters
     ----------
@@ -101,8 +102,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         Random start at the coarsest level (None: the centre of the feasible set).
     callback : callable, optional
         Receives an :class:`solver.mrf.solve.state.MRFIterationState` per iteration, in
-        full-image terms, with
-        iterations numbered across levels; return True to stop.
+        full-image terms, with iterations numbered across levels; return True to stop.
     polish : bool
         Polish the full-resolution answer (coarser levels are always polished).
     options : SolveOptions
@@ -120,11 +120,10 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     c2f = options.coarse_to_fine
     levels, blocks = pyramid(problem, c2f.coarsest)
     # levels, blocks and maps are dropped once the loop has passed them: at the last level's
-    # polish, a large photo's memory peak, none is left (3 MP: 2.2 -> 1.6 GB peak with the
-    # polish's int32 work arrays and graph ends)
+    # polish, a large photo's memory peak, none is left (measured: docs/decisions.md, Memory)
     # (the maps are for the callback's full-image view; a solve stopped at a coarse level, which
-    # only a callback can ask for, makes its one map from the blocks left: 12 MP, 0.57 s and
-    # 8 bytes a pixel per level spared without a callback)
+    # only a callback can ask for, makes its one map from the blocks left, so a solve without a
+    # callback spares the maps' time and 8 bytes a pixel per level)
     maps = _pixel_maps(blocks) if callback is not None else [None] * len(levels)
     history: list = []
     labels = revisit = None

@@ -29,9 +29,8 @@ log = logging.getLogger(__name__)
 MULTI_PCG_MAXITER = 3
 
 
-#: Pixels from which ``backend="auto"`` takes a usable GPU, for K = 2 and for K > 2: where an H100
-#: measured faster than its machine's CPU (2026-11-24; K = 2 ties at 5e5 and wins at 24 MP,
-#: K = 3/4 win from 5e3 pixels; docs/performance.md).
+#: Pixels from which ``backend="auto"`` takes a usable GPU, for K = 2 and for K > 2: the sizes
+#: from which a GPU solve is faster than the CPU's (measured: docs/performance.md, GPU).
 AUTO_GPU_PIXELS = {2: 1_000_000, "multi": 5_000}
 
 

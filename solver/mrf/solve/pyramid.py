@@ -94,7 +94,8 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
 
 
 def undecided_band(problem: MRFProblem, labels: np.ndarray, radius: int = 2) -> np.ndarray:
-    """Pixels a coarse-to-fine step should leave free: near a label boundary or disputed by the data.
+    """Pixels a coarse-to-fine step should leave free: near a label boundary, or disputed by the
+    data.
 
     A pixel is undecided when, within ``radius`` pixels (chessboard distance), there is a label
     boundary of ``labels`` or a pixel whose cheapest unary label differs from ``labels`` (thin

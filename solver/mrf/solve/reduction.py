@@ -1,9 +1,9 @@
 """The reduction of a segmentation MRF to a BQP for ℓ2-box ADMM, exploiting its structure.
 
-* K = 2: with ``x2 = 1 - x1`` and ``L 1 = 0`` the energy is ``2 lam x1'L x1 + (d1 - d2)'x1 + sum d2``,
-  a BQP over n unknowns with no constraints.
-* K > 2: ``A = lam (L ⊗ I_K)`` (pixel-major) with the one-hot rows ``sum_k x_ik = 1``; the x-update
-  splits into label-direction solves with one shared matrix
+* K = 2: with ``x2 = 1 - x1`` and ``L 1 = 0`` the energy is
+  ``2 lam x1'L x1 + (d1 - d2)'x1 + sum d2``, a BQP over n unknowns with no constraints.
+* K > 2: ``A = lam (L ⊗ I_K)`` (pixel-major) with the one-hot rows ``sum_k x_ik = 1``; the
+  x-update splits into label-direction solves with one shared matrix
   (:class:`solver.admm.systems.OneHotKronSystem`).
 * Hard constraints fix whole pixels; those pixels are removed from the system and their coupling
   moves into the linear term.
@@ -252,7 +252,7 @@ class MRFADMM:
     def run(self, *, x0: np.ndarray | None = None, seed: int | None = None,
             callback: Callable[[MRFIterationState], bool | None] | None = None,
             polish: bool = True, view: dict[str, Any] | None = None) -> MRFResult:
-        """Run ADMM; see :func:`solve_mrf` for the arguments.
+        """Run ADMM; see :func:`solver.mrf.solve_mrf` for the arguments.
 
         ``view`` holds extra :class:`MRFIterationState` fields (pixel map, iteration offset,
         level) that let a coarse level report in full-image terms. ``time_s`` includes set-up.

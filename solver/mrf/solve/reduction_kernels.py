@@ -14,10 +14,9 @@ _pjit = numba.njit(cache=True, nogil=True, parallel=True)
 #: Rows per block of :func:`split_by_fixed`'s threads.
 SPLIT_BLOCK = 8192
 #: :func:`split_fixed` uses numba's threads from this many rows (a photo's finest levels); below,
-#: one thread. Threads take a 3 MP level's split from 0.49 to 0.28 s (every pixel free), but
-#: after each parallel call OpenMP's workers spin for a few milliseconds, and a solve makes
-#: about a hundred small splits (early fixing's restrictions): threaded, they kept the second
-#: core busy spinning (3 MP solve: 0.7 s of CPU beside 5.7 s).
+#: one thread: after each parallel call OpenMP's workers spin for a few milliseconds, and a solve
+#: makes many small splits (early fixing's restrictions), which would keep the other cores busy
+#: spinning (measured: docs/decisions.md, Splits, fusions and the polish's bookkeeping).
 SPLIT_THREAD_ROWS = 1_000_000
 
 

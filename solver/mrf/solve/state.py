@@ -74,7 +74,7 @@ class MRFIterationState:
 
 @dataclass
 class MRFResult:
-    """Outcome of :func:`solve_mrf`.
+    """Outcome of :func:`solver.mrf.solve_mrf`.
 
     Attributes
     ----------

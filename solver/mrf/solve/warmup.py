@@ -46,9 +46,9 @@ def warm_up(max_labels: int = 3, gpu: bool = False) -> float:
         res = solve_mrf(problem, "admm", seed=0)
         if gpu:
             solve_mrf(problem, "admm", backend="gpu", seed=0)
-            # the band levels of coarse to fine take CuPy routines a whole solve does not (a
-            # first 5e4-pixel solve on an H100 took 5.9 s instead of 0.46 s compiling them);
-            # 128 x 128 pixels make a pyramid of two levels (multilevel.COARSEST)
+            # the band levels of coarse to fine take CuPy routines a whole solve does not, which
+            # the first band solve would otherwise compile; 128 x 128 pixels make a pyramid of
+            # two levels (CoarseToFineOptions.coarsest)
             big_strokes = np.kron(strokes, np.ones((11, 11), np.int32))[:128, :128]
             big = build_problem(rng.random((128, 128)), big_strokes, k)
             solve_mrf(big, "admm", backend="gpu", seed=0, coarse_to_fine=True)
