@@ -109,13 +109,21 @@ class LpBoxADMM:
         a convex superset of the one-hot points whose intersection with the sphere is exactly
         them (on the simplex ``sum_k z_ik^2 <= 1`` with equality only at a vertex), so the
         one-hot rows need no equality penalty.
+    z1_set : BoxWithSums, optional
+        The box with bounded weighted sums (:class:`solver.admm.sums.BoxWithSums`): ``z1`` is
+        projected onto it instead of the box, which keeps cardinality constraints exactly
+        without a row in the x-update. The compiled step (which clips to the box) is not used.
+    rounding : callable, optional
+        ``rounding(x) -> xr``: the binary point of an iterate (on the backend), for a caller
+        whose constraints the default rounding does not keep (area bounds).
     """
 
     def __init__(self, system: Any, b: Any, *, eq: LinearOperatorPair | None = None,
                  ineq: LinearOperatorPair | None = None, scale: float = 1.0,
                  constant: float = 0.0, expand: Callable[[np.ndarray], np.ndarray] | None = None,
                  params: ADMMParams | None = None, backend: Backend | str = "cpu",
-                 simplex_groups: int | None = None, fixed_norm_sq: float = 0.0) -> None:
+                 simplex_groups: int | None = None, fixed_norm_sq: float = 0.0,
+                 z1_set: Any = None, rounding: Callable[[Any], Any] | None = None) -> None:
         self.backend = get_backend(backend)
         self.system = system
         self.b = self.backend.asarray(b, dtype=np.float64)
@@ -127,6 +135,8 @@ class LpBoxADMM:
         self.n = int(self.b.shape[0])
         self.simplex_groups = simplex_groups
         self.fixed_norm_sq = float(fixed_norm_sq)
+        self.z1_set = z1_set
+        self.rounding = rounding
 
     # ------------------------------------------------------------------ helpers
     def objective(self, x: Any) -> float:
@@ -135,7 +145,10 @@ class LpBoxADMM:
         return self.system.quad(x) + be.dot(self.b, x) + self.constant
 
     def round(self, x: Any) -> Any:
-        """Round to a binary point; one-hot groups (if any) take their largest entry."""
+        """Round to a binary point; one-hot groups (if any) take their largest entry (or the
+        caller's ``rounding``)."""
+        if self.rounding is not None:
+            return self.rounding(x)
         xp = self.backend.xp
         if self.simplex_groups:
             X = x.reshape(-1, self.simplex_groups)
@@ -155,6 +168,8 @@ class LpBoxADMM:
         return xr
 
     def _project_z1(self, v: Any) -> Any:
+        if self.z1_set is not None:
+            return self.z1_set.project(v, self.backend)
         if self.simplex_groups:
             return project_simplex_rows(v.reshape(-1, self.simplex_groups), self.backend.xp).ravel()
         return project_box(v)
@@ -166,6 +181,8 @@ class LpBoxADMM:
             v = max(v, float(xp.max(xp.abs(self.eq.matvec(x) - self.eq.d))))
         if self.ineq is not None and self.ineq.m:
             v = max(v, float(xp.max(self.ineq.matvec(x) - self.ineq.d)))
+        if self.z1_set is not None:
+            v = max(v, self.z1_set.violation(self.backend.to_numpy(x)))
         return max(v, 0.0)
 
     def _initial_x(self, x0: Any, seed: int | None) -> Any:
@@ -276,9 +293,11 @@ class LpBoxADMM:
         rounded_quad = self.system.quad_tracker()  # rounded iterates change in few entries
         status = MAX_ITER
         # on the CPU the box/sphere steps run as compiled loops (same arithmetic, fewer passes)
-        fused = not be.is_gpu and not self.simplex_groups
+        plain_box = not self.simplex_groups and self.z1_set is None
+        fused = not be.is_gpu and plain_box
         step_fn = (fused_step(self.system, self.b, eq, ineq, be, self.simplex_groups, P.gamma,
-                              P.pcg_tol, P.pcg_maxiter) if P.fused else None)
+                              P.pcg_tol, P.pcg_maxiter)
+                   if P.fused and plain_box and self.rounding is None else None)
         for it in range(start + 1, P.max_iter + 1):
             rc = rho * P.rho_constraints
             if step_fn is not None:  # the MRF's forms: three compiled passes per iteration
@@ -299,7 +318,9 @@ class LpBoxADMM:
                          else quad + be.dot(self.b, x) + self.constant)
             if (viol, obj_r) < best[:2]:
                 best = (viol, obj_r, xr, it)
-            rec = IterationRecord(it, obj_x, obj_r, viol <= 1e-9, r1, r2, rho, cg_its)
+            if self.z1_set is not None:
+                cres = max(cres, self.z1_set.relative_violation(x, be))
+            rec = IterationRecord(it, obj_x, obj_r, viol <= 1e-9, r1, r2, rho, cg_its, cres)
             history.append(rec)
             recent = (recent + [obj_r])[-P.stagnation_window:]
             if callback is not None:

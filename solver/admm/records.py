@@ -31,6 +31,9 @@ class IterationRecord:
         Penalty ``rho1 (= rho2)`` used in this iteration.
     pcg_iterations : int
         Conjugate-gradient iterations spent on this iteration's x-update.
+    residual_constraints : float
+        How far the continuous iterate is from the linear constraints and bounded sums (relative;
+        0 without any).
     """
 
     iteration: int
@@ -41,6 +44,7 @@ class IterationRecord:
     residual_sphere: float
     rho: float
     pcg_iterations: int
+    residual_constraints: float = 0.0
 
     @property
     def energy_continuous(self) -> float:

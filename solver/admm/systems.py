@@ -32,6 +32,8 @@ class LinearOperatorPair:
     round an iterate to a feasible binary point by taking the largest entry of each group.
     ``group_size`` is set when the groups are consecutive runs of that size covering every
     variable (``x.reshape(-1, group_size)``), which lets the CPU round in one compiled pass.
+    ``norm_sq`` bounds the largest eigenvalue of ``C'C`` from above (for the linearised x-update
+    of :meth:`OneHotKronSystem.solve`).
     """
 
     matvec: Any
@@ -40,6 +42,7 @@ class LinearOperatorPair:
     col_sq: Any
     groups: Any = None
     group_size: int | None = None
+    norm_sq: float | None = None
 
     @property
     def m(self) -> int:
@@ -51,6 +54,9 @@ def sparse_operator(C: sp.spmatrix, d: np.ndarray, backend: Backend) -> LinearOp
     """Wrap a scipy sparse ``C`` (and right-hand side ``d``) for use on ``backend``."""
     C = sp.csr_matrix(C, dtype=np.float64)
     col_sq = np.asarray(C.multiply(C).sum(axis=0)).ravel()
+    absC = abs(C)
+    # ||C||^2 <= (largest absolute row sum) (largest absolute column sum)
+    norm_sq = (float(absC.sum(axis=1).max()) * float(absC.sum(axis=0).max())) if C.nnz else 0.0
     Cb = backend.as_sparse(C)
     CTb = backend.as_sparse(C.T.tocsr())
     groups = _onehot_groups(C, d)
@@ -60,6 +66,7 @@ def sparse_operator(C: sp.spmatrix, d: np.ndarray, backend: Backend) -> LinearOp
         d=backend.asarray(d, dtype=np.float64),
         col_sq=backend.asarray(col_sq),
         groups=None if groups is None else backend.asarray(groups),
+        norm_sq=norm_sq,
     )
 
 
@@ -322,11 +329,22 @@ class OneHotKronSystem:
     def solve(self, rhs: Any, x0: Any, rho: float, eq: LinearOperatorPair | None,
               rho_eq: float, ineq: LinearOperatorPair | None, rho_ineq: float,
               tol: float, maxiter: int) -> PCGResult:
-        """Solve by the label-direction decomposition (see the class docstring)."""
-        if ineq is not None:
-            raise ValueError("OneHotKronSystem does not take inequality constraints")
+        """Solve by the label-direction decomposition (see the class docstring).
+
+        Inequality rows (which couple label directions, as "apart" pairs do) enter linearised
+        at ``x0``, the current iterate: ``rho_ineq C'C`` is replaced by ``rho_ineq tau I`` with
+        ``tau >= ||C'C||`` (``ineq.norm_sq``) and the right-hand side gains
+        ``rho_ineq (tau x0 - C'C x0)``, a proximal-linear x-update that keeps the split exact.
+        """
         xp, k = self.backend.xp, self.k
         shift = np.full(k, float(rho))
+        if ineq is not None:
+            if x0 is None or ineq.norm_sq is None:
+                raise ValueError("OneHotKronSystem takes inequality rows with a start point "
+                                 "and a bound on ||C'C||")
+            tau = float(ineq.norm_sq)
+            shift += rho_ineq * tau
+            rhs = rhs + rho_ineq * (tau * x0 - ineq.rmatvec(ineq.matvec(x0)))
         if eq is not None:
             shift[0] += k * rho_eq
         if self._compiled is not None:

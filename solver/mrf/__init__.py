@@ -15,6 +15,14 @@ import importlib
 from typing import Any
 
 _WHERE = {
+    "AreaBound": "solver.mrf.build.constraints",
+    "Constraints": "solver.mrf.build.constraints",
+    "ConstraintReport": "solver.mrf.build.constraints",
+    "with_constraints": "solver.mrf.build.problem",
+    "CONSTRAINED_YARDSTICKS": "solver.mrf.solve.dispatch",
+    "yardstick_for": "solver.mrf.solve.dispatch",
+    "yardstick_method": "solver.mrf.solve.dispatch",
+    "constrained_variant": "solver.mrf.solve.dispatch",
     "AUTO_GPU_PIXELS": "solver.mrf.solve.dispatch",
     "COLOUR_MODELS": "solver.mrf.build.colour",
     "CoarseToFineOptions": "solver.mrf.options",

@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from solver.admm.projections import project_simplex_rows as _project_simplex_rows
+from solver.admm.sums import BoxWithSums, round_k2_sums
+from solver.backend import CPU
 
 if TYPE_CHECKING:
     from solver.mrf.build.problem import MRFProblem
 
-__all__ = ["lp_relaxation", "project_simplex_rows"]
+__all__ = ["lp_relaxation", "lp_with_area", "project_simplex_rows"]
 
 logger = logging.getLogger(__name__)
 
@@ -106,3 +108,52 @@ def lp_relaxation(
     logger.debug("lp_relaxation: %d pixels, K=%d, %d iterations in %.3f s", problem.n,
                  problem.k, iters, time.perf_counter() - t0)
     return labels.reshape(problem.shape), x
+
+
+def lp_with_area(problem: "MRFProblem", *, max_iter: int = 5000, tol: float = 1e-6):
+    """The K = 2 relaxation with area bounds: label 1's weights ``t`` in the box with its
+    weighted sum bounded (:class:`solver.admm.sums.BoxWithSums`), solved by FISTA, then
+    rounded to the pixels of largest weight that fit the bounds.
+
+    The relaxation's minimum is a lower bound on the constrained optimum (the quadratic form is
+    convex and equals the energy at binary points); FISTA reaches it to ``tol``.
+
+    Returns
+    -------
+    ConstrainedReference
+        ``bound`` is the relaxed objective at FISTA's last iterate.
+    """
+    from solver.reference.parametric import ConstrainedReference, area_bounds_k2  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    lap, lam, d, hard = problem.laplacian, problem.lam, problem.unary, problem.hard
+    c = problem.constraints
+    if problem.k != 2 or c is None or c.has_apart:
+        raise ValueError("the relaxation with area bounds takes K = 2 without apart pairs")
+    lo, hi = area_bounds_k2(problem)
+    w = c.pixel_weights(problem.n)
+    free = hard == 0
+    fixed1 = float(w[hard == 1].sum())
+    box = BoxWithSums(1, w[free], [lo - fixed1], [hi - fixed1])
+    target = (hard == 1).astype(np.float64)
+    lmax = 2.0 * float(lap.diagonal().max(initial=0.0))
+    lin = d[:, 0] - d[:, 1]
+
+    def project(t: np.ndarray) -> np.ndarray:
+        out = target.copy()
+        out[free] = box.project(np.ascontiguousarray(t[free]), CPU)
+        return out
+
+    t_opt, iters = _fista(lambda t: 4.0 * lam * (lap @ t) + lin, project,
+                          (lin < 0).astype(np.float64), 4.0 * lam * lmax, max_iter, tol)
+    relaxed = 2.0 * lam * float(t_opt @ (lap @ t_opt)) + float(lin @ t_opt) + float(d[:, 1].sum())
+    x = target.copy()
+    x[free] = round_k2_sums(t_opt[free], w[free], lo - fixed1, hi - fixed1)
+    labels = np.where(x > 0.5, 1, 2).astype(np.int32)
+    energy = problem.energy(labels)
+    logger.debug("lp_with_area: %d iterations, relaxed %.6g, rounded %.6g", iters, relaxed,
+                 energy)
+    return ConstrainedReference(labels.reshape(problem.shape), energy, relaxed,
+                                abs(energy - relaxed) <= 1e-9 * max(1.0, abs(energy)),
+                                "relaxation with area bounds", time.perf_counter() - t0,
+                                problem.feasible(labels))

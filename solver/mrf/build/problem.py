@@ -13,12 +13,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from solver.mrf.build.checks import MAX_LABELS, check_rect, check_scalar, label_image, seed_map
+from solver.mrf.build.constraints import ConstraintReport, Constraints, LevelConstraints
+from solver.mrf.build.constraints import report as constraint_report
 from solver.mrf.build.colour import fit_colour_models, unary_costs
 from solver.mrf.build.graph import GridGraph, build_grid_graph, image_to_float, laplacian
 from solver.mrf.build.grid_kernels import potts_energy
 
 __all__ = [
     "DEFAULT_LAMBDA", "MAX_LABELS", "MRFProblem", "build_problem", "problem_from_unary",
+    "with_constraints",
 ]
 
 logger = logging.getLogger(__name__)
@@ -53,6 +56,9 @@ class MRFProblem:
         Name of the colour model behind ``unary``.
     models : tuple
         The fitted colour models (label ``k`` at index ``k - 1``).
+    constraints : LevelConstraints or None
+        Area bounds and apart pairs the labelling must satisfy
+        (:mod:`solver.mrf.build.constraints`); None: none.
     seeds : numpy.ndarray or None
         ``(H, W)`` int32 pixels that trained the colour models (strokes, hard constraints and
         the outside of a rectangle; 0 = none), as :func:`build_problem` found them.
@@ -69,6 +75,7 @@ class MRFProblem:
     colour_model: str = "gmm"
     models: tuple = field(default=(), repr=False)
     seeds: np.ndarray | None = field(default=None, repr=False)
+    constraints: LevelConstraints | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
@@ -144,6 +151,50 @@ class MRFProblem:
         if bad:
             raise ValueError(f"labelling violates {bad} hard constraint(s)")
 
+    def constraint_report(self, labels: np.ndarray) -> list[ConstraintReport]:
+        """Whether each of the problem's constraints holds for a labelling (empty without).
+
+        Parameters
+        ----------
+        labels : numpy.ndarray
+            ``(H, W)`` or ``(n,)`` labels in 1..K.
+
+        Returns
+        -------
+        list of ConstraintReport
+        """
+        if self.constraints is None:
+            return []
+        return constraint_report(self.constraints, self._flat_labels(labels), self.shape)
+
+    def feasible(self, labels: np.ndarray) -> bool:
+        """Whether a labelling satisfies the hard constraints and every other constraint."""
+        lab = self._flat_labels(labels)
+        fixed = self.hard > 0
+        return bool(np.all(lab[fixed] == self.hard[fixed])
+                    and all(r.satisfied for r in self.constraint_report(lab)))
+
+
+def with_constraints(problem: MRFProblem, constraints: Constraints | None) -> MRFProblem:
+    """``problem`` with other constraints (None: none), checked against its hard pixels and the
+    seeds it recorded.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    constraints : Constraints or None
+
+    Returns
+    -------
+    MRFProblem
+    """
+    if not constraints:
+        return replace(problem, constraints=None)
+    seeds = problem.seeds if problem.seeds is not None else problem.hard.reshape(problem.shape)
+    level = constraints.validate(problem.k, problem.shape, seeds=seeds,
+                                 hard=problem.hard.reshape(problem.shape))
+    return replace(problem, constraints=level)
+
 
 def problem_from_unary(
     image: np.ndarray,
@@ -155,6 +206,7 @@ def problem_from_unary(
     diagonal_distance: bool = True,
     colour_model: str = "custom",
     models: tuple = (),
+    constraints: Constraints | None = None,
 ) -> MRFProblem:
     """Assemble an MRF from an image (for the edge weights) and given unary costs.
 
@@ -179,6 +231,8 @@ def problem_from_unary(
         Name recorded in the problem.
     models : tuple, default ()
         Colour models recorded in the problem.
+    constraints : Constraints, optional
+        Area bounds and apart pairs (checked against ``hard``).
 
     Returns
     -------
@@ -202,11 +256,13 @@ def problem_from_unary(
     if beta is not None:
         beta = check_scalar("beta", beta)
     hard_img = label_image("hard", hard, shape, k)
+    level = (constraints.validate(k, shape, seeds=hard_img, hard=hard_img)
+             if constraints else None)
     graph = build_grid_graph(colours, beta=beta, diagonal_distance=diagonal_distance)
     return MRFProblem(
         shape=shape, k=k, lam=lam, unary=np.ascontiguousarray(d), graph=graph,
         laplacian=laplacian(graph), hard=hard_img.ravel(), beta=graph.beta,
-        colour_model=colour_model, models=tuple(models),
+        colour_model=colour_model, models=tuple(models), constraints=level,
     )
 
 
@@ -222,6 +278,7 @@ def build_problem(
     colour_model: str = "gmm",
     diagonal_distance: bool = True,
     seed: int = 0,
+    constraints: Constraints | None = None,
 ) -> MRFProblem:
     """Build the segmentation MRF of an image from strokes, a rectangle and hard constraints.
 
@@ -261,6 +318,10 @@ def build_problem(
         Divide diagonal edge weights by sqrt(2).
     seed : int, default 0
         Random seed for the colour model fits.
+    constraints : Constraints, optional
+        Area bounds per label and labels that must not touch
+        (:class:`solver.mrf.build.constraints.Constraints`); checked before anything is fitted,
+        against the image, the strokes, the rectangle and the hard constraints.
 
     Returns
     -------
@@ -291,10 +352,12 @@ def build_problem(
             raise ValueError("a label-1 hard constraint lies outside the rectangle")
         hard_img = np.where(outside, 2, hard_img).astype(np.int32)
     seeds = seed_map(strokes_img, hard_img, k, rect is not None)
+    level = (constraints.validate(k, shape, seeds=seeds, hard=hard_img)
+             if constraints else None)
 
     models = fit_colour_models(colours, seeds, k, model=colour_model, rect=rect, seed=seed)
     problem = problem_from_unary(
         colours, unary_costs(colours, models), lam=lam, beta=beta, hard=hard_img,
         diagonal_distance=diagonal_distance, colour_model=colour_model, models=tuple(models),
     )
-    return replace(problem, seeds=seeds)
+    return replace(problem, seeds=seeds, constraints=level)

@@ -15,6 +15,7 @@ import numpy as np
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import icm_kernels as kernels
+from solver.mrf.polish.constrained import constrained_polish
 from solver.mrf.polish.descents import _fuse_descents_in_place
 from solver.mrf.polish.fusion import (
     Snapshot,
@@ -72,6 +73,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     numpy.ndarray
         ``(H, W)`` int32 labels.
     """
+    if problem.constraints is not None:  # only moves that keep area bounds and apart pairs
+        return constrained_polish(problem, labels, snapshots, options)
     ws = Workspace(problem)  # (one set of work arrays for every step)
     # The steps work in place on 0-based labels, converted once each way (not between steps:
     # each conversion is a pass over the image), with the labels before each step in one

@@ -21,6 +21,7 @@ from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import DEFAULT_OPTIONS, CoarseToFineOptions, PolishOptions, SolveOptions
 from solver.mrf.polish import pipeline
 from solver.mrf.polish.fusion import fuse
+from solver.mrf.polish.constrained import settle_feasible
 from solver.mrf.polish.icm import icm
 from solver.mrf.polish.morphology import square_morphology
 from solver.mrf.polish.regions import settle_regions
@@ -135,7 +136,8 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         sub = level
         if labels is not None:
             levels[li + 1] = maps[li + 1] = None
-            up = icm(level, labels.ravel()[blocks[li]])
+            up = (icm(level, labels.ravel()[blocks[li]]) if level.constraints is None
+                  else settle_feasible(level, labels.ravel()[blocks[li]]))
             band = undecided_band(level, up, c2f.band_radius)
             if c2f.revisit_radius is not None and revisit is not None and revisit.any():
                 grown = revisit[blocks[li]].reshape(level.shape)
@@ -168,7 +170,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             # outside the band ADMM's labels are the warm start, an ICM fixed point
             labels = pipeline.polish_labels(level, labels, solver.snapshot_weights(),
                                             split=li == 0, since=up, options=options.polish)
-            if c2f.warm_fusion and up is not None:
+            if c2f.warm_fusion and up is not None and level.constraints is None:
                 labels = _fuse_warm_start(level, labels, up, options.polish)
             revisit = unpolished != np.asarray(labels).ravel() if li > 0 else None
         if log.isEnabledFor(logging.INFO):  # (the energy costs a pass over the image)
@@ -189,4 +191,5 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     # (the last level's status; a cancel at a coarser level is a cancel of the whole solve)
     return MRFResult(fine, problem.energy(fine), "admm", solver.backend.name, len(history),
                      time.perf_counter() - t0, res.status, history, x_cont, res.admm,
-                     energy_admm if energy_admm is not None else problem.energy(fine))
+                     energy_admm if energy_admm is not None else problem.energy(fine),
+                     problem.constraint_report(fine))

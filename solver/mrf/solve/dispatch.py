@@ -13,6 +13,7 @@ import numpy as np
 from solver.admm.params import ADMMParams
 from solver.admm.records import CONVERGED
 from solver.backend import get_backend
+from solver.mrf.build.constraints import LevelConstraints
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.solve.coarse_to_fine import slow_schedule, solve_coarse_to_fine
@@ -20,6 +21,10 @@ from solver.mrf.solve.reduction import MRFADMM
 from solver.mrf.solve.state import MRFIterationState, MRFResult
 from solver.names import METHODS
 from solver.reference import alpha_expansion, lp_relaxation, mincut
+from solver.reference.lagrangian import lagrangian_swap
+from solver.reference.lp import lp_with_area
+from solver.reference.nested import nested_mincut, nesting_roles
+from solver.reference.parametric import parametric_mincut
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +132,8 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     if params or coarse_to_fine:
         params = {**params, **({"coarse_to_fine": coarse_to_fine} if coarse_to_fine else {})}
         raise ValueError(f"ADMM parameters given to method {method!r}: {', '.join(params)}")
+    if problem.constraints is not None:
+        return _constrained_yardstick(problem, method)
     t0 = time.perf_counter()
     if method == "mincut":
         if problem.k != 2:
@@ -139,3 +146,57 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     elapsed = time.perf_counter() - t0
     labels = np.asarray(labels, dtype=np.int32).reshape(problem.shape)
     return MRFResult(labels, problem.energy(labels), method, "cpu", 0, elapsed, CONVERGED)
+
+
+def yardstick_for(problem: MRFProblem) -> str:
+    """The yardstick method of a problem: ``"mincut"`` for K = 2 and for a K = 3 nesting with
+    constraints the layered cut solves exactly, else ``"expansion"``."""
+    return yardstick_method(problem.k, problem.constraints)
+
+
+def yardstick_method(k: int, level: LevelConstraints | None) -> str:
+    """:func:`yardstick_for` from the number of labels and the constraints in solver form."""
+    if level is not None and level.has_apart:
+        return "mincut" if nesting_roles(level) is not None else "expansion"
+    return "mincut" if k == 2 else "expansion"
+
+
+#: What each yardstick takes under constraints, for the error a user sees otherwise.
+CONSTRAINED_YARDSTICKS = (
+    "mincut takes K = 2 with area bounds, or K = 3 with one apart pair and no area bound; "
+    "expansion (best effort) and admm take any constraints; lp takes K = 2 with area bounds")
+
+
+def constrained_variant(method: str, k: int, level: LevelConstraints) -> str:
+    """The name of the algorithm ``method`` runs on a problem with these constraints.
+
+    Raises
+    ------
+    ValueError
+        One line saying which solvers can, where ``method`` cannot take them.
+    """
+    area_only = not level.has_apart
+    if method == "admm":
+        return "ADMM"
+    if method == "mincut" and k == 2 and area_only:
+        return "parametric min-cut"
+    if method == "mincut" and nesting_roles(level) is not None:
+        return "layered min-cut"
+    if method == "expansion":
+        return "Lagrangian αβ-swap (best effort)"
+    if method == "lp" and k == 2 and area_only:
+        return "LP relaxation with area bounds"
+    raise ValueError(f"solver {method} cannot take these constraints: {CONSTRAINED_YARDSTICKS}")
+
+
+def _constrained_yardstick(problem: MRFProblem, method: str) -> MRFResult:
+    """A yardstick of a problem with area bounds or apart pairs (see
+    :data:`CONSTRAINED_YARDSTICKS`); ValueError naming which solver can, where it cannot."""
+    variant = constrained_variant(method, problem.k, problem.constraints)
+    ref = {"parametric min-cut": parametric_mincut, "layered min-cut": nested_mincut,
+           "Lagrangian αβ-swap (best effort)": lagrangian_swap,
+           "LP relaxation with area bounds": lp_with_area}[variant](problem)
+    labels = np.asarray(ref.labels, dtype=np.int32).reshape(problem.shape)
+    return MRFResult(labels, float(ref.energy), method, "cpu", 0, ref.time_s, CONVERGED,
+                     constraints=problem.constraint_report(labels), bound=ref.bound,
+                     detail=variant)

@@ -89,7 +89,9 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
     hard_c = np.where(one, np.argmax(named, axis=1) + 1, 0).astype(np.int32)
     coarse = MRFProblem(shape=cshape, k=k, lam=problem.lam, unary=unary, graph=graph,
                         laplacian=laplacian(graph), hard=hard_c, beta=problem.beta,
-                        colour_model=problem.colour_model, models=problem.models)
+                        colour_model=problem.colour_model, models=problem.models,
+                        constraints=(None if problem.constraints is None
+                                     else problem.constraints.coarsened(block, nc)))
     return coarse, block
 
 

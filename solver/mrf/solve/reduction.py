@@ -33,13 +33,15 @@ from solver.admm.records import (
     IterationRecord,
     IterationState,
 )
-from solver.admm.systems import GenericSystem, OneHotKronSystem, onehot_operator, problem_scale
+from solver.admm.systems import (GenericSystem, OneHotKronSystem, onehot_operator,
+                                 problem_scale, sparse_operator)
 from solver.backend import Backend, get_backend
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.pipeline import polish_labels
 from solver.mrf.solve import reduction_kernels as kernels
+from solver.mrf.solve.constraint_terms import apart_rows, area_set, rounding
 from solver.mrf.solve.early_fixing import (
     check_interval,
     one_hot_distance,
@@ -120,6 +122,11 @@ class MRFADMM:
         self._A, self._b, self._constant = A, b, constant
         self._scale = problem_scale(A, b) if scale is None else scale
         self._fixed_norm_sq = 0.0  # of the variables early fixing removed
+        # area bounds as the set z1 is projected on, apart pairs as inequality rows
+        self._area = area_set(problem, self.free, hard)
+        self._apart = apart_rows(problem, self.free, hard)
+        if self._apart is not None:
+            self.early_fixing = False  # (the rows would have to be restricted at every pause)
         self._build()
         self._fixed_labels = hard
         self.setup_time_s = time.perf_counter() - t0
@@ -129,13 +136,25 @@ class MRFADMM:
         k, be = self.problem.k, self.backend
         if k == 2:
             system, eq = GenericSystem(self._A, be), None
+        elif self._apart is not None:
+            # apart rows couple the label directions, so the split does not apply: CG on the
+            # whole pixel-major system (its rows exact; a linearised split converged slower
+            # and worse, docs/decisions.md, "Apart pairs in the x-update")
+            system = GenericSystem(sp.kron(self._A, sp.identity(k), format="csr"), be)
+            eq = onehot_operator(self.free.size, k, be)
         else:
             system = OneHotKronSystem(self._A, k, be)
             eq = onehot_operator(self.free.size, k, be) if self.onehot == "penalty" else None
+        if self._area is not None and self.onehot == "simplex":
+            raise ValueError("area bounds need onehot='penalty'")
         self.admm = LpBoxADMM(system, self._b, eq=eq, scale=self._scale, constant=self._constant,
                               params=self.params, backend=be,
                               simplex_groups=k if k > 2 and self.onehot == "simplex" else None,
-                              fixed_norm_sq=self._fixed_norm_sq)
+                              fixed_norm_sq=self._fixed_norm_sq,
+                              ineq=None if self._apart is None else sparse_operator(*self._apart,
+                                                                                    be),
+                              z1_set=self._area,
+                              rounding=None if self._area is None else rounding(self._area, be))
 
     def _restricted(self, keep: np.ndarray, x: np.ndarray) -> MRFADMM:
         """This solver with every free pixel outside ``keep`` fixed to the label ``x`` rounds to.
@@ -169,9 +188,15 @@ class MRFADMM:
         child = object.__new__(MRFADMM)
         hard = self._fixed_labels.copy()
         hard[self.free[gone]] = lab + 1
+        area = None
+        if self._area is not None:  # the newly fixed pixels' areas leave the free sums
+            wg = self._area.weights[gone]
+            fixed_sums = (np.array([wg[lab == 0].sum()]) if k == 2
+                          else np.bincount(lab, weights=wg, minlength=k))
+            area = self._area.restricted(keep, fixed_sums)
         child.__dict__.update(
             problem=replace(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
-            options=self.options,
+            options=self.options, _area=area, _apart=None,
             backend=self.backend, params=self.params, free=self.free[keep], snapshots=[],
             _fixed_labels=hard, _scale=self._scale,
             _fixed_norm_sq=self._fixed_norm_sq + float(rows.size),  # |xr|^2: its ones
@@ -272,7 +297,8 @@ class MRFADMM:
             labels = self._fixed_labels.reshape(self.problem.shape).astype(np.int32)
             return MRFResult(labels, self.problem.energy(labels), "admm", self.backend.name, 0,
                              self.setup_time_s + time.perf_counter() - t_start, CONVERGED,
-                             x_continuous=self.probabilities(np.zeros(0)))
+                             x_continuous=self.probabilities(np.zeros(0)),
+                             constraints=self.problem.constraint_report(labels))
         fixing = self.options.early_fixing
         # a warm start counts as the check before the first pause (``warm_start_check``)
         previous = start if fixing.warm_start_check and x0 is not None else None
@@ -334,7 +360,7 @@ class MRFADMM:
                          self.setup_time_s + time.perf_counter() - t_start, status,
                          history, self.probabilities(x_cont).reshape(self.problem.n,
                                                                      self.problem.k),
-                         res, energy_admm)
+                         res, energy_admm, self.problem.constraint_report(labels))
 
     def _inner_callback(self, active: MRFADMM,
                         callback: Callable[[MRFIterationState], bool | None] | None,

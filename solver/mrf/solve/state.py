@@ -25,8 +25,14 @@ class MRFIterationState:
     energy_rounded : float
         Energy of its rounding (a valid labelling).
     residual_box, residual_sphere, rho : float
+    residual_constraints : float
+        How far the continuous iterate is from the area bounds and apart rows (relative; 0
+        without any).
     level : int
         Pyramid level of this iteration (0 = full resolution).
+    reference_energy, reference_bound : float or None
+        The yardstick's energy and its lower bound, where the caller solved one first (set by
+        :func:`segapp.core.pipeline.run_segmentation`; None otherwise).
     """
 
     inner: IterationState
@@ -36,6 +42,8 @@ class MRFIterationState:
     offset: int = 0
     level: int = 0
     max_iter_total: int | None = None
+    reference_energy: float | None = None
+    reference_bound: float | None = None
 
     iteration = property(lambda self: self.inner.record.iteration + self.offset)
     energy_continuous = property(lambda self: self.inner.record.objective)
@@ -43,6 +51,7 @@ class MRFIterationState:
     residual_box = property(lambda self: self.inner.record.residual_box)
     residual_sphere = property(lambda self: self.inner.record.residual_sphere)
     rho = property(lambda self: self.inner.record.rho)
+    residual_constraints = property(lambda self: self.inner.record.residual_constraints)
     max_iter = property(lambda self: self.max_iter_total or self.inner.max_iter)
 
     def probabilities(self, max_side: int | None = None) -> np.ndarray:
@@ -99,6 +108,12 @@ class MRFResult:
         The raw solver result (ADMM only).
     energy_admm : float or None
         Energy of ADMM's own answer, before the polish (ADMM only).
+    constraints : list of ConstraintReport
+        Whether each area bound and apart pair holds for ``labels`` (empty without any).
+    bound : float or None
+        A lower bound on the optimum, where the method proves one (the constrained yardsticks).
+    detail : str
+        The method's variant where it matters (e.g. "parametric min-cut").
     """
 
     labels: np.ndarray
@@ -112,6 +127,14 @@ class MRFResult:
     x_continuous: np.ndarray | None = None
     admm: ADMMResult | None = None
     energy_admm: float | None = None
+    constraints: list = field(default_factory=list)
+    bound: float | None = None
+    detail: str = ""
+
+    @property
+    def feasible(self) -> bool:
+        """Whether every area bound and apart pair holds for ``labels``."""
+        return all(r.satisfied for r in self.constraints)
 
     @property
     def converged(self) -> bool:

@@ -1,0 +1,247 @@
+"""The polish under area bounds and apart pairs: make the labelling feasible, then only moves
+that keep it so.
+
+A constrained problem's labelling from ADMM's rounding may break a bound by a few pixels, or
+leave a few pixels of apart labels side by side, so the polish starts with a repair (the
+cheapest single-pixel moves that remove the conflicts, then those that bring each area within
+its bounds). From then on every move is exact, lowers the energy and keeps every constraint:
+ICM that takes a pixel's best feasible label, whole-region moves to the best feasible label,
+and exchanges of two boundary pixels between two labels, which leave both areas where they
+were (with an area pinned, no single pixel can move). See
+:mod:`solver.mrf.polish.constrained_kernels`.
+
+On a coarse pyramid level a pixel stands for several image pixels, and an exact area may not
+be reachable with such pieces; there the bounds widen by the largest piece (the finest level
+keeps them exact).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import ndimage
+
+from solver.mrf.build.problem import MRFProblem
+from solver.mrf.options import PolishOptions
+from solver.mrf.polish import constrained_kernels as ck
+from solver.mrf.polish import icm_kernels as kernels
+
+log = logging.getLogger(__name__)
+
+_DEFAULT = PolishOptions()
+#: Sweeps of constrained ICM, rounds of region moves and exchanges, repair passes.
+MAX_SWEEPS = 30
+MAX_ROUNDS = 10
+
+
+def level_state(problem: MRFProblem, lab: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(w, counts, lo, hi, apart)`` of a level for the kernels: pixel weights, the current
+    areas of 0-based ``lab``, the bounds (widened by the largest weight on a coarse level, and
+    by a hair for rounding) and the apart matrix."""
+    c = problem.constraints
+    w = c.pixel_weights(problem.n)
+    counts = np.bincount(lab, weights=w, minlength=problem.k).astype(np.float64)
+    slack = 0.0 if c.weights is None else float(w.max())
+    eps = 1e-9 * max(1.0, float(w.sum()))
+    lo = np.where(c.area_given, c.lo - slack - eps, -np.inf)
+    hi = np.where(c.area_given, c.hi + slack + eps, np.inf)
+    return w, counts, lo, hi, np.ascontiguousarray(c.apart)
+
+
+def repair(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
+    """A feasible labelling near ``labels``: conflicts between apart labels removed, then each
+    area brought within its bounds, by the cheapest single-pixel moves (hard pixels stay).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        With constraints.
+    labels : numpy.ndarray
+        ``(H, W)`` or ``(n,)`` labels in 1..K.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W)`` int32 labels; feasible unless the moves run out (then logged).
+    """
+    lab = kernels.zero_based(labels)
+    _repair_in_place(problem, lab)
+    return kernels.one_based(lab, problem.shape)
+
+
+def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> None:
+    hard = np.asarray(problem.hard).ravel()
+    lab[hard > 0] = hard[hard > 0] - 1
+    movable = hard == 0
+    w, counts, lo, hi, apart = level_state(problem, lab)
+    args = (*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable, w,
+            counts, lo, hi, apart)
+    left = 0
+    for _ in range(4):
+        left = ck.repair_apart(*args, MAX_ROUNDS) if problem.constraints.has_apart else 0
+        out = ck.repair_areas(*args, MAX_ROUNDS) if problem.constraints.has_area else 0.0
+        if left == 0 and out == 0.0:
+            return
+    log.warning("constrained polish: %d pixels still touch a label they must not, areas %.3g "
+                "outside their bounds", left, out)
+
+
+def settle_feasible(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
+    """:func:`repair`, then ICM with feasible moves only: a constrained level's warm start from
+    the coarser answer (the counterpart of plain ICM there).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        With constraints.
+    labels : numpy.ndarray
+        ``(H, W)`` or ``(n,)`` labels in 1..K.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W)`` int32 feasible labels.
+    """
+    lab = kernels.zero_based(labels)
+    _repair_in_place(problem, lab)
+    movable = np.asarray(problem.hard).ravel() == 0
+    w, counts, lo, hi, apart = level_state(problem, lab)
+    ck.constrained_icm(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab,
+                       movable, w, counts, lo, hi, apart, MAX_SWEEPS)
+    return kernels.one_based(lab, problem.shape)
+
+
+def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
+                  cap: int) -> int:
+    """Whole-region moves that keep the constraints: each 8-connected region of a label (and
+    each cluster of its pixels whose data prefers another label) moves to its best feasible
+    label when that lowers the energy, the best moves first, every one checked against the
+    areas as they stand. Changes ``lab`` and the state's counts in place; returns the moves."""
+    w, counts, lo, hi, apart = state
+    k = problem.k
+    g = problem.graph
+    gi, gj = np.asarray(g.i, np.int64), np.asarray(g.j, np.int64)
+    cut = 2.0 * problem.lam * np.asarray(g.weights)
+    pinned_pixel = ~movable
+    preferred = np.argmin(problem.unary, axis=1)
+    struct = np.ones((3, 3), bool)
+    moved = 0
+    for a in range(k):
+        for prefer in [None] + [b for b in range(k) if b != a]:
+            mask = lab == a
+            if prefer is not None:
+                mask &= preferred == prefer
+            if not mask.any():
+                continue
+            comp, nc = ndimage.label(mask.reshape(problem.shape), structure=struct)
+            comp = comp.ravel()
+            if nc == 0:
+                continue
+            size = np.bincount(comp, weights=w, minlength=nc + 1)
+            pinned = np.bincount(comp, weights=pinned_pixel, minlength=nc + 1) > 0
+            unary = np.stack([np.bincount(comp, weights=problem.unary[:, c], minlength=nc + 1)
+                              for c in range(k)], axis=1)
+            # edges with one end in a region: the border weight to each outside label
+            ci, cj = comp[gi], comp[gj]
+            border = np.zeros((nc + 1, k))
+            touch = np.zeros((nc + 1, k), bool)
+            for inside, outside in ((ci, gj), (cj, gi)):
+                sel = (inside > 0) & (comp[outside] == 0)
+                np.add.at(border, (inside[sel], lab[outside[sel]]), cut[sel])
+                touch[inside[sel], lab[outside[sel]]] = True
+            blocked = (touch.astype(np.int64) @ apart.astype(np.int64)) > 0
+            delta = unary - unary[:, [a]] + border[:, [a]] - border
+            delta[:, a] = np.inf
+            delta[blocked] = np.inf
+            delta[pinned] = np.inf
+            delta[size > cap] = np.inf
+            delta[0] = np.inf
+            scale = np.maximum(1.0, np.abs(np.where(np.isfinite(delta), delta, 0)).max(axis=1))
+            rows, cols = np.nonzero(delta < -1e-9 * scale[:, None])
+            if rows.size == 0:
+                continue
+            order = np.argsort(delta[rows, cols], kind="stable")
+            target = np.full(nc + 1, -1, np.int64)
+            for t in order:  # the best first, each checked against the areas as they stand
+                r, c = rows[t], cols[t]
+                if target[r] >= 0 or counts[a] - size[r] < lo[a] or counts[c] + size[r] > hi[c]:
+                    continue
+                target[r] = c
+                counts[a] -= size[r]
+                counts[c] += size[r]
+                moved += 1
+            # regions of one mask never touch, so their moves are independent: apply them all
+            new = target[comp]
+            np.copyto(lab, new, where=new >= 0)
+    return moved
+
+
+def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
+                       snapshots: Sequence, thresholds: Sequence[float]) -> int:
+    """Fusion under the constraints (:func:`constrained_kernels.fuse_level_set
+    <solver.mrf.polish.constrained_kernels.fuse_level_set>`) with "label ``c`` wherever its
+    weight exceeds ``t``", for every snapshot of ADMM's iterates, threshold ``t`` and label
+    ``c``. Returns the regions taken."""
+    w, counts, lo, hi, apart = state
+    csr = kernels.csr_arrays(problem)
+    comp = np.empty(problem.n, np.int64)
+    queue = np.empty(problem.n, np.int64)
+    taken = 0
+    for snap in snapshots:
+        X = np.ascontiguousarray(snap.dense() if hasattr(snap, "dense") else snap,
+                                 dtype=np.float64)
+        for t in thresholds:
+            for c in range(problem.k):
+                taken += ck.fuse_level_set(*csr, problem.unary, 2.0 * problem.lam, lab, movable,
+                                           w, counts, lo, hi, apart, X, c, float(t), comp,
+                                           queue)
+    return taken
+
+
+def constrained_polish(problem: MRFProblem, labels: np.ndarray,
+                       snapshots: Sequence = (), options: PolishOptions = _DEFAULT
+                       ) -> np.ndarray:
+    """Repair, then polish with feasible moves only (see the module docstring); never raises
+    the energy of a feasible labelling.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        With constraints.
+    labels : numpy.ndarray
+        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    snapshots : sequence
+        ADMM's continuous iterates (:class:`solver.mrf.polish.fusion.Snapshot` or ``(n, K)``
+        label weights): their level sets are fused region by region.
+    options : PolishOptions
+        The region cap.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W)`` int32 feasible labels.
+    """
+    lab = kernels.zero_based(labels)
+    _repair_in_place(problem, lab)
+    movable = np.asarray(problem.hard).ravel() == 0
+    state = level_state(problem, lab)
+    w, counts, lo, hi, apart = state
+    csr = kernels.csr_arrays(problem)
+    args = (*csr, problem.unary, 2.0 * problem.lam, lab, movable, w, counts, lo, hi, apart)
+    moves = ck.constrained_icm(*args, MAX_SWEEPS)
+    cap = options.cap(problem.n)
+    for r in range(MAX_ROUNDS):
+        step = _region_moves(problem, lab, movable, state, cap)
+        if problem.constraints.has_area:
+            step += ck.swap_rounds(*args, MAX_ROUNDS)
+        if r < options.coarse_fusion_rounds and len(snapshots):
+            step += _level_set_fusions(problem, lab, movable, state, snapshots,
+                                       options.thresholds)
+        moves += step
+        if step == 0:
+            break
+        moves += ck.constrained_icm(*args, MAX_SWEEPS)
+    log.debug("constrained polish: %d moves", moves)
+    return kernels.one_based(lab, problem.shape)

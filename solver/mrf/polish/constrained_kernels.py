@@ -1,0 +1,420 @@
+"""Compiled (numba) kernels of the polish under area bounds and apart pairs.
+
+Conventions as :mod:`solver.mrf.polish.icm_kernels` (the Laplacian as CSR arrays, 0-based
+labels, the Potts energy ``E = 2 lam sum W_ij [l_i != l_j] + sum_i d_{i, l_i}``). The state of the
+constraints travels as arrays: ``w`` (each pixel's weight in the areas: 1, or the image pixels a
+coarse pixel stands for), ``counts`` (each label's current area, kept up to date in place),
+``lo``/``hi`` (the area bounds, with a tolerance added by the caller) and ``apart`` (``(K, K)``
+bool). A move is feasible when it keeps every area within its bounds and puts no label beside
+one it must not touch; the moves here are single pixels and pairs of pixels, taken one at a
+time (not colour-parallel, since the areas are shared by the whole image), so every labelling
+they pass through is feasible once the start is.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost):  # pragma: no cover
+    """``cost[c]``: the energy pixel ``i`` contributes with label ``c``, its neighbours fixed."""
+    k = unary.shape[1]
+    total = 0.0
+    for c in range(k):
+        cost[c] = 0.0
+    for p in range(indptr[i], indptr[i + 1]):
+        j = indices[p]
+        if j != i:
+            total -= data[p]
+            cost[lab[j]] += data[p]  # (data is -w: the neighbours' label gets w off)
+    for c in range(k):
+        cost[c] = unary[i, c] + two_lam * (total + cost[c])
+
+
+@_jit
+def apart_ok(indptr, indices, lab, apart, i, c):  # pragma: no cover
+    """Whether pixel ``i`` may take label ``c``: no neighbour carries a label apart from ``c``."""
+    for p in range(indptr[i], indptr[i + 1]):
+        j = indices[p]
+        if j != i and apart[c, lab[j]]:
+            return False
+    return True
+
+
+@_jit
+def _area_ok(w, counts, lo, hi, i, a, c):  # pragma: no cover
+    """Whether moving pixel ``i`` from label ``a`` to ``c`` keeps both areas in bounds."""
+    return counts[a] - w[i] >= lo[a] and counts[c] + w[i] <= hi[c]
+
+
+@_jit
+def constrained_icm(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi,
+                    apart, max_sweeps):  # pragma: no cover
+    """ICM that takes a pixel's best label only where the move is feasible. Sweeps visit the
+    movable pixels in index order, the first one all of them, later ones the neighbours of
+    pixels that moved; ``lab`` and ``counts`` change in place. Returns the moves."""
+    n, k = unary.shape
+    cost = np.empty(k)
+    active = movable.copy()
+    nxt = np.zeros(n, np.bool_)
+    moves = 0
+    for _ in range(max_sweeps):
+        moved = 0
+        for i in range(n):
+            if not active[i]:
+                continue
+            a = lab[i]
+            pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost)
+            best, best_cost = a, cost[a]
+            for c in range(k):
+                if (c != a and cost[c] < best_cost and _area_ok(w, counts, lo, hi, i, a, c)
+                        and apart_ok(indptr, indices, lab, apart, i, c)):
+                    best, best_cost = c, cost[c]
+            if best == a or not best_cost < cost[a] - 1e-12 * max(1.0, abs(cost[a])):
+                continue
+            lab[i] = best
+            counts[a] -= w[i]
+            counts[best] += w[i]
+            moved += 1
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if movable[j]:
+                    nxt[j] = True
+        moves += moved
+        if moved == 0:
+            break
+        active, nxt = nxt, active
+        nxt[:] = False
+    return moves
+
+
+@_jit
+def _on_boundary(indptr, indices, lab, i, c):  # pragma: no cover
+    """Whether pixel ``i`` has a neighbour labelled ``c``."""
+    for p in range(indptr[i], indptr[i + 1]):
+        if lab[indices[p]] == c and indices[p] != i:
+            return True
+    return False
+
+
+@_jit
+def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
+                max_rounds):  # pragma: no cover
+    """Exchanges between two labels that leave both areas where they were: pixel ``i`` goes
+    from ``a`` to ``c`` and a pixel ``j`` (not beside ``i``) from ``c`` to ``a``, when the two
+    moves together lower the energy. With an area pinned (or at a bound) no single pixel can
+    move, but a boundary can still shift this way. Each round pairs, for every two labels that
+    meet, the cheapest moves each way on their common boundary, skipping pixels near one that
+    already moved this round (their costs are stale); rounds repeat until none helps.
+    Returns the exchanges made."""
+    n, k = unary.shape
+    cost = np.empty(k)
+    dirty = np.zeros(n, np.bool_)
+    total = 0
+    for _ in range(max_rounds):
+        made = 0
+        dirty[:] = False
+        for a in range(k):
+            for c in range(a + 1, k):
+                if apart[a, c]:
+                    continue
+                # candidate moves a -> c and c -> a on the boundary between the two labels
+                fwd = []
+                bwd = []
+                for i in range(n):
+                    if not movable[i]:
+                        continue
+                    li = lab[i]
+                    if li != a and li != c:
+                        continue
+                    other = c if li == a else a
+                    if not _on_boundary(indptr, indices, lab, i, other):
+                        continue
+                    if not apart_ok(indptr, indices, lab, apart, i, other):
+                        continue
+                    pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost)
+                    d = cost[other] - cost[li]
+                    if li == a:
+                        fwd.append((d, i))
+                    else:
+                        bwd.append((d, i))
+                if len(fwd) == 0 or len(bwd) == 0:
+                    continue
+                fwd.sort()
+                bwd.sort()
+                p, q = 0, 0
+                while p < len(fwd) and q < len(bwd):
+                    d1, i = fwd[p]
+                    d2, j = bwd[q]
+                    if d1 + d2 >= -1e-9 * max(1.0, abs(d1) + abs(d2)):
+                        break
+                    if dirty[i]:
+                        p += 1
+                        continue
+                    if dirty[j]:
+                        q += 1
+                        continue
+                    if (counts[a] - w[i] + w[j] < lo[a] or counts[a] - w[i] + w[j] > hi[a]
+                            or counts[c] + w[i] - w[j] < lo[c] or counts[c] + w[i] - w[j] > hi[c]):
+                        # (unequal weights on a coarse level) try the next pixel of the
+                        # heavier side
+                        if w[i] > w[j]:
+                            p += 1
+                        else:
+                            q += 1
+                        continue
+                    lab[i] = c
+                    lab[j] = a
+                    counts[a] += w[j] - w[i]
+                    counts[c] += w[i] - w[j]
+                    made += 1
+                    for pix in (i, j):
+                        dirty[pix] = True
+                        for t in range(indptr[pix], indptr[pix + 1]):
+                            u = indices[t]
+                            dirty[u] = True
+                            for s in range(indptr[u], indptr[u + 1]):
+                                dirty[indices[s]] = True
+                    p += 1
+                    q += 1
+        total += made
+        if made == 0:
+            break
+    return total
+
+
+@_jit
+def repair_apart(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
+                 max_passes):  # pragma: no cover
+    """Relabel movable pixels that touch a label they must not until none does: each takes its
+    cheapest label that conflicts with no neighbour (and keeps the areas in bounds, where one
+    does). Returns the number of pixels still in conflict (0 when repaired)."""
+    n, k = unary.shape
+    cost = np.empty(k)
+    left = 0
+    for _ in range(max_passes):
+        left = 0
+        changed = 0
+        for i in range(n):
+            a = lab[i]
+            if apart_ok(indptr, indices, lab, apart, i, a):
+                continue
+            left += 1
+            if not movable[i]:
+                continue
+            pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost)
+            best, best_cost, spare = -1, np.inf, -1
+            for c in range(k):
+                if c == a or not apart_ok(indptr, indices, lab, apart, i, c):
+                    continue
+                if _area_ok(w, counts, lo, hi, i, a, c):
+                    if cost[c] < best_cost:
+                        best, best_cost = c, cost[c]
+                elif spare < 0 or cost[c] < cost[spare]:
+                    spare = c
+            if best < 0:
+                best = spare
+            if best < 0:
+                continue
+            lab[i] = best
+            counts[a] -= w[i]
+            counts[best] += w[i]
+            changed += 1
+        if left == 0 or changed == 0:
+            break
+    return left
+
+
+@_jit
+def _best_move(indptr, indices, data, unary, two_lam, lab, w, counts, lo, hi, apart, i, shrink,
+               target, cost):  # pragma: no cover
+    """The cheapest feasible move of pixel ``i`` for :func:`repair_areas`: off label ``target``
+    to any label with room (``shrink``), or onto ``target`` from a label with area to spare.
+    Returns ``(energy change, new label)``, ``(inf, -1)`` if there is none."""
+    k = unary.shape[1]
+    a = lab[i]
+    pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost)
+    if shrink:
+        if a != target:
+            return np.inf, -1
+        best_d, best_c = np.inf, -1
+        for c in range(k):
+            if (c != a and counts[c] + w[i] <= hi[c] and cost[c] - cost[a] < best_d
+                    and apart_ok(indptr, indices, lab, apart, i, c)):
+                best_d, best_c = cost[c] - cost[a], c
+        return best_d, best_c
+    if a == target or counts[a] - w[i] < lo[a] or counts[target] + w[i] > hi[target]:
+        return np.inf, -1
+    if not apart_ok(indptr, indices, lab, apart, i, target):
+        return np.inf, -1
+    return cost[target] - cost[a], target
+
+
+@_jit
+def repair_areas(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi,
+                 apart, max_passes):  # pragma: no cover
+    """Bring every area within its bounds by single-pixel moves, the cheapest first: a label
+    above its upper bound gives pixels to labels with room, one below its lower bound takes
+    pixels from labels with area to spare. Moves keep apart pairs apart. Candidates start on
+    the label's boundary (all its pixels, or all others, when it has none) and a priority queue
+    follows the boundary as it moves. Returns the total amount (in area) still outside the
+    bounds (0 when repaired)."""
+    n, k = unary.shape
+    cost = np.empty(k)
+    for _ in range(max_passes):
+        done = True
+        for target in range(k):
+            for shrink in (True, False):
+                if shrink and counts[target] <= hi[target]:
+                    continue
+                if not shrink and counts[target] >= lo[target]:
+                    continue
+                done = False
+                heap = [(0.0, np.int64(0))]
+                heap.pop()
+                edge = np.zeros(n, np.bool_)
+                for i in range(n):
+                    if movable[i] and ((lab[i] == target) == shrink):
+                        edge[i] = _on_boundary_other(indptr, indices, lab, i, target, shrink)
+                if not edge.any():  # one label everywhere: any pixel may start
+                    for i in range(n):
+                        edge[i] = movable[i] and ((lab[i] == target) == shrink)
+                for i in range(n):
+                    if edge[i]:
+                        d, c = _best_move(indptr, indices, data, unary, two_lam, lab, w, counts,
+                                          lo, hi, apart, i, shrink, target, cost)
+                        if c >= 0:
+                            heapq.heappush(heap, (d, np.int64(i)))
+                while heap and (counts[target] > hi[target] if shrink
+                                else counts[target] < lo[target]):
+                    d, i = heapq.heappop(heap)
+                    now, c = _best_move(indptr, indices, data, unary, two_lam, lab, w, counts,
+                                        lo, hi, apart, i, shrink, target, cost)
+                    if c < 0:
+                        continue
+                    if now > d + 1e-12 * max(1.0, abs(d)):  # stale: push it back
+                        heapq.heappush(heap, (now, i))
+                        continue
+                    a = lab[i]
+                    lab[i] = c
+                    counts[a] -= w[i]
+                    counts[c] += w[i]
+                    for p in range(indptr[i], indptr[i + 1]):
+                        j = indices[p]
+                        if j != i and movable[j] and ((lab[j] == target) == shrink):
+                            dj, cj = _best_move(indptr, indices, data, unary, two_lam, lab, w,
+                                                counts, lo, hi, apart, j, shrink, target, cost)
+                            if cj >= 0:
+                                heapq.heappush(heap, (dj, np.int64(j)))
+        if done:
+            break
+    out = 0.0
+    for c in range(k):
+        out += max(0.0, counts[c] - hi[c]) + max(0.0, lo[c] - counts[c])
+    return out
+
+
+@_jit
+def _on_boundary_other(indptr, indices, lab, i, target, shrink):  # pragma: no cover
+    """Whether pixel ``i`` lies on the boundary of label ``target``: a pixel of it beside
+    another label (``shrink``), or a pixel of another label beside it."""
+    for p in range(indptr[i], indptr[i + 1]):
+        j = indices[p]
+        if j != i and ((lab[j] == target) != shrink):
+            return True
+    return False
+
+
+@_jit
+def fuse_level_set(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
+                   x, c, t, comp, queue):  # pragma: no cover
+    """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``" under the constraints.
+
+    The movable pixels where that proposal differs from ``lab`` form connected regions (in the
+    graph); no edge joins two of them, so each region's energy change is exact and independent
+    of the others. A region is taken when it lowers the energy, puts no label ``c`` beside one
+    apart from it, and keeps the areas within their bounds as the regions are taken, the best
+    first. ``comp`` (``(n,)`` int64) and ``queue`` (``(n,)`` int64) are scratch space.
+    Changes ``lab`` and ``counts`` in place; returns the regions taken."""
+    n, k = unary.shape
+    comp[:] = -1
+    starts = [np.int64(0)]
+    starts.pop()
+    gains = [0.0]
+    gains.pop()
+    end = 0
+    for s in range(n):
+        if comp[s] >= 0 or not movable[s] or lab[s] == c or not x[s, c] > t:
+            continue
+        r = len(starts)
+        starts.append(np.int64(end))
+        comp[s] = r
+        queue[end] = s
+        head = end
+        end += 1
+        gain = 0.0
+        bad = False
+        while head < end:
+            i = queue[head]
+            head += 1
+            li = lab[i]
+            gain += unary[i, c] - unary[i, li]
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if j == i:
+                    continue
+                cut = -two_lam * data[p]
+                lj = lab[j]
+                if movable[j] and lj != c and x[j, c] > t:  # j lies in this region
+                    if comp[j] < 0:
+                        comp[j] = r
+                        queue[end] = j
+                        end += 1
+                    if j > i and li != lj:  # an inner edge, counted once: it stops being cut
+                        gain -= cut
+                else:  # a border edge: j keeps its label
+                    if apart[c, lj]:
+                        bad = True
+                    gain += cut * ((c != lj) - (li != lj))
+        gains.append(np.inf if bad else gain)
+    starts.append(np.int64(end))
+    nr = len(gains)
+    if nr == 0:
+        return 0
+    g = np.empty(nr)
+    scale = 1.0
+    for r in range(nr):
+        g[r] = gains[r]
+        if np.isfinite(g[r]):
+            scale = max(scale, abs(g[r]))
+    order = np.argsort(g, kind="mergesort")
+    net = np.zeros(k)
+    taken = 0
+    for q in range(nr):
+        r = order[q]
+        if not g[r] < -1e-9 * scale:
+            break
+        net[:] = 0.0
+        for m in range(starts[r], starts[r + 1]):
+            i = queue[m]
+            net[lab[i]] -= w[i]
+            net[c] += w[i]
+        ok = True
+        for b in range(k):
+            if counts[b] + net[b] < lo[b] or counts[b] + net[b] > hi[b]:
+                ok = False
+                break
+        if not ok:
+            continue
+        for b in range(k):
+            counts[b] += net[b]
+        for m in range(starts[r], starts[r + 1]):
+            lab[queue[m]] = c
+        taken += 1
+    return taken

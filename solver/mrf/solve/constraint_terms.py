@@ -1,0 +1,109 @@
+"""A constrained MRF's constraints as ADMM takes them, over the free variables of its reduction.
+
+* **Area bounds** become :class:`solver.admm.sums.BoxWithSums`, the set ``z1`` is projected on:
+  for K = 2 the variables are label 1's weights, and both labels' bounds bound their sum; for
+  K > 2 each label's column sum has its own bounds. Fixed pixels (hard, or fixed by early
+  fixing) count towards the areas, so the bounds on the free variables move by their areas.
+* **Apart pairs** become inequality rows ``x_ia + x_jb <= 1`` for every neighbouring pair
+  ``(i, j)`` and both orders; a row whose other pixel is fixed to ``b`` keeps ``x_ia <= 0``, one
+  whose other pixel is fixed elsewhere holds anyway and is dropped.
+* The rounding of an iterate keeps the areas: label 1 takes the pixels of largest weight (K = 2),
+  or each pixel its largest weight and then the fewest, least-preferred pixels move to bring
+  each area within its bounds (K > 2).
+
+On a coarse pyramid level (pixels standing for several image pixels) the bounds widen by the
+largest such weight, since an exact area may not be reachable there; the finest level keeps them
+exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from solver.admm.sums import BoxWithSums, round_k2_sums, round_onehot_sums
+from solver.mrf.build.problem import MRFProblem
+
+
+def _slack(problem: MRFProblem) -> float:
+    c = problem.constraints
+    return 0.0 if c.weights is None else float(np.max(c.weights))
+
+
+def area_set(problem: MRFProblem, free: np.ndarray, hard: np.ndarray) -> BoxWithSums | None:
+    """The box with bounded sums over the free variables of ``problem``'s reduction (K = 2:
+    one column, label 1's weights; K > 2: the K label columns), or None without area bounds.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    free : numpy.ndarray
+        Indices of the free pixels.
+    hard : numpy.ndarray
+        ``(n,)`` the fixed label of every pixel (0 = free).
+    """
+    c = problem.constraints
+    if c is None or not c.has_area:
+        return None
+    k = problem.k
+    w = c.pixel_weights(problem.n)
+    fixed = np.bincount(hard[hard > 0] - 1, weights=w[hard > 0], minlength=k)
+    slack = _slack(problem)
+    lo = np.where(c.area_given, c.lo - slack, -np.inf)
+    hi = np.where(c.area_given, c.hi + slack, np.inf)
+    if k > 2:
+        return BoxWithSums(k, w[free], lo - fixed, hi - fixed)
+    total = float(w[free].sum())
+    # label 1's area is sum(w v) + fixed[0], label 2's total - sum(w v) + fixed[1]
+    low = max(lo[0] - fixed[0], total + fixed[1] - hi[1])
+    high = min(hi[0] - fixed[0], total + fixed[1] - lo[1])
+    return BoxWithSums(1, w[free], [low], [high])
+
+
+def apart_rows(problem: MRFProblem, free: np.ndarray, hard: np.ndarray
+               ) -> tuple[sp.csr_matrix, np.ndarray] | None:
+    """``(C, d)``: the rows ``C x <= d`` that keep apart labels apart, over the free variables
+    (pixel-major, K columns), or None without apart pairs."""
+    c = problem.constraints
+    if c is None or not c.has_apart:
+        return None
+    k = problem.k
+    pos = np.full(problem.n, -1, np.int64)
+    pos[free] = np.arange(free.size)
+    g = problem.graph
+    ends = (np.asarray(g.i, np.int64), np.asarray(g.j, np.int64))
+    rows, cols, rhs = [], [], []
+    r = 0
+    pairs = [(a, b) for a in range(k) for b in range(k) if a != b and c.apart[a, b]]
+    for p, q in (ends, ends[::-1]):  # (i, j) and (j, i): each neighbouring pair, both orders
+        fp, fq = pos[p] >= 0, pos[q] >= 0
+        for a, b in pairs:  # x_pa + x_qb <= 1
+            both = np.flatnonzero(fp & fq)
+            m = both.size
+            rows.append(np.repeat(np.arange(r, r + m), 2))
+            cols.append(np.stack([pos[p[both]] * k + a, pos[q[both]] * k + b], 1).ravel())
+            rhs.append(np.ones(m))
+            r += m
+            # q fixed to b: x_pa <= 0 (q fixed elsewhere: the row holds whatever x_pa is)
+            one = np.flatnonzero(fp & ~fq & (hard[q] == b + 1))
+            rows.append(np.arange(r, r + one.size))
+            cols.append(pos[p[one]] * k + a)
+            rhs.append(np.zeros(one.size))
+            r += one.size
+    C = sp.csr_matrix((np.ones(sum(x.size for x in cols)), (np.concatenate(rows),
+                                                           np.concatenate(cols))),
+                      shape=(r, free.size * k))
+    return C, np.concatenate(rhs)
+
+
+def rounding(area: BoxWithSums, backend) -> callable:
+    """The rounding function :class:`solver.admm.loop.LpBoxADMM` takes for an area set."""
+    def round_host(x: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        if area.k == 1:
+            return round_k2_sums(x, area.weights, float(area.lo[0]), float(area.hi[0]))
+        return round_onehot_sums(x, area.k, area.weights, area.lo, area.hi)
+
+    if not backend.is_gpu:
+        return round_host
+    return lambda x: backend.asarray(round_host(backend.to_numpy(x)))

@@ -1,0 +1,129 @@
+"""A best-effort yardstick for any area bounds and apart pairs: Lagrangian αβ-swap.
+
+Area bounds are priced by Lagrange multipliers (added to each label's unary, moved by a step
+towards the bounds that doubles while an area stays on the same side of them and halves when it
+crosses, a sign subgradient with an adaptive step), apart pairs by a large finite
+penalty on every neighbouring pair that carries them; each round minimises that energy by
+αβ-swap moves (Boykov et al.), which need no metric, only ``V(a, a) = 0``, so the penalty may be
+as large as it likes. The best labelling that meets every constraint over all rounds is the
+answer; if none does, the last one is repaired by the constrained polish's cheapest
+single-pixel moves (:func:`solver.mrf.polish.constrained.repair`), and marked infeasible should
+even that fail. Nothing here proves a bound: the method is labelled best-effort in reports and
+plots.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from solver.mrf.polish.constrained import repair
+from solver.reference._grid import binary_grid_cut
+from solver.reference.parametric import ConstrainedReference
+
+if TYPE_CHECKING:
+    from solver.mrf.build.problem import MRFProblem
+
+log = logging.getLogger(__name__)
+
+#: Rounds of multiplier updates, and αβ-swap sweeps in each.
+ROUNDS = 30
+SWEEPS = 4
+
+
+def _swap_move(problem: MRFProblem, unary: np.ndarray, labels: np.ndarray, a: int, b: int,
+               penalty: np.ndarray) -> np.ndarray:
+    """The best labelling reachable by letting the pixels labelled ``a`` or ``b`` (0-based) swap
+    between the two, for unaries ``unary`` and pair costs ``2 lam W [l_i != l_j] +
+    penalty[l_i, l_j]``."""
+    g = problem.graph
+    cap = 2.0 * problem.lam * g.weights
+    li, lj = labels[g.i], labels[g.j]
+    part = (labels == a) | (labels == b)
+    pi, pj = part[g.i], part[g.j]
+    n = problem.n
+    cost0 = unary[:, a].copy()  # value 0: label a, value 1: label b
+    cost1 = unary[:, b].copy()
+    # an edge to a pixel that keeps its label becomes a unary of the pixel that may swap
+    for here, there, lthere, ok in ((g.i, g.j, lj, pi & ~pj), (g.j, g.i, li, pj & ~pi)):
+        sel = np.flatnonzero(ok)
+        other = lthere[sel]
+        for value, cost in ((a, cost0), (b, cost1)):
+            pay = cap[sel] * (other != value) + penalty[value, other]
+            cost += np.bincount(here[sel], weights=pay, minlength=n)
+    both = pi & pj
+    inner = np.where(both, cap + penalty[a, b], 0.0)
+    hard = np.asarray(problem.hard).ravel()
+    force0 = ~part | (hard == a + 1)
+    force1 = part & (hard == b + 1)
+    one = binary_grid_cut(g, cost0, cost1, inner, force0=force0, force1=force1)
+    out = labels.copy()
+    out[part] = np.where(one[part], b, a)
+    return out
+
+
+def lagrangian_swap(problem: MRFProblem) -> ConstrainedReference:
+    """The best feasible labelling Lagrangian αβ-swap finds (see the module docstring).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        Any K, with constraints.
+
+    Returns
+    -------
+    ConstrainedReference
+        ``bound`` is None (none is proven), ``optimal`` False; ``feasible`` False when no
+        round met every constraint (the labels are then the last round's).
+    """
+    t0 = time.perf_counter()
+    c = problem.constraints
+    if c is None:
+        raise ValueError("the Lagrangian yardstick needs constraints")
+    k = problem.k
+    w = c.pixel_weights(problem.n)
+    d = problem.unary
+    spread = float(np.max(d.max(axis=1) - d.min(axis=1))) if d.size else 1.0
+    big = 10.0 * (spread + 16.0 * problem.lam * float(np.max(problem.graph.weights, initial=1.0)))
+    penalty = np.where(c.apart, big, 0.0)
+    mu = np.zeros(k)
+    hard = np.asarray(problem.hard).ravel()
+    labels = np.where(hard > 0, hard - 1, np.argmin(d, axis=1)).astype(np.int64)
+    best: tuple[float, np.ndarray | None] = (np.inf, None)
+    step = np.full(k, 0.1 * max(spread, 1e-9) / max(1.0, float(w.max())))
+    last = np.zeros(k)
+    for _ in range(ROUNDS):
+        unary = d + w[:, None] * mu[None, :]
+        for _ in range(SWEEPS):
+            before = labels.copy()
+            for a in range(k):
+                for b in range(a + 1, k):
+                    labels = _swap_move(problem, unary, labels, a, b, penalty)
+            if np.array_equal(before, labels):
+                break
+        lab1 = labels + 1
+        if problem.feasible(lab1):
+            e = problem.energy(lab1)
+            if e < best[0]:
+                best = (e, lab1.copy())
+        areas = c.areas(lab1)
+        over = np.where(c.area_given, np.maximum(areas - c.hi, 0) - np.maximum(c.lo - areas, 0),
+                        0.0)
+        if not over.any() and best[1] is not None:
+            break
+        sign = np.sign(over)
+        step = np.where(sign == 0, step, np.where(sign == last, 2.0 * step, 0.5 * step))
+        mu += step * sign
+        last = np.where(sign == 0, last, sign)
+    if best[1] is None:
+        fixed = repair(problem, labels + 1).ravel()
+        best = (problem.energy(fixed), fixed)
+    feasible = problem.feasible(best[1])
+    log.info("Lagrangian swap: energy %.6g (feasible: %s) in %.3f s", best[0], feasible,
+             time.perf_counter() - t0)
+    return ConstrainedReference(np.asarray(best[1]).reshape(problem.shape).astype(np.int32),
+                                float(best[0]), None, False, "Lagrangian αβ-swap (best effort)",
+                                time.perf_counter() - t0, feasible)

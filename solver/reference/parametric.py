@@ -1,0 +1,191 @@
+"""K = 2 with area bounds: Lagrangian (parametric) min-cut, the yardstick with a lower bound.
+
+Adding ``mu`` to every pixel's label-1 cost and cutting gives the minimiser of
+``E(x) + mu * area_1(x)``; its label-1 area falls as ``mu`` grows. So a search over ``mu`` finds
+labellings on either side of the bounds ``[L, U]`` on label 1's area, and each cut gives a lower
+bound on the constrained optimum (weak duality):
+
+    g(mu) = min_x E(x) + mu (area_1(x) - U)   for mu >= 0   (area_1 > U at mu = 0)
+    g(mu) = min_x E(x) + mu (area_1(x) - L)   for mu <= 0   (area_1 < L at mu = 0)
+
+When the plain min-cut already lies within the bounds it is the constrained optimum. Otherwise the
+best feasible labelling the search meets is reported; the area can jump over ``[L, U]`` between
+two values of ``mu`` (several pixels change at once), and then the labelling just outside is
+trimmed pixel by pixel, cheapest first, until it fits, which is feasible but need not be optimal.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from solver.reference._grid import binary_grid_cut
+
+if TYPE_CHECKING:
+    from solver.mrf.build.problem import MRFProblem
+
+log = logging.getLogger(__name__)
+
+#: Cuts a search may take (each is one max-flow over the image).
+MAX_CUTS = 40
+
+
+@dataclass(frozen=True)
+class ConstrainedReference:
+    """What a constrained yardstick found.
+
+    Attributes
+    ----------
+    labels : numpy.ndarray
+        ``(H, W)`` int32 labels (satisfying every constraint when ``feasible``).
+    energy : float
+        Their energy.
+    bound : float or None
+        A lower bound on the constrained optimum, where the method proves one.
+    optimal : bool
+        Whether ``labels`` is proven optimal (its energy equals the bound).
+    method : str
+        What produced it, for reports and plots.
+    time_s : float
+    feasible : bool
+        Whether ``labels`` satisfies every constraint (a best-effort method may fail to find
+        such labels, and says so here).
+    """
+
+    labels: np.ndarray | None
+    energy: float
+    bound: float | None
+    optimal: bool
+    method: str
+    time_s: float
+    feasible: bool = True
+
+
+def area_bounds_k2(problem: MRFProblem) -> tuple[float, float]:
+    """``(L, U)``: the bounds on label 1's area that a K = 2 problem's constraints imply."""
+    c = problem.constraints
+    n = float(problem.n if c.weights is None else np.sum(c.weights))
+    return max(c.lo[0], n - c.hi[1]), min(c.hi[0], n - c.lo[1])
+
+
+def _cut(problem: MRFProblem, mu: float) -> np.ndarray:
+    """Labels (1/2, flat) minimising ``E + mu * area_1``."""
+    w = problem.constraints.pixel_weights(problem.n)
+    caps = 2.0 * problem.lam * problem.graph.weights
+    sink = binary_grid_cut(problem.graph, problem.unary[:, 0] + mu * w, problem.unary[:, 1],
+                           caps, force0=problem.hard == 1, force1=problem.hard == 2)
+    return np.where(sink, 2, 1).astype(np.int32)
+
+
+def _trim(problem: MRFProblem, labels: np.ndarray, shrink: int, too_many: float,
+          limit: float) -> np.ndarray:
+    """Move pixels off label ``shrink`` (1-based), the cheapest first (energy change given the
+    current labels, refreshed as neighbours move), until its area is at most ``limit``."""
+    lab = labels.copy()
+    other = 3 - shrink
+    w = problem.constraints.pixel_weights(problem.n)
+    L = problem.laplacian
+    two_lam = 2.0 * problem.lam
+
+    def delta(i: int) -> float:
+        lo, hi = L.indptr[i], L.indptr[i + 1]
+        nb, wt = L.indices[lo:hi], -L.data[lo:hi]
+        keep = nb != i
+        nb, wt = nb[keep], wt[keep]
+        # from shrink to other: edges to pixels of ``other`` stop costing, to ``shrink`` start
+        pair = two_lam * (np.sum(wt[lab[nb] == shrink]) - np.sum(wt[lab[nb] == other]))
+        return float(problem.unary[i, other - 1] - problem.unary[i, shrink - 1] + pair)
+
+    movable = (lab == shrink) & (problem.hard == 0)
+    heap = [(delta(i), int(i)) for i in np.flatnonzero(movable)]
+    heapq.heapify(heap)
+    area = too_many
+    while area > limit and heap:
+        d, i = heapq.heappop(heap)
+        if lab[i] != shrink:
+            continue
+        now = delta(i)
+        if now > d + 1e-12 * max(1.0, abs(d)):  # stale: its neighbours moved since
+            heapq.heappush(heap, (now, i))
+            continue
+        lab[i] = other
+        area -= w[i]
+        lo, hi = L.indptr[i], L.indptr[i + 1]
+        for j in L.indices[lo:hi]:
+            if j != i and lab[j] == shrink and problem.hard[j] == 0:
+                heapq.heappush(heap, (delta(int(j)), int(j)))
+    return lab
+
+
+def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
+    """The best labelling of a K = 2 problem within its area bounds that a search over the
+    Lagrange multiplier finds, and the Lagrangian lower bound (see the module docstring).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        ``k == 2``, with area bounds and no apart pairs.
+
+    Returns
+    -------
+    ConstrainedReference
+    """
+    t0 = time.perf_counter()
+    c = problem.constraints
+    if problem.k != 2 or c is None or c.has_apart:
+        raise ValueError("the parametric min-cut takes K = 2 with area bounds only")
+    lo, hi = area_bounds_k2(problem)
+    w = c.pixel_weights(problem.n)
+
+    def area(lab: np.ndarray) -> float:
+        return float(w[lab == 1].sum())
+
+    best: tuple[float, np.ndarray | None] = (np.inf, None)
+    bound = -np.inf
+    cuts = 0
+
+    def visit(mu: float) -> float:
+        nonlocal best, bound, cuts
+        lab = _cut(problem, mu)
+        cuts += 1
+        e, a = problem.energy(lab), area(lab)
+        target = hi if mu >= 0 else lo
+        bound = max(bound, e + mu * (a - target))
+        if lo - 1e-9 <= a <= hi + 1e-9 and e < best[0]:
+            best = (e, lab)
+        return a
+
+    a0 = visit(0.0)
+    if lo - 1e-9 <= a0 <= hi + 1e-9:
+        return ConstrainedReference(best[1].reshape(problem.shape), best[0], best[0], True,
+                                    "parametric min-cut", time.perf_counter() - t0)
+    sign = 1.0 if a0 > hi else -1.0  # grow mu to shrink label 1, or below zero to grow it
+    inside = (lambda a: a <= hi) if sign > 0 else (lambda a: a >= lo)
+    near, far = 0.0, sign
+    while not inside(visit(far)) and cuts < MAX_CUTS:
+        near, far = far, 2.0 * far
+    far_lab = None
+    while cuts < MAX_CUTS and abs(far - near) > 1e-9 * max(1.0, abs(far)):
+        mid = 0.5 * (near + far)
+        if inside(visit(mid)):
+            far = mid
+        else:
+            near = mid
+    optimal = False
+    if best[1] is None:  # the area jumped over the bounds: trim the labelling just outside
+        outside = _cut(problem, near)
+        shrink, limit = (1, hi) if sign > 0 else (2, problem.n - lo)
+        too_many = area(outside) if shrink == 1 else problem.n - area(outside)
+        far_lab = _trim(problem, outside, shrink, too_many, limit)
+        best = (problem.energy(far_lab), far_lab)
+    else:
+        optimal = abs(best[0] - bound) <= 1e-9 * max(1.0, abs(best[0]))
+    log.info("parametric min-cut: %d cuts, energy %.6g, bound %.6g", cuts, best[0], bound)
+    return ConstrainedReference(best[1].reshape(problem.shape).astype(np.int32), float(best[0]),
+                                float(bound), optimal, "parametric min-cut",
+                                time.perf_counter() - t0)

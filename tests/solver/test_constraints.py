@@ -1,0 +1,314 @@
+"""Area bounds and apart pairs: the checks, ADMM's answers against brute force, the yardsticks
+against brute force, and the projection that keeps areas inside ADMM."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from solver.admm.sums import BoxWithSums, _project_xp, round_k2_sums, round_onehot_sums
+from solver.backend import CPU
+from solver.mrf import (AreaBound, Constraints, build_problem, problem_from_unary, solve_mrf,
+                        with_constraints)
+from solver.reference.lagrangian import lagrangian_swap
+from solver.reference.nested import nested_mincut
+from solver.reference.parametric import parametric_mincut
+
+from ._mrf_helpers import random_problem, shapes_image
+
+
+def brute(problem):
+    """Every feasible labelling's energy: ``(min energy, a minimiser)`` (inf, None if none)."""
+    k, n = problem.k, problem.n
+    L = np.array(list(itertools.product(range(k), repeat=n)), np.int8)  # (k^n, n) 0-based
+    g = problem.graph
+    e = problem.unary[np.arange(n), L].sum(axis=1)
+    e += 2.0 * problem.lam * ((L[:, g.i] != L[:, g.j]) * g.weights).sum(axis=1)
+    ok = np.all((problem.hard == 0) | (L == problem.hard - 1), axis=1)
+    c = problem.constraints
+    if c is not None:
+        areas = np.stack([(L == a).sum(axis=1) for a in range(k)], axis=1)
+        ok &= np.all((areas >= c.lo) & (areas <= c.hi), axis=1)
+        for a, b in zip(*np.nonzero(np.triu(c.apart))):
+            li, lj = L[:, g.i], L[:, g.j]
+            ok &= ~np.any(((li == a) & (lj == b)) | ((li == b) & (lj == a)), axis=1)
+    if not ok.any():
+        return np.inf, None
+    best = np.flatnonzero(ok)[np.argmin(e[ok])]
+    return float(e[best]), (L[best] + 1).reshape(problem.shape)
+
+
+def _tiny(shape, k, seed, constraints, hard_fraction=0.0):
+    """A random problem with the constraints; with hard pixels, the first draw from ``seed`` on
+    whose hard pixels the constraints accept (random seeds may put apart labels side by side)."""
+    for draw in range(seed * 1000, seed * 1000 + 1000):
+        p = random_problem(shape, k=k, seed=draw, hard_fraction=hard_fraction)
+        try:
+            return with_constraints(p, constraints)
+        except ValueError:
+            if not hard_fraction:
+                raise
+    raise AssertionError("no random draw met the constraints")
+
+
+# ---------------------------------------------------------------------------- the checks
+@pytest.mark.parametrize("constraints, message", [
+    (Constraints(area=(AreaBound(4, 0.1, 0.2),)), "label must be 1..3"),
+    (Constraints(area=(AreaBound(1, -0.1, 0.2),)), "fractions in \\[0, 1\\]"),
+    (Constraints(area=(AreaBound(1, 0.1, 1.5),)), "fractions in \\[0, 1\\]"),
+    (Constraints(area=(AreaBound(1, 10, 500, "px"),)), "0..100 pixels"),
+    (Constraints(area=(AreaBound(1, 0.5, 0.2),)), "lower bound is above"),
+    (Constraints(area=(AreaBound(1, float("nan"), 0.2),)), "finite"),
+    (Constraints(area=(AreaBound(1, 0.301, 0.309),)), "no whole number of pixels"),
+    (Constraints(area=(AreaBound(1, 0.1, 0.2), AreaBound(1, 0.3, 0.4))), "contradicts"),
+    (Constraints(area=(AreaBound(1, 0.6, 1), AreaBound(2, 0.6, 1))), "lower bounds add up"),
+    (Constraints(area=(AreaBound(1, 0, 0.2), AreaBound(2, 0, 0.2), AreaBound(3, 0, 0.2))),
+     "upper bounds add up"),
+    (Constraints(apart=((2, 2),)), "apart from itself"),
+    (Constraints(apart=((1, 4),)), "labels must be 1..3"),
+    (Constraints(area=(AreaBound(1, 0.1, 0.2, "percent"),)), "unit must be"),
+])
+def test_bad_constraints_give_one_line_errors(constraints, message):
+    with pytest.raises(ValueError, match=message) as err:
+        constraints.validate(3, (10, 10))
+    assert "\n" not in str(err.value)
+
+
+def test_constraints_the_drawing_breaks_are_refused_before_anything_is_fitted():
+    image, _, strokes = shapes_image(seed=0, k=3, size=40)
+    few = int((strokes == 1).sum()) - 1
+    with pytest.raises(ValueError, match="strokes and hard constraints cover"):
+        build_problem(image, strokes, 3,
+                      constraints=Constraints(area=(AreaBound(1, 0, few, "px"),)))
+    touching = strokes.copy()
+    touching[2, 2] = 1
+    touching[3, 3] = 3
+    with pytest.raises(ValueError, match="labels 1 and 3 are apart, but strokes"):
+        build_problem(image, touching, 3, constraints=Constraints(apart=((1, 3),)))
+    hard = np.zeros((40, 40), int)
+    hard[:, :30] = 2
+    with pytest.raises(ValueError, match="hard constraints of other labels leave it"):
+        build_problem(image, strokes, 3, hard=hard,
+                      constraints=Constraints(area=(AreaBound(1, 0.5, 1),)))
+    with pytest.raises(ValueError, match="K >= 3"):
+        Constraints(apart=((1, 2),)).validate(2, (10, 10))
+
+
+def test_fractions_round_inwards_and_pixel_counts_are_taken_as_given():
+    assert AreaBound(1, 0.2, 0.3).pixels(1001) == (201, 300)
+    assert AreaBound(2, 5, 9, "px").pixels(100) == (5, 9)
+    level = Constraints(area=(AreaBound(2, 0.2, 0.3), AreaBound(2, 25, 40, "px"))).validate(
+        3, (10, 10))
+    assert level.lo.tolist() == [0, 25, 0] and level.hi.tolist() == [100, 30, 100]
+
+
+# ---------------------------------------------------------------------------- the projection
+def test_the_box_with_bounded_sums_projection_is_the_closest_point():
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        m, k = int(rng.integers(1, 30)), int(rng.integers(1, 4))
+        v = rng.normal(0.5, 1.0, m * k)
+        w = rng.integers(0, 4, m).astype(float)
+        lo, hi = np.full(k, -np.inf), np.full(k, np.inf)
+        for c in range(k):
+            a, b = sorted(rng.uniform(0, w.sum(), 2))
+            lo[c] = a if rng.random() < 0.7 else -np.inf
+            hi[c] = b
+        box = BoxWithSums(k, w, lo, hi)
+        z = box.project(v, CPU)
+        Z, V = z.reshape(m, k), v.reshape(m, k)
+        sums = w @ Z
+        assert np.all((Z >= 0) & (Z <= 1))
+        assert np.all(sums >= lo - 1e-7) and np.all(sums <= hi + 1e-7)
+        np.testing.assert_allclose(z, _project_xp(np, v, k, w, lo, hi), atol=1e-8)
+        # optimality: z = clip(v - theta w) with one theta per column, 0 unless a bound is active
+        for c in range(k):
+            inside = (Z[:, c] > 1e-9) & (Z[:, c] < 1 - 1e-9) & (w > 0)
+            if inside.any():
+                theta = (V[inside, c] - Z[inside, c]) / w[inside]
+                assert np.ptp(theta) < 1e-7
+                active = (abs(sums[c] - lo[c]) < 1e-6) or (abs(sums[c] - hi[c]) < 1e-6)
+                assert active or abs(theta[0]) < 1e-7
+
+
+def test_roundings_keep_the_sums_within_their_bounds():
+    rng = np.random.default_rng(1)
+    for _ in range(100):
+        m = int(rng.integers(5, 40))
+        w = rng.integers(1, 3, m).astype(float)
+        v = rng.random(m)
+        lo = float(rng.uniform(0, w.sum() / 2))
+        hi = lo + float(rng.uniform(0, w.sum() / 2))
+        x = round_k2_sums(v, w, lo, hi)
+        assert set(np.unique(x)) <= {0.0, 1.0} and lo - 2 <= w @ x <= hi + 2
+        if np.all(w == 1):
+            assert np.ceil(lo) <= w @ x <= np.floor(hi) or np.ceil(lo) > np.floor(hi)
+        k = 3
+        X = rng.random((m, k))
+        lo3, hi3 = np.array([m / 4, 0, 0]), np.array([m / 2, m, m * 0.4])
+        r = round_onehot_sums(X.ravel(), k, np.ones(m), lo3, hi3).reshape(m, k)
+        assert np.all(r.sum(axis=1) == 1)
+        counts = r.sum(axis=0)
+        assert np.all(counts >= np.ceil(lo3)) and np.all(counts <= np.floor(hi3))
+
+
+# ---------------------------------------------------------------------------- ADMM
+@pytest.mark.parametrize("seed", range(4))
+def test_admm_with_area_bounds_is_feasible_and_near_the_optimum_k2(seed):
+    p = random_problem((3, 4), k=2, seed=seed)
+    free_best, free_lab = brute(p)
+    area1 = int((free_lab == 1).sum())
+    target = 3 if area1 > 6 else 9  # force the area away from the unconstrained optimum's
+    p = with_constraints(p, Constraints(area=(AreaBound(1, target, target + 1, "px"),)))
+    best, _ = brute(p)
+    res = solve_mrf(p, "admm")
+    assert p.feasible(res.labels) and res.feasible
+    assert res.energy <= best + 0.02 * abs(best) + 1e-6
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_admm_keeps_labels_apart_and_nests_k3(seed):
+    p = _tiny((3, 4), 3, seed, Constraints(apart=((1, 3),)))
+    best, _ = brute(p)
+    res = solve_mrf(p, "admm")
+    assert p.feasible(res.labels)
+    assert res.energy <= best + 0.02 * abs(best) + 1e-6
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_admm_with_area_bounds_and_apart_pairs_together_k3(seed):
+    c = Constraints(area=(AreaBound(2, 3, 6, "px"),), apart=((1, 3),))
+    p = _tiny((3, 4), 3, seed, c, hard_fraction=0.1)
+    best, _ = brute(p)
+    res = solve_mrf(p, "admm")
+    if np.isfinite(best):
+        assert p.feasible(res.labels)
+        assert res.energy <= best + 0.05 * abs(best) + 1e-6
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_constraints_hold_coarse_to_fine_on_a_photo_sized_problem(k):
+    image, _, strokes = shapes_image(seed=4, k=k, size=200, noise=0.2)
+    free = solve_mrf(build_problem(image, strokes, k), "admm")
+    area = float((free.labels == 1).mean())
+    bound = AreaBound(1, max(0.0, area - 0.08), max(0.0, area - 0.06))
+    c = Constraints(area=(bound,), apart=((1, 3),) if k == 3 else ())
+    p = build_problem(image, strokes, k, constraints=c)
+    res = solve_mrf(p, "admm")
+    assert res.iterations > 0
+    assert p.feasible(res.labels) and res.feasible
+    assert {r.kind for r in res.constraints} == ({"area", "apart"} if k == 3 else {"area"})
+    assert res.energy >= free.energy - 1e-6  # a constraint never lowers the optimum
+
+
+# ---------------------------------------------------------------------------- yardsticks
+@pytest.mark.parametrize("seed", range(5))
+def test_the_parametric_min_cut_bounds_and_meets_the_constrained_optimum(seed):
+    p = random_problem((3, 4), k=2, seed=10 + seed)
+    for lo, hi in ((2, 3), (5, 5), (8, 10)):
+        q = with_constraints(p, Constraints(area=(AreaBound(1, lo, hi, "px"),)))
+        best, _ = brute(q)
+        ref = parametric_mincut(q)
+        assert q.feasible(ref.labels) and ref.feasible
+        assert ref.bound <= best + 1e-9
+        assert best <= ref.energy + 1e-9
+        if ref.optimal:
+            assert ref.energy == pytest.approx(best, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_layered_min_cut_is_the_nesting_optimum(seed):
+    p = _tiny((3, 4), 3, seed, Constraints(apart=((1, 3),)), hard_fraction=0.15)
+    best, _ = brute(p)
+    ref = nested_mincut(p)
+    assert p.feasible(ref.labels)
+    assert ref.energy == pytest.approx(best, abs=1e-9) and ref.optimal
+    q = _tiny((3, 3), 3, seed, Constraints(apart=((2, 1),)))  # the pair's order is immaterial
+    assert nested_mincut(q).energy == pytest.approx(brute(q)[0], abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_lagrangian_swap_is_feasible_and_never_below_the_optimum(seed):
+    c = Constraints(area=(AreaBound(1, 2, 5, "px"),), apart=((2, 3),))
+    p = _tiny((3, 4), 3, seed, c)
+    best, _ = brute(p)
+    ref = lagrangian_swap(p)
+    assert ref.bound is None and not ref.optimal
+    if ref.feasible:
+        assert p.feasible(ref.labels) and ref.energy >= best - 1e-9
+
+
+def test_solve_mrf_picks_the_constrained_yardstick_or_says_which_can():
+    area = Constraints(area=(AreaBound(1, 4, 6, "px"),))
+    p2 = with_constraints(random_problem((3, 4), k=2, seed=1), area)
+    assert solve_mrf(p2, "mincut").detail == "parametric min-cut"
+    assert solve_mrf(p2, "lp").bound is not None
+    nest = with_constraints(random_problem((3, 4), k=3, seed=1), Constraints(apart=((1, 3),)))
+    assert solve_mrf(nest, "mincut").detail.startswith("layered min-cut")
+    assert "best effort" in solve_mrf(nest, "expansion").detail
+    both = with_constraints(random_problem((3, 4), k=3, seed=1),
+                            Constraints(area=(AreaBound(1, 4, 6, "px"),), apart=((1, 3),)))
+    with pytest.raises(ValueError, match="mincut cannot take these constraints.*admm: any"):
+        solve_mrf(both, "mincut")
+    with pytest.raises(ValueError, match="lp cannot take"):
+        solve_mrf(nest, "lp")
+
+
+def test_problem_from_unary_takes_constraints_and_checks_them_against_hard_pixels():
+    rng = np.random.default_rng(0)
+    hard = np.zeros((4, 5), int)
+    hard[0, 0], hard[0, 1] = 1, 3
+    with pytest.raises(ValueError, match="apart"):
+        problem_from_unary(rng.random((4, 5)), rng.normal(size=(20, 3)), hard=hard,
+                           constraints=Constraints(apart=((1, 3),)))
+
+
+# ---------------------------------------------------------------------------- the polish
+def _block_problem(hi_px):
+    """8×8, label 2 preferred on the 3×3 block at rows/cols 2..4 (most on its 2×2 corner),
+    label 1 everywhere else; label 2's area capped at ``hi_px``."""
+    n = 64
+    unary = np.zeros((n, 2))
+    unary[:, 1] = 1.0
+    block = np.zeros((8, 8), bool)
+    block[2:5, 2:5] = True
+    unary[block.ravel(), 1] = -3.0
+    corner = np.zeros((8, 8), bool)
+    corner[2:4, 2:4] = True
+    unary[corner.ravel(), 1] = -30.0
+    image = np.full((8, 8, 3), 0.5)
+    p = problem_from_unary(image, unary, lam=0.5)
+    return with_constraints(p, Constraints(area=(AreaBound(2, 0, hi_px, "px"),))), block, corner
+
+
+@pytest.mark.parametrize("hi_px, expect", [(9, "block"), (4, "corner"), (3, "none")])
+def test_level_set_fusion_takes_a_region_only_when_it_fits_the_bounds(hi_px, expect):
+    from solver.mrf.polish.constrained import _level_set_fusions, level_state
+
+    p, block, corner = _block_problem(hi_px)
+    lab = np.zeros(p.n, np.int64)
+    movable = np.ones(p.n, bool)
+    state = level_state(p, lab)
+    before = p.energy(lab + 1)
+    x_block = np.stack([~block.ravel(), block.ravel()], axis=1).astype(float)
+    x_corner = np.stack([~corner.ravel(), corner.ravel()], axis=1).astype(float)
+    taken = _level_set_fusions(p, lab, movable, state, [x_block, x_corner], (0.5,))
+    want = {"block": block, "corner": corner, "none": np.zeros((8, 8), bool)}[expect]
+    np.testing.assert_array_equal(lab.reshape(8, 8) == 1, want)
+    assert taken == (0 if expect == "none" else 1)
+    assert state[1][1] == want.sum() and state[1].sum() == 64  # the counts follow the moves
+    assert p.feasible(lab + 1) and p.energy(lab + 1) <= before
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_constrained_polish_keeps_a_feasible_start_feasible_and_never_worse(seed):
+    from solver.mrf.polish.constrained import constrained_polish, repair
+
+    c = Constraints(area=(AreaBound(1, 3, 6, "px"),), apart=((1, 3),))
+    p = _tiny((4, 4), 3, seed, c)
+    rng = np.random.default_rng(seed)
+    start = repair(p, rng.integers(1, 4, p.shape))
+    assert p.feasible(start)
+    snaps = [rng.dirichlet(np.ones(3), p.n) for _ in range(3)]
+    out = constrained_polish(p, start, snaps)
+    assert p.feasible(out) and p.energy(out) <= p.energy(start) + 1e-9
