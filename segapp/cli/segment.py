@@ -32,6 +32,22 @@ def _finite(text: str) -> float:
     return v
 
 
+def _area(text: str):
+    from segapp.core.constraint_text import parse_area  # noqa: PLC0415
+    try:
+        return parse_area(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _apart(text: str) -> tuple[int, int]:
+    from segapp.core.constraint_text import parse_apart  # noqa: PLC0415
+    try:
+        return parse_apart(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_parser(sub: Any) -> None:
     """Register the ``segment`` sub-command."""
     p = sub.add_parser("segment", help="segment an image headless",
@@ -42,7 +58,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--k", type=int, default=2, help="number of labels K (default 2)")
     p.add_argument("--rect", type=_rect, help="GrabCut-style rectangle X,Y,W,H (K = 2)")
     p.add_argument("--hard", help="single-channel PNG of hard constraints: k = fixed to label k")
-    p.add_argument("--solver", default="admm", choices=METHODS)
+    p.add_argument("--area", type=_area, action="append", default=[], metavar="K:LO-HI",
+                   help="bound label K's area: fractions of the image (1:0.2-0.3) or pixels "
+                        "(2:5000px-9000px); repeatable")
+    p.add_argument("--apart", type=_apart, action="append", default=[], metavar="A,B",
+                   help="labels A and B must not touch (8-neighbours); repeatable")
+    p.add_argument("--solver", default="admm", choices=METHODS,
+                   help="admm (default); mincut, expansion and lp are the yardsticks (under "
+                        "--area/--apart: parametric or layered min-cut, Lagrangian swap, LP)")
     p.add_argument("--backend", default="cpu", choices=BACKENDS)
     p.add_argument("--lam", type=_finite, help="smoothness weight λ (default 10)")
     p.add_argument("--beta", type=_finite, help="contrast β (default: from the image)")
@@ -65,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from segapp.core.io import load_image, load_label_image, overlay, save_image, save_labels
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
     from solver.backend.compile_notice import COMPILE_MESSAGE, first_compile_notice  # noqa: PLC0415
-    from solver.mrf import DEFAULT_LAMBDA  # noqa: PLC0415
+    from solver.mrf import DEFAULT_LAMBDA, Constraints  # noqa: PLC0415
 
     image = load_image(args.image)
     shape = image.shape[:2]
@@ -76,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     params = SegmentParams(k=args.k, lam=args.lam, beta=args.beta,
                            colour_model=args.colour_model, solver=args.solver,
                            backend=args.backend, seed=args.seed, admm=admm,
-                           polish=not args.no_polish)
+                           polish=not args.no_polish,
+                           constraints=Constraints(area=tuple(args.area),
+                                                   apart=tuple(args.apart)) or None)
     def note() -> None:  # the first run on a machine compiles for about a minute
         if not args.quiet:
             print(f"segapp: note: {COMPILE_MESSAGE}", file=sys.stderr, flush=True)
@@ -93,10 +118,16 @@ def run(args: argparse.Namespace) -> int:
         "k": args.k, "status": out.status, "converged": out.converged, "width": int(shape[1]), "height": int(shape[0]),
         "lam": DEFAULT_LAMBDA if args.lam is None else args.lam, "beta": out.problem.beta,
         "colour_model": args.colour_model, "seed": args.seed,
-        "reference_method": "mincut" if args.k == 2 else "expansion",
+        "reference_method": out.reference_method,
         "reference_energy": out.reference_energy, "gap": out.gap,
         "build_time_s": out.build_time_s, "image": str(args.image),
     }
+    if params.constraints:
+        report["constraints"] = [r.as_dict() for r in out.constraints]
+        report["feasible"] = out.feasible
+        report["variant"] = out.variant or out.method
+        report["reference_variant"] = out.reference_detail or None
+        report["bound"] = out.reference_bound
     text = json.dumps(report, indent=2) if args.report else None
     save_labels(args.out, out.labels)
     if over is not None:
@@ -108,4 +139,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"{out.method} ({out.backend}): energy {out.energy:.6g}{gap}, "
               f"{out.iterations} iterations, {out.time_s:.3f} s, {out.labels.size} pixels, "
               f"K = {args.k} -> {args.out}")
+        for r in out.constraints:
+            print(_describe(r))
     return 0
+
+
+def _describe(r) -> str:
+    """One line per constraint for the summary."""
+    state = "holds" if r.satisfied else "VIOLATED"
+    if r.kind == "area":
+        return (f"  area of label {r.labels[0]}: {r.value:.0f} px in [{r.lo:.0f}, {r.hi:.0f}] "
+                f"{state}")
+    return f"  labels {r.labels[0]} and {r.labels[1]} apart: {r.value:.0f} touching pairs, {state}"

@@ -18,11 +18,15 @@ from solver.admm.records import IterationRecord, converged
 from solver.backend import GPUUnavailableError, get_backend, gpu_errors
 from solver.mrf import (
     DEFAULT_LAMBDA,
+    ConstraintReport,
+    Constraints,
     MRFIterationState,
     MRFProblem,
     auto_backend,
     build_problem,
+    constrained_variant,
     solve_mrf,
+    yardstick_method,
 )
 from solver.names import BACKENDS, COLOUR_MODELS, METHODS
 
@@ -54,6 +58,8 @@ class SegmentParams:
     polish : bool
         Finish ADMM with the polish (:func:`solver.mrf.polish.polish_labels`; never raises the
         energy).
+    constraints : Constraints or None
+        Area bounds and apart pairs (:class:`solver.mrf.Constraints`); None: none.
     """
 
     k: int = 2
@@ -65,6 +71,7 @@ class SegmentParams:
     seed: int | None = None
     admm: dict[str, Any] = field(default_factory=dict)
     polish: bool = True
+    constraints: Constraints | None = None
 
     def validated(self) -> SegmentParams:
         """Check the choices that are not checked downstream; returns self."""
@@ -75,7 +82,7 @@ class SegmentParams:
         if self.colour_model not in COLOUR_MODELS:
             raise ValueError(f"unknown colour model {self.colour_model!r}: expected one of "
                              f"{', '.join(COLOUR_MODELS)}")
-        if self.solver == "mincut" and self.k != 2:
+        if self.solver == "mincut" and self.k != 2 and not self.constraints:
             raise ValueError(f"min-cut needs K = 2 (got K = {self.k}); use --solver expansion")
         return self
 
@@ -101,7 +108,18 @@ class SegmentationResult:
         that was on its own terms.
     history : list of IterationRecord
     reference_labels, reference_energy
-        Min-cut (K = 2) or α-expansion (K > 2) answer, when asked for.
+        The yardstick's answer, when asked for: min-cut (K = 2) or α-expansion (K > 2), and
+        under constraints the variant :func:`solver.mrf.yardstick_for` picks.
+    reference_bound : float or None
+        A lower bound on the optimum from the yardstick, where it proves one.
+    reference_method : str
+        The yardstick's method name (``"mincut"`` or ``"expansion"``).
+    reference_detail : str
+        The yardstick's algorithm (e.g. "parametric min-cut"; "" without constraints).
+    constraints : list of ConstraintReport
+        Whether each area bound and apart pair holds for ``labels`` (empty without any).
+    variant : str
+        The algorithm ``method`` ran under constraints (e.g. "layered min-cut"; "" without).
     x_final : numpy.ndarray or None
         ``(n, K)`` last continuous ADMM iterate, for warm starts.
     problem : MRFProblem
@@ -125,6 +143,16 @@ class SegmentationResult:
     warnings: list[str] = field(default_factory=list)
     build_time_s: float = 0.0
     reference_time_s: float = 0.0
+    reference_bound: float | None = None
+    reference_method: str = ""
+    reference_detail: str = ""
+    constraints: list[ConstraintReport] = field(default_factory=list)
+    variant: str = ""
+
+    @property
+    def feasible(self) -> bool:
+        """Whether every area bound and apart pair holds for ``labels``."""
+        return all(r.satisfied for r in self.constraints)
 
     @property
     def converged(self) -> bool:
@@ -190,7 +218,8 @@ def run_segmentation(
     x0 : numpy.ndarray, optional
         Warm start (a previous outcome's ``x_final``); ignored if its size does not fit.
     reference : bool
-        Also solve the yardstick (min-cut for K = 2, α-expansion otherwise) first.
+        Also solve the yardstick first (min-cut for K = 2, α-expansion otherwise; under
+        constraints :func:`solver.mrf.yardstick_for`'s choice).
 
     Returns
     -------
@@ -210,19 +239,26 @@ def run_segmentation(
         if notice is not None:
             notice(msg)
 
+    level = None
+    if params.constraints:  # the cheap checks first: nothing is fitted for a bad bound
+        level = params.constraints.validate(params.k, np.shape(image)[:2])
+        constrained_variant(params.solver, params.k, level)
     t0 = time.perf_counter()
     problem = build_problem(
         image, strokes, params.k, rect=rect, hard=hard,
         lam=DEFAULT_LAMBDA if params.lam is None else params.lam, beta=params.beta,
         colour_model=params.colour_model, seed=0 if params.seed is None else params.seed,
+        constraints=params.constraints,
     )
     build_time = time.perf_counter() - t0
-    ref_method = "mincut" if params.k == 2 else "expansion"
-    ref_labels = ref_energy = None
+    ref_method = yardstick_method(params.k, level)
+    ref_labels = ref_energy = ref_bound = None
+    ref_detail = ""
     ref_time = 0.0
     if reference and params.solver != ref_method:
         ref = solve_mrf(problem, ref_method)
         ref_labels, ref_energy, ref_time = ref.labels, ref.energy, ref.time_s
+        ref_bound, ref_detail = ref.bound, ref.detail
     if params.solver == "admm":
         backend = resolve_backend(params.backend, warn, problem.n, problem.k)
         if x0 is not None and np.size(x0) != problem.n * problem.k:
@@ -233,6 +269,7 @@ def run_segmentation(
         if callback is not None:
             def cb(state: MRFIterationState) -> bool | None:
                 state.reference_energy = ref_energy  # lets a live plot draw the line at once
+                state.reference_bound = ref_bound
                 return callback(state)
         admm = dict(seed=params.seed, x0=x0, callback=cb, polish=params.polish, **params.admm)
         try:
@@ -248,10 +285,13 @@ def run_segmentation(
         res = solve_mrf(problem, params.solver)
     if ref_labels is None and params.solver == ref_method and reference:
         ref_labels, ref_energy, ref_time = res.labels, res.energy, res.time_s
+        ref_bound, ref_detail = res.bound, res.detail
     return SegmentationResult(
         labels=res.labels, energy=res.energy, method=res.method, backend=res.backend,
         iterations=res.iterations, time_s=res.time_s, status=res.status,
         history=res.history, reference_labels=ref_labels, reference_energy=ref_energy,
         x_final=res.x_continuous, problem=problem, warnings=warnings,
-        build_time_s=build_time, reference_time_s=ref_time,
+        build_time_s=build_time, reference_time_s=ref_time, reference_bound=ref_bound,
+        reference_detail=ref_detail, constraints=list(res.constraints), variant=res.detail,
+        reference_method=ref_method,
     )

@@ -10,13 +10,14 @@ bound on the constrained optimum (weak duality):
 
 When the plain min-cut already lies within the bounds it is the constrained optimum. Otherwise the
 best feasible labelling the search meets is reported; the area can jump over ``[L, U]`` between
-two values of ``mu`` (several pixels change at once), and then the labelling just outside is
-trimmed pixel by pixel, cheapest first, until it fits, which is feasible but need not be optimal.
+two values of ``mu`` (several pixels change at once), so every cut met outside the bounds is also
+brought within them by the cheapest single-pixel moves and settled by feasible ICM
+(:func:`solver.mrf.polish.constrained.settle_feasible`), and the best of all these is kept: feasible,
+but optimal only when its energy meets the bound.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 import time
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from solver.mrf.polish.constrained import settle_feasible
 from solver.reference._grid import binary_grid_cut
 
 if TYPE_CHECKING:
@@ -82,46 +84,6 @@ def _cut(problem: MRFProblem, mu: float) -> np.ndarray:
     return np.where(sink, 2, 1).astype(np.int32)
 
 
-def _trim(problem: MRFProblem, labels: np.ndarray, shrink: int, too_many: float,
-          limit: float) -> np.ndarray:
-    """Move pixels off label ``shrink`` (1-based), the cheapest first (energy change given the
-    current labels, refreshed as neighbours move), until its area is at most ``limit``."""
-    lab = labels.copy()
-    other = 3 - shrink
-    w = problem.constraints.pixel_weights(problem.n)
-    L = problem.laplacian
-    two_lam = 2.0 * problem.lam
-
-    def delta(i: int) -> float:
-        lo, hi = L.indptr[i], L.indptr[i + 1]
-        nb, wt = L.indices[lo:hi], -L.data[lo:hi]
-        keep = nb != i
-        nb, wt = nb[keep], wt[keep]
-        # from shrink to other: edges to pixels of ``other`` stop costing, to ``shrink`` start
-        pair = two_lam * (np.sum(wt[lab[nb] == shrink]) - np.sum(wt[lab[nb] == other]))
-        return float(problem.unary[i, other - 1] - problem.unary[i, shrink - 1] + pair)
-
-    movable = (lab == shrink) & (problem.hard == 0)
-    heap = [(delta(i), int(i)) for i in np.flatnonzero(movable)]
-    heapq.heapify(heap)
-    area = too_many
-    while area > limit and heap:
-        d, i = heapq.heappop(heap)
-        if lab[i] != shrink:
-            continue
-        now = delta(i)
-        if now > d + 1e-12 * max(1.0, abs(d)):  # stale: its neighbours moved since
-            heapq.heappush(heap, (now, i))
-            continue
-        lab[i] = other
-        area -= w[i]
-        lo, hi = L.indptr[i], L.indptr[i + 1]
-        for j in L.indices[lo:hi]:
-            if j != i and lab[j] == shrink and problem.hard[j] == 0:
-                heapq.heappush(heap, (delta(int(j)), int(j)))
-    return lab
-
-
 def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
     """The best labelling of a K = 2 problem within its area bounds that a search over the
     Lagrange multiplier finds, and the Lagrangian lower bound (see the module docstring).
@@ -148,6 +110,7 @@ def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
     best: tuple[float, np.ndarray | None] = (np.inf, None)
     bound = -np.inf
     cuts = 0
+    outside: dict[float, np.ndarray] = {}  # area -> the cheapest cut of that area beyond a bound
 
     def visit(mu: float) -> float:
         nonlocal best, bound, cuts
@@ -156,8 +119,11 @@ def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
         e, a = problem.energy(lab), area(lab)
         target = hi if mu >= 0 else lo
         bound = max(bound, e + mu * (a - target))
-        if lo - 1e-9 <= a <= hi + 1e-9 and e < best[0]:
-            best = (e, lab)
+        if lo - 1e-9 <= a <= hi + 1e-9:
+            if e < best[0]:
+                best = (e, lab)
+        elif a not in outside or e < problem.energy(outside[a]):
+            outside[a] = lab
         return a
 
     a0 = visit(0.0)
@@ -169,22 +135,27 @@ def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
     near, far = 0.0, sign
     while not inside(visit(far)) and cuts < MAX_CUTS:
         near, far = far, 2.0 * far
-    far_lab = None
     while cuts < MAX_CUTS and abs(far - near) > 1e-9 * max(1.0, abs(far)):
         mid = 0.5 * (near + far)
         if inside(visit(mid)):
             far = mid
         else:
             near = mid
-    optimal = False
-    if best[1] is None:  # the area jumped over the bounds: trim the labelling just outside
-        outside = _cut(problem, near)
-        shrink, limit = (1, hi) if sign > 0 else (2, problem.n - lo)
-        too_many = area(outside) if shrink == 1 else problem.n - area(outside)
-        far_lab = _trim(problem, outside, shrink, too_many, limit)
-        best = (problem.energy(far_lab), far_lab)
-    else:
-        optimal = abs(best[0] - bound) <= 1e-9 * max(1.0, abs(best[0]))
+    optimal = abs(best[0] - bound) <= 1e-9 * max(1.0, abs(best[0]))
+    if not optimal:
+        # the area jumped over the bounds between two cuts (several pixels change at once):
+        # each cut just outside, brought within the bounds by the cheapest single-pixel moves
+        # and settled by feasible ICM, may beat the feasible cuts met
+        for lab in outside.values():
+            fixed = settle_feasible(problem, lab).ravel()
+            e = problem.energy(fixed)
+            if problem.feasible(fixed) and e < best[0]:
+                best = (e, fixed)
+    if best[1] is None:  # (the moves ran out: only on contrived hard constraints)
+        lab = settle_feasible(problem, outside[min(outside)]).ravel()
+        return ConstrainedReference(lab.reshape(problem.shape), problem.energy(lab),
+                                    float(bound), False, "parametric min-cut",
+                                    time.perf_counter() - t0, feasible=False)
     log.info("parametric min-cut: %d cuts, energy %.6g, bound %.6g", cuts, best[0], bound)
     return ConstrainedReference(best[1].reshape(problem.shape).astype(np.int32), float(best[0]),
                                 float(bound), optimal, "parametric min-cut",
