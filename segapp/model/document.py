@@ -28,7 +28,9 @@ Listener = Callable[[str, "BBox | None"], None]
 class SolverSettings:
     """Solver parameters as the user set them (None means library default / auto).
 
-    Mirrors :class:`segapp.core.pipeline.SegmentParams` without ``k``.
+    Mirrors :class:`segapp.core.pipeline.SegmentParams` without ``k``; the constraints are
+    kept as the command line writes them (``area``: ``"2:0.2-0.3"``, ``"1:500px-900px"``;
+    ``apart``: ``"1,3"``; :mod:`segapp.core.constraint_text`).
     """
 
     lam: float | None = None
@@ -38,6 +40,8 @@ class SolverSettings:
     backend: str = "cpu"
     seed: int = 0
     admm: dict[str, Any] = field(default_factory=dict)
+    area: list[str] = field(default_factory=list)
+    apart: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict."""
@@ -51,6 +55,8 @@ class SolverSettings:
         known = {f: d[f] for f in cls.__dataclass_fields__ if f in d}
         s = cls(**known)
         s.admm = dict(s.admm or {})
+        s.area = [str(t) for t in (s.area or [])]
+        s.apart = [str(t) for t in (s.apart or [])]
         return s
 
 

@@ -155,7 +155,7 @@ class FileOpsMixin:
         except ValueError as exc:
             self.error("Cannot open session", str(exc))
             return False
-        self.params_panel.set_settings(self.doc.settings)
+        self.show_settings()
         self.results_panel.opacity.setValue(int(data.extra.get("opacity", 0.55) * 100))
         self.session_path = str(path)
         self._add_recent(str(path))

@@ -18,6 +18,7 @@ from PyQt6.QtWidgets import (
 
 from segapp.model import Document
 from segapp.ui.canvas import Canvas
+from segapp.ui.constraints_panel import ConstraintsPanel
 from segapp.ui.fileops import FileOpsMixin
 from segapp.ui.panels import ParamsPanel, ResultsPanel
 from segapp.ui.plot import EnergyPlot
@@ -49,13 +50,14 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         self.addToolBar(Qt.ToolBarArea.LeftToolBarArea, self.tools)
         self.params_panel = ParamsPanel()
         self.results_panel = ResultsPanel()
+        self.constraints_panel = ConstraintsPanel()
         self.plot = EnergyPlot()
         self._build_docks()
         self._build_status()
         self.init_run()
         self._build_actions()
         self._connect()
-        self.params_panel.set_settings(self.doc.settings)
+        self.show_settings()
         self.update_actions()
         self.update_title()
 
@@ -63,6 +65,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
     def _build_docks(self) -> None:
         tabs = QTabWidget()
         tabs.addTab(self.params_panel, "Parameters")
+        tabs.addTab(self.constraints_panel, "Constraints")
         tabs.addTab(self.results_panel, "Results")
         self.side_tabs = tabs
         d1 = QDockWidget("Settings", self)
@@ -188,14 +191,17 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         r.view_changed.connect(self.show_view)
         r.replay_changed.connect(self.on_replay)
         self.params_panel.changed.connect(self._on_settings)
+        self.constraints_panel.changed.connect(lambda *_: self._on_settings(None))
         self.doc.subscribe(self._on_doc)
 
     # ---------------------------------------------------------------- reactions
     def _on_doc(self, kind: str, _box) -> None:
         if kind == "k":
             self.tools.set_k(self.doc.k)
+            self._show_constraints()
         if kind == "image":
             h, w = self.doc.shape
+            self.constraints_panel.set_image_pixels(h * w)
             ch = "colour" if self.doc.image.ndim == 3 else "grey"
             self.size_label.setText(f"{w} × {h} px, {ch}")
         self.update_title()
@@ -205,8 +211,29 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         if k != self.doc.k:
             self.doc.set_k(k)
 
-    def _on_settings(self, settings) -> None:
-        self.doc.set_settings(settings)
+    def _on_settings(self, _settings) -> None:
+        self.doc.set_settings(self.current_settings())
+
+    def current_settings(self):
+        """The solver settings as the panels show them: parameters and constraints."""
+        settings = self.params_panel.settings()
+        settings.area, settings.apart = self.constraints_panel.texts()
+        return settings
+
+    def show_settings(self) -> None:
+        """Show the document's settings in the panels (after a session is opened)."""
+        self.params_panel.set_settings(self.doc.settings)
+        self._show_constraints()
+
+    def _show_constraints(self) -> None:
+        """The document's constraints in the panel, for its K; those that no longer apply (a
+        label beyond K) leave the document too."""
+        panel, settings = self.constraints_panel, self.doc.settings
+        panel.set_k(self.doc.k)
+        panel.set_texts(settings.area, settings.apart, emit=False)
+        area, apart = panel.texts()
+        if (area, apart) != (settings.area, settings.apart):
+            settings.area, settings.apart = area, apart
 
     def _on_cursor(self, x: int, y: int) -> None:
         if x < 0:

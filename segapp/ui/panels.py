@@ -147,6 +147,14 @@ def _fmt(v: float | None, spec: str = ".6g") -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
 
+def constraint_line(r) -> str:
+    """One line of the results panel for a :class:`solver.mrf.ConstraintReport`."""
+    mark = "✓ holds" if r.satisfied else "✗ violated"
+    if r.kind == "area":
+        return f"area of {r.labels[0]}: {r.value:,.0f} px in [{r.lo:,.0f}, {r.hi:,.0f}]  {mark}"
+    return f"{r.labels[0]} and {r.labels[1]} apart: {r.value:,.0f} touching  {mark}"
+
+
 class ResultsPanel(QWidget):
     """Numbers of the last run plus view controls (overlay, compare, replay)."""
 
@@ -172,7 +180,11 @@ class ResultsPanel(QWidget):
                 ("iterations", "iterations", "ADMM iterations run"),
                 ("time", "time", "Solve time"),
                 ("status", "status", "Converged, stopped at the iteration limit, or cancelled"),
-                ("backend", "backend", "Where it ran")):
+                ("backend", "backend", "Where it ran"),
+                ("bound", "lower bound", "A lower bound on the constrained optimum, where the "
+                 "yardstick proves one (the parametric min-cut's Lagrangian bound)"),
+                ("constraints", "constraints", "Each area bound and apart pair on the result: "
+                 "its value and whether it holds")):
             lab = QLabel("—")
             lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             lab.setToolTip(tip)
@@ -227,8 +239,10 @@ class ResultsPanel(QWidget):
 
     def show_outcome(self, energy: float, reference: float | None, ref_name: str,
                      disagree: int | None, iterations: int, time_s: float, status: str,
-                     backend: str) -> None:
-        """Fill in the numbers of a finished run."""
+                     backend: str, constraints: list | None = None,
+                     bound: float | None = None) -> None:
+        """Fill in the numbers of a finished run (``constraints``: its
+        :class:`solver.mrf.ConstraintReport` list; ``bound``: the yardstick's lower bound)."""
         self.fields["energy"].setText(_fmt(energy))
         self.fields["reference"].setText(f"{_fmt(reference)}  ({ref_name})" if reference
                                          is not None else "—")
@@ -242,6 +256,9 @@ class ResultsPanel(QWidget):
         self.fields["time"].setText(f"{time_s:.2f} s")
         self.fields["status"].setText(status)
         self.fields["backend"].setText(backend)
+        self.fields["bound"].setText(_fmt(bound))
+        self.fields["constraints"].setText(
+            "\n".join(constraint_line(r) for r in constraints) if constraints else "—")
 
     def set_replay_count(self, n: int) -> None:
         """Enable the replay slider over ``n`` stored frames (at the last one)."""

@@ -12,6 +12,8 @@ C_ROUND = (255, 170, 60)
 C_REF = (120, 220, 120)
 C_BOX = (200, 120, 255)
 C_SPH = (255, 110, 140)
+C_CON = (250, 230, 90)
+C_BOUND = (120, 220, 120, 150)
 
 
 class LogAxis(pg.AxisItem):
@@ -48,6 +50,17 @@ class EnergyPlot(QWidget):
                                                    "anchors": [(0, 0), (0, 1)]})
         self.ref_line.hide()
         self.energy.addItem(self.ref_line, ignoreBounds=False)
+        # a constrained yardstick's lower bound on the optimum, below the reference line
+        self.bound_line = pg.InfiniteLine(angle=0, movable=False,
+                                          pen=pg.mkPen(C_BOUND, width=1,
+                                                       style=Qt.PenStyle.DotLine),
+                                          label="lower bound",
+                                          # hanging below the line at the right: clear of
+                                          # the reference's label (left, above its line)
+                                          labelOpts={"color": C_BOUND, "position": 0.97,
+                                                     "anchors": [(1, 0), (1, 0)]})
+        self.bound_line.hide()
+        self.energy.addItem(self.bound_line, ignoreBounds=False)
         self.marker = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(200, 200, 200, 120))
         self.marker.hide()
         self.energy.addItem(self.marker, ignoreBounds=True)
@@ -62,6 +75,9 @@ class EnergyPlot(QWidget):
         self.c_box = self.resid.plot([], [], pen=pg.mkPen(C_BOX, width=1.5), name="‖x − z₁‖ box")
         self.c_sph = self.resid.plot([], [], pen=pg.mkPen(C_SPH, width=1.5),
                                      name="‖x − z₂‖ sphere")
+        # the area bounds' and apart rows' residual, in the legend only when a run has them
+        self.c_con = self.resid.plot([], [], pen=pg.mkPen(C_CON, width=1.5), connect="finite")
+        self._rleg = rleg
         lay.addWidget(self.energy, 3)
         lay.addWidget(self.resid, 2)
         self.reset()
@@ -73,21 +89,35 @@ class EnergyPlot(QWidget):
         self._er: list[float] = []
         self._rb: list[float] = []
         self._rs: list[float] = []
+        self._rc: list[float] = []
         self._ref: float | None = None
-        for c in (self.c_cont, self.c_round, self.c_box, self.c_sph):
+        self._bound: float | None = None
+        for c in (self.c_cont, self.c_round, self.c_box, self.c_sph, self.c_con):
             c.setData([], [])
+        self._rleg.removeItem(self.c_con)
         self.marker.hide()
         self.set_reference(reference)
 
-    def set_reference(self, energy: float | None) -> None:
-        """Show the reference (min-cut / α-expansion) energy as a horizontal line."""
+    def set_reference(self, energy: float | None, bound: float | None = None,
+                      name: str = "") -> None:
+        """Show the reference (the yardstick's) energy as a horizontal line and, where the
+        yardstick proves one below it, its lower bound as a second, dotted one."""
         if energy is None or not np.isfinite(energy):
             self.ref_line.hide()
         else:
             self.ref_line.setValue(float(energy))
             self.ref_line.show()
-            self.ref_line.label.setFormat(f"reference {float(energy):.6g}")
+            self.ref_line.label.setFormat(f"{name or 'reference'} {float(energy):.6g}")
         self._ref = None if energy is None or not np.isfinite(energy) else float(energy)
+        show_bound = (bound is not None and np.isfinite(bound) and self._ref is not None
+                      and bound < self._ref - 1e-9 * max(1.0, abs(self._ref)))
+        if show_bound:
+            self.bound_line.setValue(float(bound))
+            self.bound_line.label.setFormat(f"lower bound {float(bound):.6g}")
+            self.bound_line.show()
+        else:
+            self.bound_line.hide()
+        self._bound = float(bound) if show_bound else None
         self._fit_y()
 
     def add_records(self, records) -> None:
@@ -98,18 +128,31 @@ class EnergyPlot(QWidget):
             self._er.append(float(r.energy_rounded))
             self._rb.append(max(float(r.residual_box), 1e-12))
             self._rs.append(max(float(r.residual_sphere), 1e-12))
+            self._rc.append(float(getattr(r, "residual_constraints", 0.0) or 0.0))
         it = np.asarray(self._it)
         self.c_cont.setData(it, np.asarray(self._ec))
         self.c_round.setData(it, np.asarray(self._er))
         self.c_box.setData(it, np.log10(np.asarray(self._rb)))
         self.c_sph.setData(it, np.log10(np.asarray(self._rs)))
+        logs = self._rb + self._rs
+        if any(v > 0 for v in self._rc):
+            # an iterate on the constraints exactly (residual 0) leaves a gap in the curve
+            rc = np.asarray(self._rc)
+            with np.errstate(divide="ignore"):
+                self.c_con.setData(it, np.where(rc > 0, np.log10(np.where(rc > 0, rc, 1.0)),
+                                                np.nan))
+            if self._rleg.getLabel(self.c_con) is None:
+                self._rleg.addItem(self.c_con, "constraints")
+            logs = logs + [v for v in self._rc if v > 1e-12]
         self._fit_y()
-        lr = np.log10(np.asarray(self._rb + self._rs))
+        lr = np.log10(np.asarray(logs))
         lr = lr[np.isfinite(lr)]
         if lr.size:
             lo = float(np.floor(lr.min()))
             hi = max(float(np.ceil(lr.max())), lo + 1)
             self.resid.setYRange(lo, hi + 0.25 * (hi - lo), padding=0.02)  # + legend head-room
+            step = max(1, int(np.ceil((hi - lo) / 5)))  # at most about six labelled decades
+            self.resid.getAxis("left").setTickSpacing(step, step)
 
     def _fit_y(self) -> None:
         """Y range around the rounded energies and the reference, ignoring the first few
@@ -130,8 +173,9 @@ class EnergyPlot(QWidget):
             lo, hi = float(np.percentile(cont, 1)), float(np.percentile(cont, 99))
         else:
             return
-        if self._ref is not None:
-            lo, hi = min(lo, self._ref), max(hi, self._ref)
+        for line in (self._ref, self._bound):
+            if line is not None:
+                lo, hi = min(lo, line), max(hi, line)
         span = max(hi - lo, abs(hi) * 1e-3, 1e-9)
         if cont.size:
             lo = max(min(lo, float(np.percentile(cont, 1))), lo - span)
@@ -167,7 +211,8 @@ class EnergyPlot(QWidget):
 
     def to_csv(self) -> str:
         """The plotted history as CSV text."""
-        lines = ["iteration,energy_continuous,energy_rounded,residual_box,residual_sphere"]
-        for row in zip(self._it, self._ec, self._er, self._rb, self._rs):
+        lines = ["iteration,energy_continuous,energy_rounded,residual_box,residual_sphere,"
+                 "residual_constraints"]
+        for row in zip(self._it, self._ec, self._er, self._rb, self._rs, self._rc):
             lines.append(",".join(f"{v:.10g}" for v in row))
         return "\n".join(lines) + "\n"

@@ -18,11 +18,17 @@ log = logging.getLogger(__name__)
 
 
 def build_params(k: int, settings):
-    """:class:`segapp.core.pipeline.SegmentParams` from the document's settings."""
+    """:class:`segapp.core.pipeline.SegmentParams` from the document's settings (ValueError
+    for a constraint text that does not parse)."""
+    from segapp.core.constraint_text import parse_apart, parse_area
     from segapp.core.pipeline import SegmentParams
+    from solver.mrf import Constraints
+    constraints = Constraints(area=tuple(parse_area(t) for t in settings.area),
+                              apart=tuple(parse_apart(t) for t in settings.apart))
     return SegmentParams(k=k, lam=settings.lam, beta=settings.beta,
                          colour_model=settings.colour_model, solver="admm",
-                         backend=settings.backend, seed=settings.seed, admm=dict(settings.admm))
+                         backend=settings.backend, seed=settings.seed, admm=dict(settings.admm),
+                         constraints=constraints or None)
 
 
 class RunMixin:
@@ -84,11 +90,16 @@ class RunMixin:
         if self.running or not self.doc.has_image:
             return False
         try:
-            params = build_params(self.doc.k, self.params_panel.settings())
+            settings = self.current_settings()
+            params = build_params(self.doc.k, settings)
+            if params.constraints:  # refused here, before a thread starts
+                seeds = np.where(self.doc.hard > 0, self.doc.hard, self.doc.strokes)
+                params.constraints.validate(self.doc.k, self.doc.shape, seeds=seeds,
+                                            hard=self.doc.hard)
         except (ValueError, TypeError) as exc:
             self.error("Bad parameters", str(exc))
             return False
-        self.doc.settings = self.params_panel.settings()
+        self.doc.settings = settings
         x0 = None
         prev = self.outcome
         if (self.act_warm.isChecked() and prev is not None and prev.labels.shape == self.doc.shape
@@ -129,6 +140,10 @@ class RunMixin:
         self.frames_received += 1
         self.frames.add(iteration, probs)
         self._live_probs = probs
+        k = probs.shape[2]
+        self.constraints_panel.show_areas(
+            np.bincount(np.argmax(probs, axis=2).ravel(), minlength=k).astype(float),
+            int(probs.shape[0] * probs.shape[1]))
         if self.results_panel.view_mode() != "photo":
             self.canvas.set_result(probabilities_rgb(probs, palette(probs.shape[2])))
 
@@ -139,7 +154,7 @@ class RunMixin:
         last = batch[-1]
         ref = getattr(last, "reference_energy", None)
         if ref is not None:
-            self.plot.set_reference(ref)
+            self.plot.set_reference(ref, getattr(last, "reference_bound", None))
         m = last.max_iter or self._max_iter
         if m:
             self.progress.setRange(0, m)
@@ -161,7 +176,11 @@ class RunMixin:
         onehot = (outcome.labels[:, :, None] == np.arange(1, k + 1)).astype(np.float32)
         self.frames.add(int(outcome.iterations), onehot)
         ref = outcome.reference_energy
-        self.plot.set_reference(ref)
+        self.plot.set_reference(ref, getattr(outcome, "reference_bound", None),
+                                getattr(outcome, "reference_detail", ""))
+        self.constraints_panel.show_areas(
+            np.bincount(outcome.labels.ravel() - 1, minlength=k).astype(float),
+            int(outcome.labels.size))
         disagree = None
         if outcome.reference_labels is not None:
             _, disagree = disagreement_rgba(outcome.labels, outcome.reference_labels)
@@ -171,10 +190,13 @@ class RunMixin:
             status = STATUS_TEXT.get(outcome.status, outcome.status)
         if self._warm:
             status += " (warm start)"
+        ref_name = (getattr(outcome, "reference_detail", "")
+                    or ("min-cut" if k == 2 else "α-expansion"))
         self.results_panel.show_outcome(
-            float(outcome.energy), None if ref is None else float(ref),
-            "min-cut" if k == 2 else "α-expansion", disagree, int(outcome.iterations),
-            float(outcome.time_s), status, str(outcome.backend))
+            float(outcome.energy), None if ref is None else float(ref), ref_name, disagree,
+            int(outcome.iterations), float(outcome.time_s), status, str(outcome.backend),
+            constraints=list(getattr(outcome, "constraints", [])),
+            bound=getattr(outcome, "reference_bound", None))
         self.results_panel.set_replay_count(len(self.frames))
         self.results_panel.set_replay_label("final")
         self.side_tabs.setCurrentWidget(self.results_panel)

@@ -40,6 +40,8 @@ class Record:
     rho: float
     max_iter: int
     reference_energy: float | None = None
+    residual_constraints: float = 0.0
+    reference_bound: float | None = None
 
 
 @dataclass
@@ -108,7 +110,9 @@ class SolveWorker(QObject):
                      float(state.energy_rounded), float(state.residual_box),
                      float(state.residual_sphere), float(state.rho),
                      int(getattr(state, "max_iter", 0) or 0),
-                     getattr(state, "reference_energy", None))
+                     getattr(state, "reference_energy", None),
+                     float(getattr(state, "residual_constraints", 0.0) or 0.0),
+                     getattr(state, "reference_bound", None))
         self._batch.append(rec)
         last = rec.max_iter and rec.iteration >= rec.max_iter
         if now - self._last_batch >= RECORD_INTERVAL or last:
