@@ -37,6 +37,26 @@ def list_samples() -> list[tuple[str, Path, Path | None, int]]:
     return out
 
 
+def list_constraint_samples() -> list[dict]:
+    """The bundled samples that come with constraints (``assets/constraint_samples.json``):
+    dicts with ``title``, ``image``, ``strokes``, ``hard`` (paths or None), ``k``, ``area`` and
+    ``apart``."""
+    import json
+    try:
+        from segapp.core.io import ASSETS_DIR
+        entries = json.loads((Path(ASSETS_DIR) / "constraint_samples.json").read_text())
+    except (ImportError, OSError, ValueError) as exc:
+        log.warning("no constraint samples: %s", exc)
+        return []
+    out = []
+    for e in entries:
+        paths = {key: (Path(ASSETS_DIR) / e[key]) if e.get(key) else None
+                 for key in ("image", "strokes", "hard")}
+        out.append({"title": str(e["title"]), **paths, "k": int(e["k"]),
+                    "area": list(e.get("area", [])), "apart": list(e.get("apart", []))})
+    return out
+
+
 class FileOpsMixin:
     """Mixed into :class:`~segapp.ui.main_window.MainWindow` (needs doc, canvas, ...)."""
 
@@ -77,21 +97,29 @@ class FileOpsMixin:
         self.statusBar().showMessage(f"Opened {Path(path).name} ({w}×{h})", 5000)
         return True
 
-    def open_sample(self, image: Path, strokes: Path | None, k: int) -> bool:
-        """Open a bundled sample and its example strokes."""
+    def open_sample(self, image: Path, strokes: Path | None, k: int, *,
+                    hard: Path | None = None, area: list[str] | None = None,
+                    apart: list[str] | None = None) -> bool:
+        """Open a bundled sample, its example strokes and hard constraints, and set the
+        constraints it comes with (none: the document's are cleared)."""
         if not self.open_path(str(image)):
             return False
         if strokes is not None:
             from segapp.core.io import load_label_image
             try:
                 lab = load_label_image(str(strokes), shape=self.doc.shape, k=k)
+                fixed = (None if hard is None
+                         else load_label_image(str(hard), shape=self.doc.shape, k=k))
             except (ValueError, OSError) as exc:
                 self.error("Cannot load sample strokes", str(exc))
                 return False
             self.doc._k = k  # noqa: SLF001 - fresh document, not an undoable edit
+            self.doc.settings.area, self.doc.settings.apart = list(area or []), list(apart or [])
             self.doc.notify("k")
-            self.doc.set_layers(strokes=lab, undoable=False)
+            self.doc.set_layers(strokes=lab, hard=fixed, undoable=False)
             self.doc.dirty = False
+            if area or apart:
+                self.side_tabs.setCurrentWidget(self.constraints_panel)
         self.update_title()
         return True
 
@@ -105,6 +133,15 @@ class FileOpsMixin:
             menu.addAction(a)
         if not samples:
             menu.addAction("(no samples found)").setEnabled(False)
+        constrained = list_constraint_samples()
+        if constrained:
+            sub = menu.addMenu("With constraints")
+            for e in constrained:
+                a = QAction(e["title"], self)
+                a.triggered.connect(lambda _=False, e=e: self.open_sample(
+                    e["image"], e["strokes"], e["k"], hard=e["hard"], area=e["area"],
+                    apart=e["apart"]))
+                sub.addAction(a)
 
     # ---------------------------------------------------------------- recent
     def _settings(self) -> QSettings:

@@ -100,3 +100,27 @@ def test_constraints_are_saved_in_sessions(win, qtbot, tmp_path):
     assert w2.constraints_panel.texts() == (["3:0.05-0.125"], ["1,3"])
     assert w2.constraints_panel.rows[2].on.isChecked()
     assert w2.constraints_panel.apart[(1, 3)].isChecked()
+
+
+def test_each_constraint_sample_opens_with_its_constraints(win, qtbot):
+    from segapp.ui.fileops import list_constraint_samples
+
+    samples = list_constraint_samples()
+    assert {s["image"].stem for s in samples} == {"cells", "washer", "cameraman"}
+    menu = [a.text() for a in win.samples_menu.actions()]
+    assert "With constraints" in menu
+    for s in samples:
+        assert win.open_sample(s["image"], s["strokes"], s["k"], hard=s["hard"],
+                               area=s["area"], apart=s["apart"])
+        assert win.doc.k == s["k"] and win.doc.strokes.any()
+        assert win.doc.hard.any() == (s["hard"] is not None)
+        assert win.constraints_panel.texts() == (s["area"], s["apart"])
+        assert (win.doc.settings.area, win.doc.settings.apart) == (s["area"], s["apart"])
+        assert win.side_tabs.currentWidget() is win.constraints_panel
+        # the sample's constraints accept its strokes and hard constraints
+        from segapp.ui.runctl import build_params
+        params = build_params(win.doc.k, win.current_settings())
+        params.constraints.validate(win.doc.k, win.doc.shape, seeds=win.doc.strokes,
+                                    hard=win.doc.hard)
+    plain = win.open_sample(samples[0]["image"], samples[0]["strokes"], 3)
+    assert plain and win.constraints_panel.texts() == ([], [])  # a plain sample clears them
