@@ -149,13 +149,13 @@ def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
         for lab in outside.values():
             fixed = settle_feasible(problem, lab).ravel()
             e = problem.energy(fixed)
-            if problem.feasible(fixed) and e < best[0]:
+            if problem.feasible(fixed.reshape(problem.shape)) and e < best[0]:
                 best = (e, fixed)
     if best[1] is None:  # (the moves ran out: only on contrived hard constraints)
-        lab = settle_feasible(problem, outside[min(outside)]).ravel()
-        return ConstrainedReference(lab.reshape(problem.shape), problem.energy(lab),
-                                    float(bound), False, "parametric min-cut",
-                                    time.perf_counter() - t0, feasible=False)
+        lab = settle_feasible(problem, outside[min(outside)])
+        return ConstrainedReference(lab, problem.energy(lab), float(bound), False,
+                                    "parametric min-cut", time.perf_counter() - t0,
+                                    feasible=problem.feasible(lab))
     log.info("parametric min-cut: %d cuts, energy %.6g, bound %.6g", cuts, best[0], bound)
     return ConstrainedReference(best[1].reshape(problem.shape).astype(np.int32), float(best[0]),
                                 float(bound), optimal, "parametric min-cut",
