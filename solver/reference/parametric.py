@@ -141,7 +141,8 @@ def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
             far = mid
         else:
             near = mid
-    optimal = abs(best[0] - bound) <= 1e-9 * max(1.0, abs(best[0]))
+    # (no feasible cut met: best is inf, and inf - bound <= 1e-9 * inf would read as optimal)
+    optimal = best[1] is not None and abs(best[0] - bound) <= 1e-9 * max(1.0, abs(best[0]))
     if not optimal:
         # the area jumped over the bounds between two cuts (several pixels change at once):
         # each cut just outside, brought within the bounds by the cheapest single-pixel moves
@@ -152,7 +153,8 @@ def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
             if problem.feasible(fixed.reshape(problem.shape)) and e < best[0]:
                 best = (e, fixed)
     if best[1] is None:  # (the moves ran out: only on contrived hard constraints)
-        lab = settle_feasible(problem, outside[min(outside)])
+        lab = settle_feasible(problem, outside[min(outside, key=lambda a: min(abs(a - lo),
+                                                                            abs(a - hi)))])
         return ConstrainedReference(lab, problem.energy(lab), float(bound), False,
                                     "parametric min-cut", time.perf_counter() - t0,
                                     feasible=problem.feasible(lab))

@@ -312,3 +312,26 @@ def test_the_constrained_polish_keeps_a_feasible_start_feasible_and_never_worse(
     snaps = [rng.dirichlet(np.ones(3), p.n) for _ in range(3)]
     out = constrained_polish(p, start, snaps)
     assert p.feasible(out) and p.energy(out) <= p.energy(start) + 1e-9
+
+
+@pytest.mark.parametrize("fraction", [0.125, 0.25, 0.375])
+def test_the_parametric_min_cut_keeps_the_best_repaired_cut_when_no_cut_lands_inside(fraction):
+    """An exact area that no cut meets (the cameraman at 96², the man pinned): the answer is at
+    least as good as the plain min-cut brought to the pin and settled (once, every cut missed,
+    the search read "no feasible cut" as optimal and kept the repaired all-background cut)."""
+    import cv2
+
+    from segapp.core.io import ASSETS_DIR, load_image, load_label_image
+    from solver.mrf.polish.constrained import settle_feasible
+    from solver.reference.parametric import _cut
+
+    image = load_image(f"{ASSETS_DIR}/cameraman.png")
+    strokes = load_label_image(f"{ASSETS_DIR}/cameraman_strokes_k2.png", image.shape[:2])
+    image = cv2.resize(image, (96, 96), interpolation=cv2.INTER_AREA)
+    strokes = cv2.resize(strokes, (96, 96), interpolation=cv2.INTER_NEAREST)
+    p = build_problem(image, strokes, 2,
+                      constraints=Constraints(area=(AreaBound(1, fraction, fraction),)))
+    ref = parametric_mincut(p)
+    assert ref.feasible and p.feasible(ref.labels)
+    assert ref.energy <= p.energy(settle_feasible(p, _cut(p, 0.0))) + 1e-9
+    assert ref.bound <= ref.energy + 1e-9
