@@ -25,8 +25,10 @@ def list_samples() -> list[tuple[str, Path, Path | None, int]]:
     except Exception:  # noqa: BLE001 - io not importable: no samples
         return []
     out = []
+    # strokes and hard-constraint layers are not samples of their own
     images = [p for p in sorted(Path(ASSETS_DIR).glob("*"))
-              if p.suffix.lower() in (".png", ".jpg", ".jpeg") and "_strokes" not in p.stem]
+              if p.suffix.lower() in (".png", ".jpg", ".jpeg")
+              and "_strokes_k" not in p.stem and "_hard_k" not in p.stem]
     for img in images:
         strokes = sorted(Path(ASSETS_DIR).glob(f"{img.stem}_strokes_k*.png"))
         if not strokes:

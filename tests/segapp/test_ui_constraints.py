@@ -109,6 +109,8 @@ def test_each_constraint_sample_opens_with_its_constraints(win, qtbot):
     assert {s["image"].stem for s in samples} == {"cells", "washer", "cameraman"}
     menu = [a.text() for a in win.samples_menu.actions()]
     assert "With constraints" in menu
+    # every plain entry is a photo with strokes, not a stroke or hard-constraint layer
+    assert not any("_hard" in t or "_strokes" in t for t in menu), menu
     for s in samples:
         assert win.open_sample(s["image"], s["strokes"], s["k"], hard=s["hard"],
                                area=s["area"], apart=s["apart"])
