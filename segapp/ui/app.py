@@ -187,7 +187,8 @@ def demo_screenshot(out_path: str, max_iter: int | None = None) -> int:
     """
     from segapp.ui.main_window import MainWindow
     if QApplication.instance() is None:
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        if not os.environ.get("QT_QPA_PLATFORM"):  # (an empty value would pick xcb)
+            os.environ["QT_QPA_PLATFORM"] = "offscreen"
     app = get_app()
     before = python_owned_qobjects()
     win = MainWindow(confirm_discard=False)

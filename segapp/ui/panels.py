@@ -102,7 +102,8 @@ class ParamsPanel(QWidget):
         self.reference = QCheckBox("compute reference (min-cut / α-expansion)")
         self.reference.setChecked(True)
         self.reference.setToolTip("Also solve exactly (K = 2) or by α-expansion (K > 2) to "
-                                  "compare ADMM against.")
+                                  "compare ADMM against; with constraints, the parametric or "
+                                  "layered min-cut, or a best-effort Lagrangian swap.")
         lay.addWidget(self.reference)
         lay.addStretch(1)
         for w in (self.lam, self.beta, *self.admm.values(), self.seed):
@@ -171,6 +172,7 @@ class ResultsPanel(QWidget):
         lay = QVBoxLayout(self)
         box = QGroupBox("Last run")
         f = QFormLayout(box)
+        self._form = f
         self.fields: dict[str, QLabel] = {}
         for key, text, tip in (
                 ("energy", "ADMM energy", "Energy of the rounded ADMM labels"),
@@ -190,6 +192,7 @@ class ResultsPanel(QWidget):
             lab.setToolTip(tip)
             f.addRow(text, lab)
             self.fields[key] = lab
+        self._show_constraint_rows(False)
         lay.addWidget(box)
         view = QGroupBox("View")
         v = QFormLayout(view)
@@ -259,6 +262,12 @@ class ResultsPanel(QWidget):
         self.fields["bound"].setText(_fmt(bound))
         self.fields["constraints"].setText(
             "\n".join(constraint_line(r) for r in constraints) if constraints else "—")
+        self._show_constraint_rows(bool(constraints))
+
+    def _show_constraint_rows(self, shown: bool) -> None:
+        """The lower bound and constraint rows, only for a run that had constraints."""
+        for key in ("bound", "constraints"):
+            self._form.setRowVisible(self.fields[key], shown)
 
     def set_replay_count(self, n: int) -> None:
         """Enable the replay slider over ``n`` stored frames (at the last one)."""

@@ -129,6 +129,9 @@ def test_run_matches_pipeline(win, qtbot):
     assert np.array_equal(o.labels, ref.labels)
     assert o.energy == pytest.approx(ref.energy)
     assert win.results_panel.fields["energy"].text() != "—"
+    # without constraints there is no bound or constraint row to show
+    assert not win.results_panel.fields["constraints"].isVisible()
+    assert not win.results_panel.fields["bound"].isVisible()
     assert win.results_panel.replay.isEnabled() == (len(win.frames) > 1)
     # replay and compare views do not crash and show something
     win.results_panel.set_view_mode("compare")

@@ -50,6 +50,7 @@ def test_a_run_with_an_area_bound_meets_it_and_says_so(win, qtbot):
     assert 0.25 <= area <= 0.30 and o.feasible
     text = win.results_panel.fields["constraints"].text()
     assert "area of 2" in text and "holds" in text
+    assert win.results_panel.fields["constraints"].isVisible()
     assert win.constraints_panel.rows[1].now.text() == f"{100 * area:.1f} %"
     assert win.results_panel.fields["reference"].text().endswith("(parametric min-cut)")
     assert win.plot._rleg.getLabel(win.plot.c_con) is not None  # the residual is plotted
