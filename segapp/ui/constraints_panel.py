@@ -58,8 +58,7 @@ class _AreaRow:
         self.now = QLabel("—")
         self.now.setToolTip(f"Label {label}'s area now (live during a run)")
         self.now.setMinimumWidth(64)
-        self.on.toggled.connect(changed)
-        self.unit.currentIndexChanged.connect(changed)
+        self.on.toggled.connect(changed)  # (a unit change: the panel sets the range, then emits)
         for col, w in enumerate((self.on, self.lo, self.hi, self.unit, self.now)):
             grid.addWidget(w, row, col)
 

@@ -302,10 +302,14 @@ class BoxWithSums:
             project_box_sums(np.ascontiguousarray(v, dtype=np.float64), self.k, self.weights,
                              self.lo, self.hi, self._theta, out)
             return out
+        return _project_xp(backend.xp, v, self.k, self._weights_on(backend), self.lo, self.hi)
+
+    def _weights_on(self, backend: Any) -> Any:
+        """The weights on a GPU backend (copied there once)."""
         w = self._device.get("w")
         if w is None:
             w = self._device["w"] = backend.asarray(self.weights)
-        return _project_xp(backend.xp, v, self.k, w, self.lo, self.hi)
+        return w
 
     def sums(self, x: np.ndarray) -> np.ndarray:
         """``(k,)`` weighted column sums of a host vector ``x``."""
@@ -313,20 +317,20 @@ class BoxWithSums:
 
     def violation(self, x: np.ndarray) -> float:
         """Largest amount by which a column sum of host ``x`` lies outside its bounds."""
-        s = self.sums(x)
+        return self._outside(self.sums(x))
+
+    def _outside(self, s: np.ndarray) -> float:
+        """Largest amount by which one of the column sums ``s`` lies outside its bounds."""
         return float(max(0.0, np.max(self.lo - s), np.max(s - self.hi)))
 
     def relative_violation(self, x: Any, backend: Any) -> float:
         """:meth:`violation` of an iterate on ``backend``, relative to the largest finite bound
         (at least 1): the constraint residual an ADMM record reports."""
         if backend.is_gpu:
-            w = self._device.get("w")
-            if w is None:
-                w = self._device["w"] = backend.asarray(self.weights)
-            s = backend.to_numpy(w @ x.reshape(self.m, self.k))
+            s = backend.to_numpy(self._weights_on(backend) @ x.reshape(self.m, self.k))
         else:
             s = self.sums(x)
-        over = float(max(0.0, np.max(self.lo - s), np.max(s - self.hi)))
+        over = self._outside(s)
         finite = np.concatenate([np.abs(self.lo[np.isfinite(self.lo)]),
                                  np.abs(self.hi[np.isfinite(self.hi)])])
         return over / max(1.0, float(finite.max()) if finite.size else 1.0)

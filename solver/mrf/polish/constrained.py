@@ -71,21 +71,24 @@ def repair(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
     return kernels.one_based(lab, problem.shape)
 
 
-def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> None:
+def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> tuple:
+    """Repair 0-based ``lab`` in place (see :func:`repair`); returns the kernels' arguments
+    for it, ``(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi,
+    apart)``, with the counts of the repaired labels."""
     hard = np.asarray(problem.hard).ravel()
     lab[hard > 0] = hard[hard > 0] - 1
     movable = hard == 0
-    w, counts, lo, hi, apart = level_state(problem, lab)
-    args = (*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable, w,
-            counts, lo, hi, apart)
-    left = 0
+    args = (*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable,
+            *level_state(problem, lab))
+    left, out = 0, 0.0
     for _ in range(4):
         left = ck.repair_apart(*args, MAX_ROUNDS) if problem.constraints.has_apart else 0
         out = ck.repair_areas(*args, MAX_ROUNDS) if problem.constraints.has_area else 0.0
         if left == 0 and out == 0.0:
-            return
+            return args
     log.warning("constrained polish: %d pixels still touch a label they must not, areas %.3g "
                 "outside their bounds", left, out)
+    return args
 
 
 def settle_feasible(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
@@ -105,11 +108,7 @@ def settle_feasible(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
         ``(H, W)`` int32 feasible labels.
     """
     lab = kernels.zero_based(labels)
-    _repair_in_place(problem, lab)
-    movable = np.asarray(problem.hard).ravel() == 0
-    w, counts, lo, hi, apart = level_state(problem, lab)
-    ck.constrained_icm(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab,
-                       movable, w, counts, lo, hi, apart, MAX_SWEEPS)
+    ck.constrained_icm(*_repair_in_place(problem, lab), MAX_SWEEPS)
     return kernels.one_based(lab, problem.shape)
 
 
@@ -224,12 +223,8 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
         ``(H, W)`` int32 feasible labels.
     """
     lab = kernels.zero_based(labels)
-    _repair_in_place(problem, lab)
-    movable = np.asarray(problem.hard).ravel() == 0
-    state = level_state(problem, lab)
-    w, counts, lo, hi, apart = state
-    csr = kernels.csr_arrays(problem)
-    args = (*csr, problem.unary, 2.0 * problem.lam, lab, movable, w, counts, lo, hi, apart)
+    args = _repair_in_place(problem, lab)
+    movable, state = args[6], args[7:]  # state: (w, counts, lo, hi, apart)
     moves = ck.constrained_icm(*args, MAX_SWEEPS)
     cap = options.cap(problem.n)
     for r in range(MAX_ROUNDS):

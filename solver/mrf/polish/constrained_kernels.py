@@ -18,23 +18,17 @@ import heapq
 import numba
 import numpy as np
 
+from solver.mrf.polish.icm_kernels import neighbour_weights
+
 _jit = numba.njit(cache=True, nogil=True)
 
 
 @_jit
 def pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost):  # pragma: no cover
     """``cost[c]``: the energy pixel ``i`` contributes with label ``c``, its neighbours fixed."""
-    k = unary.shape[1]
-    total = 0.0
-    for c in range(k):
-        cost[c] = 0.0
-    for p in range(indptr[i], indptr[i + 1]):
-        j = indices[p]
-        if j != i:
-            total -= data[p]
-            cost[lab[j]] += data[p]  # (data is -w: the neighbours' label gets w off)
-    for c in range(k):
-        cost[c] = unary[i, c] + two_lam * (total + cost[c])
+    total = neighbour_weights(indptr, indices, data, lab, i, cost)
+    for c in range(unary.shape[1]):
+        cost[c] = unary[i, c] + two_lam * (total - cost[c])
 
 
 @_jit

@@ -70,18 +70,26 @@ def around_changes(indptr, indices, lab, before, movable):  # pragma: no cover
 
 
 @_jit
-def best_label(indptr, indices, data, unary, two_lam, lab, i, agree):  # pragma: no cover
-    """Pixel ``i``'s cheapest label given its neighbours' labels, keeping its own unless another
-    is cheaper by more than a relative ``1e-12``. ``agree`` is ``(K,)`` scratch."""
-    k = unary.shape[1]
+def neighbour_weights(indptr, indices, data, lab, i, agree):  # pragma: no cover
+    """The weight of pixel ``i``'s edges (returned) and, in ``agree[c]`` (``(K,)``, written),
+    the weight of those to neighbours labelled ``c``: with them, label ``c`` costs
+    ``unary[i, c] + two_lam * (total - agree[c])``."""
     total = 0.0
-    for c in range(k):
+    for c in range(agree.size):
         agree[c] = 0.0
     for p in range(indptr[i], indptr[i + 1]):
         j = indices[p]
         if j != i:
             total -= data[p]
             agree[lab[j]] -= data[p]
+    return total
+
+
+@_jit
+def best_label(indptr, indices, data, unary, two_lam, lab, i, agree):  # pragma: no cover
+    """Pixel ``i``'s cheapest label given its neighbours' labels, keeping its own unless another
+    is cheaper by more than a relative ``1e-12``. ``agree`` is ``(K,)`` scratch."""
+    total = neighbour_weights(indptr, indices, data, lab, i, agree)
     return choose_label(unary, two_lam, i, lab[i], total, agree)
 
 
