@@ -83,10 +83,7 @@ def test_hard_constraints_and_rectangle(case, capsys):
     assert np.all(labels[:8] == 2) and np.all(labels[:, :8] == 2)  # outside is background
 
 
-def test_gpu_request_without_gpu_falls_back_and_says_so(case, capsys):
-    from solver import gpu_available
-    if gpu_available():
-        pytest.skip("a GPU is present")
+def test_gpu_request_without_gpu_falls_back_and_says_so(case, capsys, no_cupy):
     d, *_ = case
     code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--backend",
                          "gpu", "--out", d / "l.png", "--report", d / "r.json"], capsys)

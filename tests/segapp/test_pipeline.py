@@ -19,23 +19,26 @@ def test_auto_backend_of_a_small_image_is_the_cpu_even_with_a_gpu(monkeypatch):
     assert warnings == []
 
 
-def _no_gpu():
-    raise GPUUnavailableError("no usable GPU: CuPy cannot be imported (No module named 'cupy')")
+class CUDARuntimeError(RuntimeError):
+    """Stands in for cupy.cuda.runtime.CUDARuntimeError where CuPy is not installed."""
 
 
 @pytest.mark.parametrize("when", ["at the start", "during the solve"])
-def test_a_gpu_that_is_missing_or_fails_gives_the_cpu_answer_and_says_so(monkeypatch, when):
+def test_a_gpu_that_is_missing_or_fails_gives_the_cpu_answer_and_says_so(monkeypatch, request,
+                                                                          when):
     image, _, strokes = shapes_image(seed=1, k=2, size=40)
     want = run_segmentation(image, strokes, SegmentParams(backend="cpu"), reference=False)
     if when == "at the start":
-        monkeypatch.setattr(backend_module, "_load_gpu", _no_gpu)
+        request.getfixturevalue("no_cupy")
     else:  # the device is there when the backend is chosen, and its driver fails in the solve
         monkeypatch.setattr(backend_module, "_load_gpu", lambda: Backend("gpu", np, sp))
+        monkeypatch.setattr(pipeline, "gpu_errors",
+                            lambda: (GPUUnavailableError, CUDARuntimeError))
         real = pipeline.solve_mrf
 
         def solve(problem, method, backend="cpu", **kw):
             if backend == "gpu":
-                raise GPUUnavailableError("no usable GPU: CUDA driver error (device lost)")
+                raise CUDARuntimeError("cudaErrorLaunchFailure: unspecified launch failure")
             return real(problem, method, backend=backend, **kw)
         monkeypatch.setattr(pipeline, "solve_mrf", solve)
     told = []
