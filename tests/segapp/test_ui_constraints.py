@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("pytestqt")
 from PyQt6.QtWidgets import QMessageBox  # noqa: E402
 
 from segapp.ui.main_window import MainWindow  # noqa: E402

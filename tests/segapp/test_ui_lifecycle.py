@@ -16,8 +16,7 @@ import textwrap
 import numpy as np
 import pytest
 
-pytest.importorskip("pytestqt")
-from PyQt6.QtCore import QStandardPaths  # noqa: E402
+from PyQt6.QtCore import QObject, QStandardPaths  # noqa: E402
 from PyQt6.QtWidgets import QApplication  # noqa: E402
 
 from segapp.ui.app import python_owned_qobjects  # noqa: E402
@@ -149,4 +148,8 @@ def test_owned_qobject_scan_survives_dead_weak_proxies(qapp):
     gc.collect()
     with pytest.raises(ReferenceError):
         isinstance(keep[0], int)
-    assert isinstance(python_owned_qobjects(), list)
+    owned, child = QObject(), QObject()
+    child.setParent(owned)  # C++ owns a parented object: the scan must leave it out
+    found = python_owned_qobjects()
+    assert any(o is owned for o in found) and not any(o is child for o in found)
+    assert not any(o is qapp for o in found)

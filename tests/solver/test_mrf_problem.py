@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from solver.mrf import DEFAULT_LAMBDA, build_problem, problem_from_unary, refine_colour_models
+from solver.mrf import build_problem, problem_from_unary, refine_colour_models
 from solver.reference import mincut
 from tests.solver._mrf_helpers import shapes_image
 
@@ -61,7 +61,6 @@ def test_build_problem_basic_fields():
     assert problem.lam == 2.0 and problem.beta > 0 and problem.colour_model == "gmm"
     assert problem.laplacian.shape == (image.size, image.size)
     assert len(problem.models) == 3
-    assert build_problem(image, strokes, 3).lam == DEFAULT_LAMBDA
 
 
 def _setup():
