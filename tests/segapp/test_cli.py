@@ -10,6 +10,7 @@ import pytest
 from segapp.cli import main
 from segapp.core.io import load_image, save_labels
 from segapp.core.pipeline import SegmentParams, run_segmentation
+from solver.mrf import DEFAULT_LAMBDA, build_problem, solve_mrf
 from tests.solver._mrf_helpers import shapes_image
 
 
@@ -68,19 +69,94 @@ def test_other_solvers(case, capsys, solver):
 
 def test_hard_constraints_and_rectangle(case, capsys):
     d, img, strokes, _ = case
+    code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--out",
+                         d / "free.png"], capsys)
+    assert code == 0, err
+    free = cv2.imread(str(d / "free.png"), cv2.IMREAD_UNCHANGED)
+    other = 3 - int(free[0, 0])  # the corner's label without constraints, swapped
+    assert np.all(free[:3, :3] != other)  # the premise: the constraint has work to do
     hard = np.zeros_like(strokes)
-    hard[:3, :3] = 1  # force a background-looking corner to label 1
+    hard[:3, :3] = other
     save_labels(d / "hard.png", hard)
     code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--hard",
                          d / "hard.png", "--out", d / "l.png"], capsys)
     assert code == 0, err
     labels = cv2.imread(str(d / "l.png"), cv2.IMREAD_UNCHANGED)
-    assert np.all(labels[:3, :3] == 1)
+    assert np.all(labels[:3, :3] == other)
     code, _, err = _run(["segment", d / "img.png", "--rect", "8,8,24,24", "--out", d / "r.png"],
                         capsys)
     assert code == 0, err
     labels = cv2.imread(str(d / "r.png"), cv2.IMREAD_UNCHANGED)
     assert np.all(labels[:8] == 2) and np.all(labels[:, :8] == 2)  # outside is background
+
+
+@pytest.mark.parametrize("option, name, value", [("--rho0", "rho0", 0.05),
+                                                  ("--rho-growth", "rho_growth", 1.2)])
+def test_admm_penalty_options_reach_the_solver(case, capsys, option, name, value):
+    """--rho0 and --rho-growth change ADMM's run exactly as the library option does."""
+    d, _, strokes, _ = case
+    problem = build_problem(load_image(d / "img.png"), strokes, 2, lam=DEFAULT_LAMBDA)
+    lib = solve_mrf(problem, "admm", polish=False, **{name: value})
+    default = solve_mrf(problem, "admm", polish=False)
+    assert lib.iterations != default.iterations  # the premise: the option matters here
+    code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", option,
+                         value, "--no-polish", "--out", d / "l.png", "--report", d / "r.json"],
+                        capsys)
+    assert code == 0, err
+    report = json.loads((d / "r.json").read_text())
+    assert report["iterations"] == lib.iterations
+    assert report["energy"] == pytest.approx(lib.energy, rel=1e-9)
+    np.testing.assert_array_equal(cv2.imread(str(d / "l.png"), cv2.IMREAD_UNCHANGED), lib.labels)
+
+
+def test_report_and_summary_describe_the_run(tmp_path, capsys):
+    """A colour, non-square photo with λ and β given: the report states the image, its size and
+    the parameters used, the labels are the library's for those parameters, and the summary's
+    gap is the report's."""
+    image, _, strokes = shapes_image(seed=1, k=2, size=40, noise=0.1)
+    rgb = np.dstack([image, image[::-1], 1 - image])[:, :30]
+    strokes = strokes[:, :30]
+    cv2.imwrite(str(tmp_path / "img.png"), (np.clip(rgb, 0, 1) * 255).round().astype(np.uint8))
+    save_labels(tmp_path / "strokes.png", strokes)
+    d = tmp_path
+    code, out, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--lam", 4,
+                           "--beta", 30, "--out", d / "l.png", "--report", d / "r.json"], capsys)
+    assert code == 0, err
+    r = json.loads((d / "r.json").read_text())
+    assert (r["width"], r["height"], r["n_pixels"]) == (30, 40, 1200)
+    assert r["lam"] == 4 and r["beta"] == 30 and r["image"] == str(d / "img.png")
+    problem = build_problem(load_image(d / "img.png"), strokes, 2, lam=4, beta=30)
+    lib = solve_mrf(problem, "admm")
+    np.testing.assert_array_equal(cv2.imread(str(d / "l.png"), cv2.IMREAD_UNCHANGED), lib.labels)
+    assert r["energy"] == pytest.approx(lib.energy, rel=1e-9)
+    assert problem.energy(lib.labels) != pytest.approx(  # the premise: β matters here
+        build_problem(load_image(d / "img.png"), strokes, 2, lam=4).energy(lib.labels), rel=1e-3)
+    summary = out.splitlines()[0]
+    assert f"{100 * r['gap']:+.3f}% vs mincut" in summary and "1200 pixels, K = 2" in summary
+    assert f"energy {r['energy']:.6g}" in summary
+    # without --report no yardstick is solved (it would only cost time): no gap in the summary
+    code, out, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--out",
+                           d / "l2.png"], capsys)
+    assert code == 0, err
+    assert " vs " not in out and "admm (cpu): energy" in out
+
+
+def test_help_and_console_entry(case, capsys):
+    """`segapp --help` names the program; the console entry reads sys.argv, and -v logs the
+    solver's progress where the default stays quiet."""
+    import subprocess
+    import sys
+    code, out, _ = _run(["--help"], capsys)
+    assert code == 0 and out.startswith("usage: segapp")
+    d, *_ = case
+    cmd = [sys.executable, "-m", "segapp", "segment", str(d / "img.png"), "--strokes",
+           str(d / "strokes.png"), "--out", str(d / "l.png"), "--quiet", "--max-iter", "5"]
+    quiet = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    verbose = subprocess.run([*cmd[:3], "-v", *cmd[3:]], capture_output=True, text=True,
+                             timeout=300)
+    assert quiet.returncode == 0 and verbose.returncode == 0, verbose.stderr
+    assert "INFO" not in quiet.stderr
+    assert "INFO solver" in verbose.stderr
 
 
 def test_gpu_request_without_gpu_falls_back_and_says_so(case, capsys, no_cupy):
@@ -97,8 +173,10 @@ def test_gpu_request_without_gpu_falls_back_and_says_so(case, capsys, no_cupy):
     (["--k", "1"], "K"),
     (["--k", "40"], "K"),
     (["--rect", "30,30,50,50"], "rectangle"),
-    (["--rect", "1,2,3"], "X,Y,W,H"),
+    (["--rect", "1,2,3"], "X,Y,W,H (4 numbers)"),
+    (["--rect", "a,b,c,d"], "X,Y,W,H integers, got 'a,b,c,d'"),
     (["--lam", "nan"], "finite"),
+    (["--lam", "ten"], "expected a number, got 'ten'"),
     (["--beta", "inf"], "finite"),
     (["--lam", "-1"], "lam"),
     (["--rho0", "-1"], "rho0"),
@@ -124,7 +202,10 @@ def test_unreadable_and_mismatched_inputs(case, capsys, tmp_path):
     save_labels(d / "small.png", np.ones((5, 5), np.uint8))
     code, _, err = _run(["segment", d / "img.png", "--strokes", d / "small.png", "--out",
                          d / "o.png"], capsys)
-    assert code == 2 and "5×5 but the image is 40×40" in err
+    assert code == 2 and f"strokes '{d / 'small.png'}' is 5×5 but the image is 40×40" in err
+    code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--hard",
+                         d / "small.png", "--out", d / "o.png"], capsys)
+    assert code == 2 and f"hard constraints '{d / 'small.png'}' is 5×5" in err
     code, _, err = _run(["segment", d / "missing.png", "--out", d / "o.png"], capsys)
     assert code == 2 and "no such file" in err
     assert not (d / "o.png").exists()

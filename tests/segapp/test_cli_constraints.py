@@ -106,6 +106,29 @@ def test_a_nesting_keeps_the_nucleus_off_the_background(cell, capsys, solver, va
     assert "labels 1 and 3 apart: 0 touching pairs, holds" in out
 
 
+def test_a_violated_pair_is_reported_with_its_count(cell, capsys):
+    """One unpolished iteration leaves the nucleus touching the background: the summary and the
+    report say VIOLATED and count the 8-neighbour pairs the written labels really have."""
+    d, *_ = cell
+    code, out, err = _run(["segment", d / "cell.png", "--strokes", d / "cell_strokes.png",
+                           "--k", 3, "--apart", "1,3", "--max-iter", 1, "--no-polish",
+                           "--out", d / "l.png", "--report", d / "r.json"], capsys)
+    assert code == 0, err
+    labels = _labels(d / "l.png").astype(np.int32)
+    a, b = labels == 1, labels == 3
+    pairs = 0  # unordered 8-neighbour pairs with one pixel 1 and the other 3
+    for dy, dx in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        h, w = labels.shape
+        p = labels[max(0, -dy):h - max(0, dy), max(0, -dx):w - max(0, dx)]
+        q = labels[max(0, dy):, max(0, dx):][:p.shape[0], :p.shape[1]]
+        pairs += int(np.sum(((p == 1) & (q == 3)) | ((p == 3) & (q == 1))))
+    assert pairs > 0 and a.any() and b.any()  # the premise: the pair does touch
+    r = json.loads((d / "r.json").read_text())
+    assert r["feasible"] is False
+    assert r["constraints"][0]["value"] == pairs and r["constraints"][0]["satisfied"] is False
+    assert f"labels 1 and 3 apart: {pairs} touching pairs, VIOLATED" in out
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--area", "2:0.3"], "expected LO-HI"),
     (["--area", "0.2-0.3"], "expected K:LO-HI"),
