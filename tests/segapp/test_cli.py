@@ -13,6 +13,9 @@ from segapp.core.pipeline import SegmentParams, run_segmentation
 from solver.mrf import DEFAULT_LAMBDA, build_problem, solve_mrf
 from tests.solver._mrf_helpers import shapes_image
 
+# headless commands must not open the app (a stub records it if they do)
+pytestmark = pytest.mark.usefixtures("app_launches")
+
 
 @pytest.fixture
 def case(tmp_path):
@@ -157,6 +160,26 @@ def test_help_and_console_entry(case, capsys):
     assert quiet.returncode == 0 and verbose.returncode == 0, verbose.stderr
     assert "INFO" not in quiet.stderr
     assert "INFO solver" in verbose.stderr
+
+
+def test_what_opens_the_app(case, capsys, app_launches, monkeypatch):
+    """`segapp` alone and `segapp PHOTO` open the app (the photo in it); options and the
+    sub-commands do not; sys.argv is read when no argv is given."""
+    d, *_ = case
+    assert _run([], capsys)[0] == 0
+    assert _run([d / "img.png"], capsys)[0] == 0
+    assert _run(["-v"], capsys)[0] == 0
+    assert app_launches == [([], None), ([], str(d / "img.png")), ([], None)]
+    monkeypatch.setattr("sys.argv", ["segapp", str(d / "img.png")])
+    assert main() == 0 and app_launches[-1] == ([], str(d / "img.png"))
+    app_launches.clear()
+    assert _run(["--help"], capsys)[0] == 0
+    assert _run(["segment", "--help"], capsys)[0] == 0
+    assert _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--out",
+                 d / "l.png", "--quiet"], capsys)[0] == 0
+    assert _run(["bench", "--sizes", "400", "--runs", "1", "--json", d / "b.json",
+                 "--methods", "mincut"], capsys)[0] == 0
+    assert app_launches == []
 
 
 def test_gpu_request_without_gpu_falls_back_and_says_so(case, capsys, no_cupy):

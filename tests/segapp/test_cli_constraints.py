@@ -13,6 +13,9 @@ from segapp.core.io import save_labels
 from solver.mrf import AreaBound
 from tests.solver._mrf_helpers import shapes_image
 
+# headless commands must not open the app (a stub records it if they do)
+pytestmark = pytest.mark.usefixtures("app_launches")
+
 
 def cell_image(size=40, seed=0):
     """A cell: background (1), cytoplasm (2) and a nucleus (3) inside it, touching the

@@ -20,6 +20,9 @@ from solver.mrf.build.graph import image_to_float
 from tests.segapp.test_cli import _run
 from tests.solver._mrf_helpers import shapes_image
 
+# headless commands must not open the app (a stub records it if they do)
+pytestmark = pytest.mark.usefixtures("app_launches")
+
 
 def _write(tmp_path, *, k=2, size=40, noise=0.1, seed=0):
     """A synthetic photo and its strokes as files; returns (dir, image as loaded, strokes)."""
