@@ -106,7 +106,10 @@ class RunMixin:
                 and int(prev.labels.max(initial=0)) <= self.doc.k
                 and getattr(prev, "x_final", None) is not None
                 and np.asarray(prev.x_final).size == self.doc.strokes.size * self.doc.k):
-            x0 = prev.x_final
+            # the answer the user saw (after the polish), not ADMM's continuous iterate: on a
+            # large photo the re-run then solves only a band round its boundaries and ends no
+            # worse than it (docs/algorithm.md, Coarse to fine)
+            x0 = np.eye(self.doc.k, dtype=np.float32)[prev.labels.ravel() - 1]
         self._warm = x0 is not None
         job = SolveJob(image=self.doc.image, strokes=self.doc.strokes.astype(np.int32),
                        params=params, rect=self.doc.rect,

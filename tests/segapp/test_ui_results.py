@@ -363,8 +363,9 @@ def test_exported_history_csv_holds_the_run_column_by_column(win, qtbot, monkeyp
 
 # ------------------------------------------------------------------------------- inputs
 def test_warm_start_action_hands_the_last_solution_to_the_solver(win, qtbot, monkeypatch):
-    """With Segment → Warm start checked, a re-run starts ADMM from the last run's continuous
-    solution (and its first iterate differs from a cold start's); unchecked, it does not."""
+    """With Segment → Warm start checked, a re-run starts ADMM from the last run's answer (its
+    labels, one-hot), and its first iterate differs from a cold start's; unchecked, it does
+    not."""
     calls = spy_pipeline(monkeypatch)
     img, strokes = disc_image()
     open_image(win, qtbot, img, strokes)
@@ -374,7 +375,10 @@ def test_warm_start_action_hands_the_last_solution_to_the_solver(win, qtbot, mon
     assert first.x_final is not None
     warm = run(win, qtbot)
     x0 = calls["admm"][-1].get("x0")
-    assert x0 is not None and np.array_equal(np.asarray(x0), np.asarray(first.x_final))
+    assert x0 is not None
+    np.testing.assert_array_equal(np.asarray(x0).reshape(-1, 2).argmax(1) + 1,
+                                  first.labels.ravel())
+    assert set(np.unique(x0)) == {0, 1}
     assert "warm start" in win.results_panel.fields["status"].text()
     win.act_warm.trigger()  # the menu item, now unchecked
     assert not win.act_warm.isChecked()

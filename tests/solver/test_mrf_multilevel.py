@@ -1,5 +1,7 @@
 """Coarse-to-fine ADMM: exact coarsening, the band of free pixels, region moves, the driver."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -218,10 +220,27 @@ def test_coarse_to_fine_honours_hard_constraints_and_stops_on_request():
     p.check_hard(stopped.labels)
 
 
-def test_coarse_to_fine_rejects_a_warm_start():
-    p = random_problem((6, 6), k=2, seed=0)
-    with pytest.raises(ValueError, match="warm start"):
-        solve_mrf(p, "admm", coarse_to_fine=True, x0=np.full((36, 2), 0.5))
+@pytest.mark.parametrize("k", [2, 3])
+def test_coarse_to_fine_from_a_warm_start_solves_a_band_of_the_finest_level(k):
+    """A warm start skips the coarser levels: its rounding is settled, a band round the
+    boundaries is solved, and the answer is never worse than the rounding (hard pixels kept)."""
+    p = random_problem((24, 24), k=k, seed=1)
+    hard = np.zeros(p.shape, np.int32)
+    hard[0, :4] = k
+    p = replace(p, hard=hard)
+    rng = np.random.default_rng(0)
+    x0 = rng.random((p.n, k))
+    x0[hard.ravel() > 0] = 0.0  # a start that disagrees with the hard pixels
+    rounding = np.where(hard.ravel() > 0, hard.ravel(), x0.argmax(1) + 1).reshape(p.shape)
+    seen = []
+    res = solve_mrf(p, "admm", coarse_to_fine=True, x0=x0,
+                    callback=lambda s: seen.append((s.level, s.solver.free.size)))
+    assert {level for level, _ in seen} == {0}
+    assert 0 < max(free for _, free in seen) < p.n
+    assert res.energy <= p.energy(rounding) + 1e-9 * abs(p.energy(rounding))
+    assert np.all(res.labels[0, :4] == k)
+    with pytest.raises(ValueError, match="x0 must have"):
+        solve_mrf(p, "admm", coarse_to_fine=True, x0=x0[:-1])
 
 
 def test_pixels_the_coarse_polish_relabelled_stay_free_at_the_next_level(monkeypatch):

@@ -80,7 +80,8 @@ def _pixel_maps(blocks: list[np.ndarray]) -> list[np.ndarray | None]:
 
 
 def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any = None, *,
-                         seed: int | None = None, callback: Callable[[Any], Any] | None = None,
+                         seed: int | None = None, x0: np.ndarray | None = None,
+                         callback: Callable[[Any], Any] | None = None,
                          polish: bool = True, options: SolveOptions = DEFAULT_OPTIONS,
                          slow_coarsest: bool = True) -> MRFResult:
     """ℓ2-box ADMM from coarse to fine: whole problem at the coarsest level, then bands.
@@ -101,6 +102,13 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         As for :class:`solver.mrf.solve.reduction.MRFADMM`.
     seed : int, optional
         Random start at the coarsest level (None: the centre of the feasible set).
+    x0 : numpy.ndarray, optional
+        Warm start, ``(n, K)`` or ``(H, W, K)`` label weights of this problem (e.g. a previous
+        ``result.x_continuous``). The solve then goes straight to the finest level: the warm
+        start's rounding takes the place of a coarser level's answer (settled by ICM, a band
+        left free around its boundaries, the rest fixed) and ADMM in the band starts from
+        ``x0``; the level ends as every band level does, with the polish and the fusion with
+        that settled start, so the answer is never worse than the warm start's rounding.
     callback : callable, optional
         Receives an :class:`solver.mrf.solve.state.MRFIterationState` per iteration, in
         full-image terms, with iterations numbered across levels; return True to stop.
@@ -119,7 +127,17 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
 
     t0 = time.perf_counter()
     c2f = options.coarse_to_fine
-    levels, blocks = pyramid(problem, c2f.coarsest)
+    warm = None
+    if x0 is None:
+        levels, blocks = pyramid(problem, c2f.coarsest)
+    else:  # a warm start stands in for the coarser levels' answer
+        if np.size(x0) != problem.n * problem.k:
+            raise ValueError(f"x0 must have {problem.n * problem.k} entries (H, W, K), got "
+                             f"shape {np.shape(x0)}")
+        x0 = np.asarray(x0, dtype=np.float64).reshape(problem.n, problem.k)
+        hard = np.asarray(problem.hard).ravel()
+        warm = np.where(hard > 0, hard, np.argmax(x0, axis=1) + 1).astype(np.int32)
+        levels, blocks = [problem], []
     # levels, blocks and maps are dropped once the loop has passed them: at the last level's
     # polish, a large photo's memory peak, none is left (measured: docs/decisions.md, Memory)
     # (the maps are for the callback's full-image view; a solve stopped at a coarse level, which
@@ -132,33 +150,41 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     energy_admm = None
     for li in range(len(levels) - 1, -1, -1):
         level = levels[li]
-        x0 = up = None
+        start = up = None
         sub = level
-        if labels is not None:
-            levels[li + 1] = maps[li + 1] = None
-            up = (icm(level, labels.ravel()[blocks[li]]) if level.constraints is None
-                  else settle_feasible(level, labels.ravel()[blocks[li]]))
+        coarsest = labels is None and warm is None
+        if not coarsest:
+            if warm is None:
+                levels[li + 1] = maps[li + 1] = None
+                below = labels.ravel()[blocks[li]]
+            else:
+                below, warm = warm, None
+            up = (icm(level, below) if level.constraints is None
+                  else settle_feasible(level, below))
+            below = None
             band = undecided_band(level, up, c2f.band_radius)
             if c2f.revisit_radius is not None and revisit is not None and revisit.any():
                 grown = revisit[blocks[li]].reshape(level.shape)
                 if c2f.revisit_radius > 0:
                     grown = square_morphology(grown, c2f.revisit_radius, "dilation")
                 band |= grown
-            blocks[li] = revisit = grown = None
+            if li < len(blocks):
+                blocks[li] = None
+            revisit = grown = None
             sub = fix_outside(level, up, band)
-            x0 = np.eye(level.k)[up.ravel() - 1]
-            band = None
+            start = np.eye(level.k)[up.ravel() - 1] if x0 is None else x0
+            band = x0 = None
         lp = params
-        if labels is None and slow_coarsest:
+        if coarsest and slow_coarsest:
             lp = slow_schedule(params, level.k, c2f)
         solver = MRFADMM(sub, backend, lp, options=options)
         view = {"pixel_map": None if li == 0 else maps[li], "shape": problem.shape,
                 "offset": len(history), "level": li,
                 "max_iter_total": solver.params.max_iter * len(levels)}
-        res = solver.run(x0=x0, seed=seed if labels is None else None, callback=callback,
+        res = solver.run(x0=start, seed=seed if coarsest else None, callback=callback,
                          polish=False, view=view)
         history += [replace(r, iteration=r.iteration + view["offset"]) for r in res.history]
-        x0 = view = None
+        start = view = None
         labels = res.labels
         stopped = res.status == CANCELLED
         if li == 0:

@@ -92,8 +92,9 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     coarse_to_fine : bool, optional
         Solve a halved pyramid coarse to fine, leaving only a band around the boundaries free
         at the finer levels (:func:`solver.mrf.solve.coarse_to_fine.solve_coarse_to_fine`).
-        Default: on when the image has more than ``options.coarse_to_fine.whole_max`` pixels and
-        no ``x0`` is given.
+        Default: on when the image has more than ``options.coarse_to_fine.whole_max`` pixels.
+        With ``x0`` it goes straight to the finest level, the warm start's rounding standing
+        in for the coarser answer (only a band round its boundaries is solved again).
     options : SolveOptions
         The switches of early fixing, coarse to fine and the polish (:mod:`solver.mrf.options`).
     **params
@@ -118,11 +119,9 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         slow = "rho_growth" not in params and "rho0" not in params
         whole_max = options.coarse_to_fine.whole_max
         if coarse_to_fine is None:
-            coarse_to_fine = x0 is None and problem.n > whole_max
+            coarse_to_fine = problem.n > whole_max
         if coarse_to_fine:
-            if x0 is not None:
-                raise ValueError("a warm start x0 needs coarse_to_fine=False")
-            return solve_coarse_to_fine(problem, backend, admm_params, seed=seed,
+            return solve_coarse_to_fine(problem, backend, admm_params, seed=seed, x0=x0,
                                         callback=callback, polish=polish, options=options,
                                         slow_coarsest=slow)
         if slow and problem.n <= whole_max:
