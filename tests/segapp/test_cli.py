@@ -2,6 +2,7 @@
 partial output."""
 
 import json
+import re
 
 import cv2
 import numpy as np
@@ -49,6 +50,7 @@ def test_segment_writes_labels_overlay_and_report(case, capsys):
         assert key in report
     assert report["n_pixels"] == img.size and report["k"] == 2 and report["solver"] == "admm"
     assert report["reference_energy"] <= report["energy"] + 1e-6
+    assert report["lam"] == DEFAULT_LAMBDA and report["beta"] > 0  # the defaults, as used
     assert "admm (cpu): energy" in out
 
 
@@ -141,7 +143,14 @@ def test_report_and_summary_describe_the_run(tmp_path, capsys):
     code, out, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--out",
                            d / "l2.png"], capsys)
     assert code == 0, err
-    assert " vs " not in out and "admm (cpu): energy" in out
+    assert re.match(r"admm \(cpu\): energy [-\d.e+]+, \d+ iterations, ", out), out
+    # a run stopped early has a gap worth printing; it is the report's, in percent
+    code, out, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--out",
+                           d / "l3.png", "--report", d / "r3.json", "--max-iter", 1,
+                           "--no-polish"], capsys)
+    assert code == 0, err
+    gap = json.loads((d / "r3.json").read_text())["gap"]
+    assert gap > 0.01 and f", {100 * gap:+.3f}% vs mincut, " in out
 
 
 def test_help_and_console_entry(case, capsys):
@@ -159,7 +168,7 @@ def test_help_and_console_entry(case, capsys):
                              timeout=300)
     assert quiet.returncode == 0 and verbose.returncode == 0, verbose.stderr
     assert "INFO" not in quiet.stderr
-    assert "INFO solver" in verbose.stderr
+    assert re.search(r"^INFO solver\.[\w.]+: \S", verbose.stderr, re.M), verbose.stderr
 
 
 def test_what_opens_the_app(case, capsys, app_launches, monkeypatch):
@@ -182,6 +191,34 @@ def test_what_opens_the_app(case, capsys, app_launches, monkeypatch):
     assert app_launches == []
 
 
+def test_missing_output_and_short_options(case, capsys):
+    d, *_ = case
+    code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png"], capsys)
+    assert code == 2 and "the following arguments are required: --out" in err
+    code, out, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "-q",
+                           "--out", d / "l.png"], capsys)
+    assert code == 0 and out == "" and (d / "l.png").exists()
+
+
+def test_demo_screenshot_errors_and_interrupts_from_the_command_line(case, capsys, monkeypatch):
+    """--demo-screenshot hands its path on; a failure with no message is named by its type; an
+    interrupt says so and exits 130, the shell's code for Ctrl-C."""
+    import segapp.cli.segment as segment_cmd
+    import segapp.ui.app as app
+    d, *_ = case
+    shots = []
+    monkeypatch.setattr(app, "demo_screenshot", lambda path: shots.append(path) or 0)
+    assert _run(["--demo-screenshot", d / "shot.png"], capsys)[0] == 0
+    assert shots == [str(d / "shot.png")]
+    for exc, code, message in ((ValueError(), 2, "segapp: error: ValueError\n"),
+                               (KeyboardInterrupt(), 130, "segapp: error: interrupted\n")):
+        def fail(args, exc=exc):
+            raise exc
+        monkeypatch.setattr(segment_cmd, "run", fail)
+        got = _run(["segment", d / "img.png", "--out", d / "l.png"], capsys)
+        assert got[0] == code and got[2] == message
+
+
 def test_gpu_request_without_gpu_falls_back_and_says_so(case, capsys, no_cupy):
     d, *_ = case
     code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--backend",
@@ -200,6 +237,10 @@ def test_gpu_request_without_gpu_falls_back_and_says_so(case, capsys, no_cupy):
     (["--rect", "a,b,c,d"], "X,Y,W,H integers, got 'a,b,c,d'"),
     (["--lam", "nan"], "finite"),
     (["--lam", "ten"], "expected a number, got 'ten'"),
+    (["--beta", "steep"], "expected a number, got 'steep'"),
+    (["--solver", "graphcut"], "invalid choice: 'graphcut'"),
+    (["--backend", "tpu"], "invalid choice: 'tpu'"),
+    (["--colour-model", "knn"], "invalid choice: 'knn'"),
     (["--beta", "inf"], "finite"),
     (["--lam", "-1"], "lam"),
     (["--rho0", "-1"], "rho0"),
