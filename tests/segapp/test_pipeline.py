@@ -1,5 +1,7 @@
 """segapp.core.pipeline's choice of backend, and its CPU fallback when the GPU is missing or fails."""
 
+import logging
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -25,7 +27,7 @@ class CUDARuntimeError(RuntimeError):
 
 @pytest.mark.parametrize("when", ["at the start", "during the solve"])
 def test_a_gpu_that_is_missing_or_fails_gives_the_cpu_answer_and_says_so(monkeypatch, request,
-                                                                          when):
+                                                                          caplog, when):
     image, _, strokes = shapes_image(seed=1, k=2, size=40)
     want = run_segmentation(image, strokes, SegmentParams(backend="cpu"), reference=False)
     if when == "at the start":
@@ -42,11 +44,31 @@ def test_a_gpu_that_is_missing_or_fails_gives_the_cpu_answer_and_says_so(monkeyp
             return real(problem, method, backend=backend, **kw)
         monkeypatch.setattr(pipeline, "solve_mrf", solve)
     told = []
-    got = run_segmentation(image, strokes, SegmentParams(backend="gpu"), reference=False,
-                           notice=told.append)
+    with caplog.at_level(logging.WARNING, logger="segapp"):
+        got = run_segmentation(image, strokes, SegmentParams(backend="gpu"), reference=False,
+                               notice=told.append)
     assert got.backend == "cpu"
     np.testing.assert_array_equal(got.labels, want.labels)
     assert len(told) == 1 and told == got.warnings and "running on the CPU instead" in told[0]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == told
+    if when == "during the solve":  # the driver's own words, first line only
+        assert told[0] == ("the GPU solve failed (cudaErrorLaunchFailure: unspecified launch "
+                           "failure); running on the CPU instead")
+
+
+def test_a_gpu_failure_without_a_message_is_named_by_its_type(monkeypatch):
+    monkeypatch.setattr(backend_module, "_load_gpu", lambda: Backend("gpu", np, sp))
+    monkeypatch.setattr(pipeline, "gpu_errors", lambda: (GPUUnavailableError, CUDARuntimeError))
+    real = pipeline.solve_mrf
+
+    def solve(problem, method, backend="cpu", **kw):
+        if backend == "gpu":
+            raise CUDARuntimeError()
+        return real(problem, method, backend=backend, **kw)
+    monkeypatch.setattr(pipeline, "solve_mrf", solve)
+    image, _, strokes = shapes_image(seed=1, k=2, size=20)
+    got = run_segmentation(image, strokes, SegmentParams(backend="gpu"), reference=False)
+    assert got.warnings == ["the GPU solve failed (CUDARuntimeError); running on the CPU instead"]
 
 
 def test_other_failures_are_not_taken_for_the_gpu(monkeypatch):
@@ -97,3 +119,51 @@ def test_the_yardstick_is_solved_unless_declined():
     # a yardstick run is its own reference
     same = run_segmentation(image, strokes, SegmentParams(k=3, solver="expansion"))
     assert same.reference_energy == same.energy and same.gap == 0
+
+
+def test_auto_backend_is_chosen_for_the_problem_at_hand(monkeypatch):
+    """backend="auto" weighs the problem's size: a small photo stays on the CPU even where a GPU
+    is there."""
+    monkeypatch.setattr(backend_module, "_load_gpu", lambda: Backend("gpu", np, sp))
+    image, _, strokes = shapes_image(seed=1, k=3, size=24)
+    got = run_segmentation(image, strokes, SegmentParams(k=3, backend="auto"), reference=False)
+    assert got.backend == "cpu" and got.warnings == []
+
+
+def test_warm_start_callback_and_times(caplog):
+    """A warm start of the right size reaches ADMM (its first iterate shows it), one of another
+    size is ignored with a note in the log; the callback sees every iteration with the
+    yardstick's energy; the build and yardstick times are measured, and zero when skipped."""
+    from solver.mrf import solve_mrf
+    image, _, strokes = shapes_image(seed=2, k=2, size=32, noise=0.15)
+    cold = run_segmentation(image, strokes, SegmentParams(k=2))
+    x0 = np.eye(2)[cold.labels.ravel() % 2]  # the other label everywhere: a start far away
+    warm = run_segmentation(image, strokes, SegmentParams(k=2), x0=x0, reference=False)
+    lib = solve_mrf(cold.problem, "admm", x0=x0)
+    assert [r.objective for r in warm.history] == pytest.approx(
+        [r.objective for r in lib.history], rel=1e-12)
+    assert warm.history[0].objective != pytest.approx(cold.history[0].objective, rel=1e-6)
+    with caplog.at_level(logging.INFO, logger="segapp"):
+        odd = run_segmentation(image, strokes, SegmentParams(k=2), x0=np.zeros(6),
+                               reference=False)
+    assert [r.objective for r in odd.history] == [r.objective for r in cold.history]
+    assert f"warm start ignored: it has 6 entries, the problem needs {2 * 32 * 32}" in caplog.text
+    seen = []
+    out = run_segmentation(image, strokes, SegmentParams(k=2),
+                           callback=lambda s: seen.append((s.iteration, s.reference_energy)))
+    assert [i for i, _ in seen] == list(range(1, out.iterations + 1))
+    assert {e for _, e in seen} == {out.reference_energy}
+    assert 0 < out.build_time_s < 60 and 0 < out.reference_time_s < 60
+    assert out.reference_detail == cold.reference_detail
+    assert warm.reference_time_s == 0.0 and warm.reference_detail == ""
+
+
+def test_area_bounds_on_a_colour_photo_count_pixels_not_channels():
+    from solver.mrf import AreaBound, Constraints
+    image, _, strokes = shapes_image(seed=0, k=2, size=40, noise=0.1)
+    rgb = np.dstack([image, image, image])
+    out = run_segmentation(rgb, strokes, SegmentParams(
+        k=2, constraints=Constraints(area=(AreaBound(2, 0.12, 0.14),))), reference=False)
+    area = int((out.labels == 2).sum())
+    assert 0.12 * 1600 <= area <= 0.14 * 1600
+    assert (out.constraints[0].lo, out.constraints[0].hi) == (192, 224)
