@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint clean
+.PHONY: run test bench mutation lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,5 +25,12 @@ bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) benchmarks/table1.py
 
+# Mutation testing (not part of `make test`: about an hour on two cores). tools/mutation.py
+# runs mutmut per module group in scratch copies under out/mutation/ and resumes where it stopped.
+mutation: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[mutation]"
+	$(PY) tools/mutation.py run
+	$(PY) tools/mutation.py report --survivors --out out/mutation.md
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info mutants out/mutation
