@@ -322,6 +322,52 @@ def test_exported_overlay_blends_at_the_chosen_opacity(win, qtbot, monkeypatch, 
         assert max_diff(out, np.round((1 - percent / 100) * photo + percent / 100 * colours)) <= 1
 
 
+EXPORTS = [  # action, method, dialog title, suggested suffix, filter, error title, status word
+    ("act_labels", "save_labels", "Save labels", "_labels.png", "PNG (*.png)",
+     "Cannot save labels", "labels"),
+    ("act_overlay", "save_overlay", "Save overlay", "_overlay.png", "PNG (*.png)",
+     "Cannot save overlay", "overlay"),
+    ("act_csv", "save_history", "Save energy history", "_history.csv", "CSV (*.csv)",
+     "Cannot save history", "energy history"),
+]
+
+
+def test_exported_labels_are_the_result(win, qtbot, monkeypatch, tmp_path):
+    import cv2
+    img, strokes = disc_image()
+    open_image(win, qtbot, img, strokes)
+    o = run(win, qtbot)
+    export(win, monkeypatch, win.act_labels, tmp_path / "labels.png")
+    np.testing.assert_array_equal(cv2.imread(str(tmp_path / "labels.png"),
+                                             cv2.IMREAD_UNCHANGED), o.labels)
+
+
+@pytest.mark.parametrize("action, method, title, suffix, filt, error, word", EXPORTS)
+def test_each_export_suggests_a_name_and_reports_what_happened(
+        win, qtbot, monkeypatch, tmp_path, action, method, title, suffix, filt, error, word):
+    """Before a run there is nothing to save (said in a dialog); the save dialog is titled and
+    suggests the photo's name with the export's suffix; cancelling it writes nothing; a path
+    that cannot be written is reported in a dialog; a save is confirmed in the status bar."""
+    img, strokes = disc_image()
+    open_image(win, qtbot, img, strokes)
+    assert getattr(win, method)(str(tmp_path / "early")) is False
+    assert win.errors == [("Nothing to save", "run a segmentation first")]
+    win.errors.clear()
+    run(win, qtbot)
+    asked = []
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        lambda parent, *a: asked.append(a) or ("", ""))
+    getattr(win, action).trigger()
+    assert asked == [(title, "synthetic" + suffix, filt)]
+    assert list(tmp_path.iterdir()) == [] and win.errors == []
+    assert getattr(win, method)(str(tmp_path / "missing" / ("out" + suffix))) is False
+    assert len(win.errors) == 1 and win.errors[0][0] == error and win.errors[0][1]
+    win.errors.clear()
+    assert getattr(win, method)(str(tmp_path / ("out" + suffix))) is True
+    assert (tmp_path / ("out" + suffix)).stat().st_size > 0
+    assert win.statusBar().currentMessage() == f"Saved {word} to out{suffix}"
+
+
 def test_exported_history_csv_holds_the_run_column_by_column(win, qtbot, monkeypatch, tmp_path):
     """Every column of the energy history CSV holds the run's recorded value of that name, for
     every iteration, the energies are those the plot drew and the reference energy is the one
