@@ -179,8 +179,10 @@ class RunMixin:
         onehot = (outcome.labels[:, :, None] == np.arange(1, k + 1)).astype(np.float32)
         self.frames.add(int(outcome.iterations), onehot)
         ref = outcome.reference_energy
-        self.plot.set_reference(ref, getattr(outcome, "reference_bound", None),
-                                getattr(outcome, "reference_detail", ""))
+        ref_name = (getattr(outcome, "reference_detail", "")
+                    or ("min-cut" if k == 2 else "α-expansion"))
+        # the plot's line carries the name the results panel gives the yardstick
+        self.plot.set_reference(ref, getattr(outcome, "reference_bound", None), ref_name)
         self.constraints_panel.show_areas(
             np.bincount(outcome.labels.ravel() - 1, minlength=k).astype(float),
             int(outcome.labels.size))
@@ -193,8 +195,6 @@ class RunMixin:
             status = STATUS_TEXT.get(outcome.status, outcome.status)
         if self._warm:
             status += " (warm start)"
-        ref_name = (getattr(outcome, "reference_detail", "")
-                    or ("min-cut" if k == 2 else "α-expansion"))
         self.results_panel.show_outcome(
             float(outcome.energy), None if ref is None else float(ref), ref_name, disagree,
             int(outcome.iterations), float(outcome.time_s), status, str(outcome.backend),

@@ -171,9 +171,11 @@ def test_cancel_keeps_everything(win, qtbot, monkeypatch):
         win.start_run()
     with qtbot.waitSignal(win.solver.finished, timeout=10000):
         win.act_cancel.trigger()
+        assert win.statusBar().currentMessage() == "Cancelling…"
     assert not win.running and win.outcome is not None
     assert not win.outcome.converged
-    assert "cancelled" in win.results_panel.fields["status"].text()
+    assert win.results_panel.fields["status"].text() == \
+        f"cancelled at iteration {win.outcome.iterations}"
     assert np.array_equal(win.doc.strokes, s)
     assert win.act_run.isEnabled()
     win.params_panel.admm["max_iter"].setValue(5)

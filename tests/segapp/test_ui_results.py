@@ -322,6 +322,64 @@ def test_exported_overlay_blends_at_the_chosen_opacity(win, qtbot, monkeypatch, 
         assert max_diff(out, np.round((1 - percent / 100) * photo + percent / 100 * colours)) <= 1
 
 
+# ------------------------------------------------------------------------------- numbers
+def test_results_panel_plot_and_status_bar_state_the_run(win, qtbot):
+    """After a run the results panel, the areas column, the plot's reference line and the
+    status bar give the run's numbers, with the yardstick named (min-cut for K = 2,
+    α-expansion for K = 3, the constrained yardstick under a bound, with its lower bound)."""
+    from segapp.ui.panels import _fmt, constraint_line
+    from segapp.ui.runctl import STATUS_TEXT
+    img, strokes = disc_image()
+    for k, name, constrained in ((2, "min-cut", False), (3, "α-expansion", False),
+                                 (2, None, True)):
+        s = strokes.copy()
+        if k == 3:
+            s[36:39, 2:38] = 3
+        win.doc.set_k(k)
+        open_image(win, qtbot, img, s)
+        if constrained:
+            bound_label_2(win)
+        o = run(win, qtbot)
+        assert o.problem.k == k
+        name = name or o.reference_detail
+        f = {key: w.text() for key, w in win.results_panel.fields.items()}
+        ref = o.reference_energy
+        gap = (o.energy - ref) / abs(ref)
+        assert f["energy"] == _fmt(o.energy)
+        assert f["reference"] == f"{_fmt(ref)}  ({name})"
+        assert f["gap"] == f"{gap * 100:+.3f} %"
+        assert f["disagree"] == f"{int((o.labels != o.reference_labels).sum()):,}"
+        assert f["iterations"] == str(o.iterations) and f["backend"] == "cpu"
+        assert f["status"] == STATUS_TEXT[o.status]
+        if constrained:
+            assert f["bound"] == _fmt(o.reference_bound) and o.reference_bound is not None
+            assert f["constraints"] == "\n".join(constraint_line(r) for r in o.constraints)
+        assert win.plot.ref_line.isVisible() and win.plot.ref_line.value() == ref
+        assert win.plot.ref_line.label.format == f"{name} {ref:.6g}"
+        counts = np.bincount(o.labels.ravel() - 1, minlength=k)
+        for c in range(k):
+            row = win.constraints_panel.rows[c]
+            assert row.now.text() == f"{100.0 * counts[c] / o.labels.size:.1f} %"
+        assert win.statusBar().currentMessage() == (
+            f"ADMM {STATUS_TEXT[o.status]}: E = {o.energy:.6g} after {o.iterations} "
+            f"iterations (gap {gap * 100:+.3f} % to the reference)")
+        assert len(win.frames) == win.results_panel.replay.maximum() + 1
+        last_it, last = win.frames.get(len(win.frames) - 1)
+        assert last_it == o.iterations
+        np.testing.assert_array_equal(last.argmax(axis=2) + 1, o.labels)
+        if constrained:
+            bound_label_2(win, 0.0, 100.0)
+            win.constraints_panel.rows[1].on.setChecked(False)
+
+
+def test_a_failed_run_says_why_in_a_dialog(win, qtbot):
+    img, strokes = disc_image()
+    open_image(win, qtbot, img, np.where(strokes == 2, 0, strokes).astype(np.uint8))
+    win.act_run.trigger()
+    qtbot.waitUntil(lambda: not win.running, timeout=60000)
+    assert win.errors == [("Cannot segment", "label 2 has no strokes")]
+
+
 EXPORTS = [  # action, method, dialog title, suggested suffix, filter, error title, status word
     ("act_labels", "save_labels", "Save labels", "_labels.png", "PNG (*.png)",
      "Cannot save labels", "labels"),
