@@ -63,7 +63,23 @@ def test_frame_store_bounded():
     assert fs.iterations == sorted(fs.iterations)
     it, f = fs.get(len(fs) - 1)
     assert it == 100 and max(f.shape[:2]) <= 16 and abs(float(f.mean()) - 0.25) < 0.01
-    assert fs.nbytes() <= 10 * 16 * 12 * 2
+    assert fs.nbytes() == len(fs) * 16 * 12 * 2  # uint8, downsampled to 16 x 12
+
+
+def test_frame_store_gives_back_what_it_kept():
+    """A stored frame comes back as float32 weights within half a quantisation step, the
+    extremes exactly; a frame for the same iteration replaces the last one."""
+    rng = np.random.default_rng(0)
+    w = rng.random((12, 10, 3)).astype(np.float32)
+    w[0, 0] = (0.0, 1.0, 0.5)
+    fs = FrameStore(capacity=4, max_side=64)
+    fs.add(7, w)
+    it, got = fs.get(0)
+    assert it == 7 and got.dtype == np.float32 and got.shape == w.shape
+    assert np.abs(got - w).max() <= 0.5 / 255 + 1e-7
+    assert got[0, 0, 0] == 0.0 and got[0, 0, 1] == 1.0
+    fs.add(7, 1 - w)
+    assert len(fs) == 1 and np.abs(fs.get(0)[1] - (1 - w)).max() <= 0.5 / 255 + 1e-7
 
 
 class _State:
