@@ -124,27 +124,34 @@ def _blank_docs(node: ast.AST) -> str:
     return ast.dump(node)
 
 
+def docs_only_in(source: str, dotted: str) -> set[str]:
+    """Names of the mutants in mutmut's mutated ``source`` of module ``dotted`` that change
+    only help/description/metavar text."""
+    funcs: dict[str, dict[str, ast.AST]] = {}
+    for node in ast.walk(ast.parse(source)):
+        m = _MUTANT.match(getattr(node, "name", "")) if isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        if m:
+            funcs.setdefault(m["func"], {})[m["n"]] = node
+    found: set[str] = set()
+    for func, versions in funcs.items():
+        orig = versions.pop("orig", None)
+        if orig is None:
+            continue
+        base = _blank_docs(orig)
+        found |= {f"{dotted}.{func}__mutmut_{n}" for n, node in versions.items()
+                  if _blank_docs(node) == base}
+    return found
+
+
 def docs_only(group: str) -> set[str]:
     """Names of the group's mutants that change only help/description/metavar text."""
     found: set[str] = set()
     for module in GROUPS[group][0]:
         path = WORK / group / "mutants" / module
-        if not path.exists():
-            continue
-        dotted = module.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
-        funcs: dict[str, dict[str, ast.AST]] = {}
-        for node in ast.walk(ast.parse(path.read_text())):
-            m = _MUTANT.match(getattr(node, "name", "")) if isinstance(
-                node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-            if m:
-                funcs.setdefault(m["func"], {})[m["n"]] = node
-        for func, versions in funcs.items():
-            orig = versions.pop("orig", None)
-            if orig is None:
-                continue
-            base = _blank_docs(orig)
-            found |= {f"{dotted}.{func}__mutmut_{n}" for n, node in versions.items()
-                      if _blank_docs(node) == base}
+        if path.exists():
+            dotted = module.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+            found |= docs_only_in(path.read_text(), dotted)
     return found
 
 

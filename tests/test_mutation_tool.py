@@ -1,0 +1,40 @@
+"""tools/mutation.py's bookkeeping: which mutants it sets aside as help text, and its score."""
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+
+import mutation  # noqa: E402
+
+SOURCE = '''
+def x_add__mutmut_orig(p):
+    p.add_argument("--k", type=int, default=2, help="number of labels")
+def x_add__mutmut_1(p):
+    p.add_argument("--k", type=int, default=2, help="XXnumber of labelsXX")
+def x_add__mutmut_2(p):
+    p.add_argument("--k", type=int, default=2)
+def x_add__mutmut_3(p):
+    p.add_argument("--k", type=int, default=3, help="number of labels")
+def x_add__mutmut_4(p):
+    p.add_argument("--K", type=int, default=2, help="number of labels")
+class C:
+    def xǁCǁrun__mutmut_orig(self):
+        return self.go(metavar="N", value=1)
+    def xǁCǁrun__mutmut_1(self):
+        return self.go(metavar=None, value=1)
+    def xǁCǁrun__mutmut_2(self):
+        return self.go(metavar="N", value=2)
+'''
+
+
+def test_only_text_of_help_description_and_metavar_is_set_aside():
+    assert mutation.docs_only_in(SOURCE, "pkg.mod") == {
+        "pkg.mod.x_add__mutmut_1", "pkg.mod.x_add__mutmut_2", "pkg.mod.xǁCǁrun__mutmut_1"}
+
+
+def test_score_leaves_out_what_was_not_judged():
+    c = Counter({"mutants": 20, "killed": 12, "timeout": 2, "survived": 2, "equivalent": 1,
+                 "docs only": 2, "not checked": 1})
+    assert mutation.score(c) == 14 / 16
+    assert mutation.score(Counter({"mutants": 3, "docs only": 3})) is None
