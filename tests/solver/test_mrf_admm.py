@@ -476,3 +476,18 @@ def test_auto_solve_of_a_small_problem_runs_on_the_cpu_even_with_a_gpu(monkeypat
     _fake_gpu(monkeypatch)
     res = solve_mrf(random_problem((12, 12), 3, seed=1), "admm", backend="auto", seed=0)
     assert res.backend == "cpu"
+
+
+def test_polish_takes_dense_iterates_as_it_takes_snapshots():
+    """Level-set fusion proposals from (n, K) weights are those of the same weights as a
+    Snapshot: the same labels either way, and no worse than the start."""
+    from solver.mrf.polish.fusion import Snapshot
+    from solver.mrf.polish.pipeline import polish_labels
+    image, _, strokes = _synthetic(1, 3)
+    p = build_problem(image, strokes, 3)
+    res = solve_mrf(p, "admm", polish=False, max_iter=15)
+    dense = np.asarray(res.x_continuous).reshape(p.n, 3)
+    a = polish_labels(p, res.labels, [dense])
+    b = polish_labels(p, res.labels, [Snapshot.from_dense(dense)])
+    np.testing.assert_array_equal(a, b)
+    assert p.energy(a) <= p.energy(res.labels)
