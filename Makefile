@@ -25,7 +25,7 @@ bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) benchmarks/table1.py
 
-# Mutation testing (not part of `make test`: about an hour on two cores). tools/mutation.py
+# Mutation testing (not part of `make test`: several hours on two cores). tools/mutation.py
 # runs mutmut per module group in scratch copies under out/mutation/ and resumes where it stopped.
 mutation: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[mutation]"

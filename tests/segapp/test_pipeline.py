@@ -29,7 +29,10 @@ class CUDARuntimeError(RuntimeError):
 def test_a_gpu_that_is_missing_or_fails_gives_the_cpu_answer_and_says_so(monkeypatch, request,
                                                                           caplog, when):
     image, _, strokes = shapes_image(seed=1, k=2, size=40)
-    want = run_segmentation(image, strokes, SegmentParams(backend="cpu"), reference=False)
+    # options that change the answer must survive the fall back to the CPU
+    opts = dict(polish=False, admm={"max_iter": 6})
+    want = run_segmentation(image, strokes, SegmentParams(backend="cpu", **opts),
+                            reference=False)
     if when == "at the start":
         request.getfixturevalue("no_cupy")
     else:  # the device is there when the backend is chosen, and its driver fails in the solve
@@ -45,9 +48,10 @@ def test_a_gpu_that_is_missing_or_fails_gives_the_cpu_answer_and_says_so(monkeyp
         monkeypatch.setattr(pipeline, "solve_mrf", solve)
     told = []
     with caplog.at_level(logging.WARNING, logger="segapp"):
-        got = run_segmentation(image, strokes, SegmentParams(backend="gpu"), reference=False,
-                               notice=told.append)
+        got = run_segmentation(image, strokes, SegmentParams(backend="gpu", **opts),
+                               reference=False, notice=told.append)
     assert got.backend == "cpu"
+    assert got.iterations == want.iterations <= 6 and got.energy == want.energy
     np.testing.assert_array_equal(got.labels, want.labels)
     assert len(told) == 1 and told == got.warnings and "running on the CPU instead" in told[0]
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == told
@@ -140,6 +144,7 @@ def test_warm_start_callback_and_times(caplog):
     x0 = np.eye(2)[cold.labels.ravel() % 2]  # the other label everywhere: a start far away
     warm = run_segmentation(image, strokes, SegmentParams(k=2), x0=x0, reference=False)
     lib = solve_mrf(cold.problem, "admm", x0=x0)
+    np.testing.assert_array_equal(cold.x_final, solve_mrf(cold.problem, "admm").x_continuous)
     assert [r.objective for r in warm.history] == pytest.approx(
         [r.objective for r in lib.history], rel=1e-12)
     assert warm.history[0].objective != pytest.approx(cold.history[0].objective, rel=1e-6)
@@ -147,7 +152,8 @@ def test_warm_start_callback_and_times(caplog):
         odd = run_segmentation(image, strokes, SegmentParams(k=2), x0=np.zeros(6),
                                reference=False)
     assert [r.objective for r in odd.history] == [r.objective for r in cold.history]
-    assert f"warm start ignored: it has 6 entries, the problem needs {2 * 32 * 32}" in caplog.text
+    assert f"warm start ignored: it has 6 entries, the problem needs {2 * 32 * 32}" in [
+        r.getMessage() for r in caplog.records]
     seen = []
     out = run_segmentation(image, strokes, SegmentParams(k=2),
                            callback=lambda s: seen.append((s.iteration, s.reference_energy)))
