@@ -288,17 +288,17 @@ class FileOpsMixin:
         path = path or self._export_path("Save energy history", "_history.csv", "CSV (*.csv)")
         if not path:
             return False
-        cols = (("iteration", "iteration"), ("energy_continuous", "objective"),
-                ("energy_rounded", "objective_rounded"), ("residual_box", "residual_box"),
-                ("residual_sphere", "residual_sphere"), ("rho", "rho"))
+        # (IterationRecord names each column: energy_continuous / energy_rounded are its
+        # objective / objective_rounded under the names the plot uses)
+        cols = ("iteration", "energy_continuous", "energy_rounded", "residual_box",
+                "residual_sphere", "rho")
         try:
             with open(path, "w", newline="") as fh:
                 w = csv.writer(fh)
-                w.writerow([c for c, _ in cols] + ["reference_energy"])
+                w.writerow([*cols, "reference_energy"])
                 ref = self.outcome.reference_energy
                 for r in self.outcome.history:
-                    w.writerow([getattr(r, c, getattr(r, alt, "")) for c, alt in cols]
-                               + ["" if ref is None else ref])
+                    w.writerow([getattr(r, c) for c in cols] + ["" if ref is None else ref])
         except OSError as exc:
             self.error("Cannot save history", str(exc))
             return False

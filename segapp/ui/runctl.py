@@ -175,7 +175,7 @@ class RunMixin:
     def on_finished(self, outcome) -> None:
         """Show the outcome: overlay, numbers, compare layer, replay frames."""
         self.outcome = outcome
-        k = int(getattr(outcome.problem, "k", self.doc.k))
+        k = int(outcome.problem.k)
         onehot = (outcome.labels[:, :, None] == np.arange(1, k + 1)).astype(np.float32)
         self.frames.add(int(outcome.iterations), onehot)
         ref = outcome.reference_energy

@@ -365,7 +365,7 @@ def test_results_panel_plot_and_status_bar_state_the_run(win, qtbot):
             f"iterations (gap {gap * 100:+.3f} % to the reference)")
         assert len(win.frames) == win.results_panel.replay.maximum() + 1
         last_it, last = win.frames.get(len(win.frames) - 1)
-        assert last_it == o.iterations
+        assert last_it == o.iterations and last.shape == (*o.labels.shape, k)
         np.testing.assert_array_equal(last.argmax(axis=2) + 1, o.labels)
         if constrained:
             bound_label_2(win, 0.0, 100.0)
@@ -417,9 +417,11 @@ def test_each_export_suggests_a_name_and_reports_what_happened(
                         lambda parent, *a: asked.append(a) or ("", ""))
     getattr(win, action).trigger()
     assert asked == [(title, "synthetic" + suffix, filt)]
+    assert getattr(win, method)() is False  # the dialog cancelled again, from the method
     assert list(tmp_path.iterdir()) == [] and win.errors == []
     assert getattr(win, method)(str(tmp_path / "missing" / ("out" + suffix))) is False
-    assert len(win.errors) == 1 and win.errors[0][0] == error and win.errors[0][1]
+    assert len(win.errors) == 1 and win.errors[0][0] == error
+    assert "missing" in win.errors[0][1]  # the reason names the path
     win.errors.clear()
     assert getattr(win, method)(str(tmp_path / ("out" + suffix))) is True
     assert (tmp_path / ("out" + suffix)).stat().st_size > 0
