@@ -26,7 +26,7 @@ from solver.mrf.polish.icm import icm
 from solver.mrf.polish.morphology import square_morphology
 from solver.mrf.polish.regions import settle_regions
 from solver.mrf.solve.pyramid import fix_outside, pyramid, undecided_band
-from solver.mrf.solve.reduction import MRFADMM
+from solver.mrf.solve.reduction import MRFADMM, label_weights
 from solver.mrf.solve.state import MRFResult
 
 log = logging.getLogger(__name__)
@@ -131,10 +131,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     if x0 is None:
         levels, blocks = pyramid(problem, c2f.coarsest)
     else:  # a warm start stands in for the coarser levels' answer
-        if np.size(x0) != problem.n * problem.k:
-            raise ValueError(f"x0 must have {problem.n * problem.k} entries (H, W, K), got "
-                             f"shape {np.shape(x0)}")
-        x0 = np.asarray(x0, dtype=np.float64).reshape(problem.n, problem.k)
+        x0 = label_weights(x0, problem.n, problem.k)
         hard = np.asarray(problem.hard).ravel()
         warm = np.where(hard > 0, hard, np.argmax(x0, axis=1) + 1).astype(np.int32)
         levels, blocks = [problem], []

@@ -57,6 +57,19 @@ log = logging.getLogger(__name__)
 ONEHOT_DEFAULT = "penalty"
 
 
+def label_weights(x0: np.ndarray, n: int, k: int) -> np.ndarray:
+    """A warm start's ``(H, W, K)`` / ``(n, K)`` label weights as an ``(n, K)`` float64 array.
+
+    Raises
+    ------
+    ValueError
+        When ``x0`` does not have ``n * k`` entries.
+    """
+    if np.size(x0) != n * k:
+        raise ValueError(f"x0 must have {n * k} entries (H, W, K), got shape {np.shape(x0)}")
+    return np.asarray(x0, dtype=np.float64).reshape(n, k)
+
+
 class MRFADMM:
     """Set-up of ℓ2-box ADMM for one MRF; :meth:`run` may be called repeatedly (warm starts).
 
@@ -267,10 +280,7 @@ class MRFADMM:
     def start_vector(self, x0: np.ndarray) -> np.ndarray:
         """Free-variable start vector from ``(H, W, K)`` / ``(n, K)`` label weights."""
         p = self.problem
-        X = np.asarray(x0, dtype=np.float64).reshape(-1, p.k) if np.size(x0) == p.n * p.k else None
-        if X is None:
-            raise ValueError(f"x0 must have {p.n * p.k} entries (H, W, K), got shape {np.shape(x0)}")
-        X = X[self.free]
+        X = label_weights(x0, p.n, p.k)[self.free]
         return X[:, 0].copy() if p.k == 2 else X.ravel()
 
     # -------------------------------------------------------------- solve
