@@ -12,7 +12,6 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-import scipy.ndimage as ndi
 import scipy.sparse as sp
 
 log = logging.getLogger(__name__)
@@ -36,14 +35,11 @@ class Backend:
         ``numpy`` or ``cupy``.
     sparse : module
         ``scipy.sparse`` or ``cupyx.scipy.sparse``.
-    ndimage : module
-        ``scipy.ndimage`` or ``cupyx.scipy.ndimage`` (connected components of the region moves).
     """
 
     name: str
     xp: ModuleType
     sparse: ModuleType
-    ndimage: ModuleType = ndi
 
     @property
     def is_gpu(self) -> bool:
@@ -87,7 +83,6 @@ CPU = Backend("cpu", np, sp)
 def _load_gpu() -> Backend:
     try:
         import cupy  # noqa: PLC0415  (lazy on purpose)
-        import cupyx.scipy.ndimage as cundimage  # noqa: PLC0415
         import cupyx.scipy.sparse as cusparse  # noqa: PLC0415
     except Exception as exc:  # ImportError, or CUDA libraries missing
         raise GPUUnavailableError(f"no usable GPU: CuPy cannot be imported ({exc})") from exc
@@ -97,7 +92,7 @@ def _load_gpu() -> Backend:
         raise GPUUnavailableError(f"no usable GPU: CUDA driver error ({exc})") from exc
     if count < 1:
         raise GPUUnavailableError("no usable GPU: CuPy found no CUDA device")
-    return Backend("gpu", cupy, cusparse, cundimage)
+    return Backend("gpu", cupy, cusparse)
 
 
 def gpu_errors() -> tuple[type[BaseException], ...]:

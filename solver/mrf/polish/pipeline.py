@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from solver.backend import Backend
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import icm_kernels as kernels
@@ -38,8 +37,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   snapshots: Sequence[Snapshot | np.ndarray] = (),
                   max_rounds: int | None = None, split: bool = True,
                   since: np.ndarray | None = None,
-                  options: PolishOptions = _DEFAULT,
-                  backend: Backend | None = None) -> np.ndarray:
+                  options: PolishOptions = _DEFAULT) -> np.ndarray:
     """ICM and pair moves (K > 2, or ``options.pair_moves_binary``), filled concavities and box
     completions, whole-region moves, region splits, then fusion with the level sets of ADMM's
     iterates carved by ICM (:func:`solver.mrf.polish.descents.fuse_descents`), with the
@@ -69,9 +67,6 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         (:func:`solver.mrf.polish.icm.icm`), with the same result.
     options : PolishOptions
         What to try.
-    backend : Backend, optional
-        The solver's backend: on a GPU the region moves run there
-        (:func:`solver.mrf.polish.regions.settle_regions`).
 
     Returns
     -------
@@ -100,15 +95,14 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         mark()
         if fill(problem, lab, workspace=ws):
             _icm_in_place(problem, lab, since=before)
-    settled = _settle_in_place(problem, lab, icm_optimal=True, workspace=ws, options=options,
-                               backend=backend)
+    settled = _settle_in_place(problem, lab, icm_optimal=True, workspace=ws, options=options)
     if options.split and split:
         mark()
         if _split_moves_in_place(problem, lab):
             _icm_in_place(problem, lab, since=before)
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
-                                       options=options, backend=backend)
+                                   options=options)
     if len(snapshots):
         # built once for all rounds; dense weights as snapshots once, so every fusion sees
         # the same fixed arrays (fusion.FixedDisagreement finds their pixels once)
@@ -123,13 +117,13 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                    options.descent_max_pixels, workspace=ws):
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
-                                       options=options, backend=backend)
+                                   options=options)
     if options.edge_snap and split:
         mark()
         if fuse_edge_snapped_into(problem, lab, workspace=ws):
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
-                                       options=options, backend=backend)
+                                   options=options)
     if max_rounds is None:
         max_rounds = options.final_fusion_rounds if split else options.coarse_fusion_rounds
     for _ in range(max_rounds if len(snapshots) else 0):
@@ -140,5 +134,5 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         _icm_in_place(problem, lab, since=before)
         settled = _settle_in_place(problem, lab, icm_optimal=True,
                                    since=before if settled else None, workspace=ws,
-                                   options=options, backend=backend)
+                                   options=options)
     return kernels.one_based(lab, problem.shape)

@@ -11,11 +11,10 @@ import logging
 
 import numpy as np
 
-from solver.backend import Backend
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import PolishOptions
-from solver.mrf.polish import device, region_kernels
 from solver.mrf.polish import icm_kernels as kernels
+from solver.mrf.polish import region_kernels
 from solver.mrf.polish.fusion import Workspace
 from solver.mrf.polish.icm import _icm_in_place
 
@@ -69,8 +68,7 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
 def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10, *,
                    icm_optimal: bool = False, since: np.ndarray | None = None,
                    workspace: Workspace | None = None,
-                   options: PolishOptions = _DEFAULT,
-                   backend: Backend | None = None) -> tuple[np.ndarray, bool]:
+                   options: PolishOptions = _DEFAULT) -> tuple[np.ndarray, bool]:
     """Relabel whole regions when that lowers the energy; hard pixels never change.
 
     Two families of regions are tried, label by label: every 8-connected region of label ``a``
@@ -102,10 +100,6 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
         Work arrays shared with the other steps of a polish (default: new ones).
     options : PolishOptions
         The region cap (``region_cap``, ``region_cap_min``).
-    backend : Backend, optional
-        On a GPU backend the rounds run as whole-image array operations on the device
-        (:func:`solver.mrf.polish.device.settle`, the same moves); otherwise, and where the
-        graph is not a full 8-neighbour grid, as the host kernels.
 
     Returns
     -------
@@ -117,21 +111,16 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
     lab = kernels.zero_based(labels)
     settled = _settle_in_place(problem, lab, max_rounds, icm_optimal=icm_optimal,
                                since=None if since is None else kernels.zero_based(since),
-                               workspace=workspace, options=options, backend=backend)
+                               workspace=workspace, options=options)
     return kernels.one_based(lab, problem.shape), settled
 
 
 def _settle_in_place(problem: MRFProblem, lab: np.ndarray, max_rounds: int = 10, *,
                      icm_optimal: bool = False, since: np.ndarray | None = None,
                      workspace: Workspace | None = None,
-                     options: PolishOptions = _DEFAULT,
-                     backend: Backend | None = None) -> bool:
+                     options: PolishOptions = _DEFAULT) -> bool:
     """:func:`settle_regions` on ``(n,)`` int64 0-based labels, changed in place (``since``
     0-based too, read only); returns ``settled``."""
-    if backend is not None and backend.is_gpu:
-        grid = device.device_grid(problem, backend)
-        if grid is not None:  # (every region is evaluated there: ``since`` is not needed)
-            return device.settle(grid, lab, max_rounds, options.cap(lab.size))
     k = problem.k
     hard = np.asarray(problem.hard).ravel()
     workspace = workspace or Workspace(problem)

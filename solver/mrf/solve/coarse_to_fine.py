@@ -59,17 +59,16 @@ def slow_schedule(params: ADMMParams | None, k: int,
 
 
 def _fuse_warm_start(level: MRFProblem, labels: np.ndarray, up: np.ndarray,
-                     options: PolishOptions, backend: Any = None) -> np.ndarray:
+                     options: PolishOptions) -> np.ndarray:
     """``labels`` fused with the warm start ``up`` region by region
     (:attr:`CoarseToFineOptions.warm_fusion`), then settled by region moves if anything was
-    taken (on ``backend``'s device when it is a GPU); the energy never rises."""
+    taken; the energy never rises."""
     fused, moved = fuse(level, np.asarray(labels).ravel(), np.asarray(up).ravel())
     if not moved:
         return labels
     # ``labels`` is settled (an ICM fixed point too): ICM and region moves look around the change
     fused = icm(level, fused, since=labels)
-    return settle_regions(level, fused, icm_optimal=True, since=labels, options=options,
-                          backend=backend)[0]
+    return settle_regions(level, fused, icm_optimal=True, since=labels, options=options)[0]
 
 
 def _pixel_maps(blocks: list[np.ndarray]) -> list[np.ndarray | None]:
@@ -193,10 +192,9 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             unpolished = np.asarray(labels).ravel()
             # outside the band ADMM's labels are the warm start, an ICM fixed point
             labels = pipeline.polish_labels(level, labels, solver.snapshot_weights(),
-                                            split=li == 0, since=up, options=options.polish,
-                                            backend=solver.backend)
+                                            split=li == 0, since=up, options=options.polish)
             if c2f.warm_fusion and up is not None and level.constraints is None:
-                labels = _fuse_warm_start(level, labels, up, options.polish, solver.backend)
+                labels = _fuse_warm_start(level, labels, up, options.polish)
             revisit = unpolished != np.asarray(labels).ravel() if li > 0 else None
         if log.isEnabledFor(logging.INFO):  # (the energy costs a pass over the image)
             log.info("coarse-to-fine level %d (%d pixels, %d free): energy %.6g after %d "
