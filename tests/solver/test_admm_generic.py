@@ -1,0 +1,217 @@
+"""The generic ℓ2-box ADMM loop (solver.admm.loop.LpBoxADMM) against a plain transcription of
+its updates: one iteration's x-, z- and dual updates and residuals, its rounding in every form a
+problem can ask for, and its constraint violation. These are what the compiled MRF steps do not
+cover: general BQPs with equality and inequality rows, on the CPU and on the GPU code paths."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from solver.admm.loop import LpBoxADMM
+from solver.admm.params import ADMMParams
+from solver.admm.sums import BoxWithSums
+from solver.admm.systems import GenericSystem, LinearOperatorPair, sparse_operator
+from solver.backend import get_backend
+
+
+def _problem(seed, n=12):
+    rng = np.random.default_rng(seed)
+    M = rng.normal(size=(n, n))
+    A = M.T @ M / n
+    b = rng.normal(size=n)
+    # three one-hot groups of sizes 4, 3, 3 (variables 10 and 11 in none)
+    C1 = np.zeros((3, n))
+    C1[0, 0:4] = C1[1, 4:7] = C1[2, 7:10] = 1.0
+    d1 = np.ones(3)
+    C2 = rng.normal(size=(2, n))
+    d2 = np.array([0.5, -0.25])
+    return A, b, C1, d1, C2, d2
+
+
+def _reference_step(A, b, C1, d1, C2, d2, s, rho, rc, gamma, fixed_norm_sq=0.0, seen=None):
+    """One iteration as docs/algorithm.md writes it, with the x-system solved exactly."""
+    n = b.size
+    x_old, z1, z2, z3, y1, y2, y3, y4 = (s[k].copy() for k in
+                                         ("x", "z1", "z2", "z3", "y1", "y2", "y3", "y4"))
+    rhs = rho * (z1 + z2) - b - y1 - y2 + C1.T @ (rc * d1 - y3) + C2.T @ (rc * (d2 - z3) - y4)
+    K = 2 * A + 2 * rho * np.eye(n) + rc * C1.T @ C1 + rc * C2.T @ C2
+    x = np.linalg.solve(K, rhs)
+    z1 = np.clip(x + y1 / rho, 0.0, 1.0)
+    v = x + y2 / rho - 0.5
+    z2 = 0.5 + v * (np.sqrt(n) / 2 / np.linalg.norm(v))
+    y1 = y1 + gamma * rho * (x - z1)
+    y2 = y2 + gamma * rho * (x - z2)
+    xnorm = max(np.sqrt(x @ x + fixed_norm_sq), 1.0)
+    if seen is not None:
+        seen.append(xnorm)
+    r1, r2 = np.linalg.norm(x - z1) / xnorm, np.linalg.norm(x - z2) / xnorm
+    r3 = C1 @ x - d1
+    y3 = y3 + gamma * rc * r3
+    c2x = C2 @ x
+    z3 = np.maximum(d2 - c2x - y4 / rc, 0.0)
+    r4 = c2x + z3 - d2
+    y4 = y4 + gamma * rc * r4
+    cres = max(np.linalg.norm(r3) / max(np.linalg.norm(d1), 1.0),
+               np.linalg.norm(r4) / max(np.linalg.norm(d2), 1.0))
+    del x_old
+    return dict(x=x, z1=z1, z2=z2, z3=z3, y1=y1, y2=y2, y3=y3, y4=y4), r1, r2, cres
+
+
+@pytest.mark.parametrize("sparse,fused,fixed", [(False, False, 3.0), (True, False, 3.0),
+                                                 (False, False, 0.0), (True, True, 3.0),
+                                                 (True, True, 0.0)])
+def test_generic_step_is_the_written_update(backend, sparse, fused, fixed):
+    """Five iterations from a random state with growing penalties: every iterate, slack, dual
+    and residual as the transcription gives them (the CG solved to 1e-13), with numpy's
+    updates and with the compiled ones the CPU uses for a plain box (``fused``). The iterates'
+    norms pass through (1, 2), where the residuals' normaliser max(||x||, 1) matters."""
+    be = get_backend(backend)
+    if fused and be.is_gpu:
+        pytest.skip("the compiled updates are the CPU's")
+    A, b, C1, d1, C2, d2 = _problem(1)
+    n = b.size
+    gamma = 0.7
+    norms = []
+    adm = LpBoxADMM(GenericSystem(sp.csr_matrix(A) if sparse else A, be), b,
+                    eq=sparse_operator(sp.csr_matrix(C1), d1, be),
+                    ineq=sparse_operator(sp.csr_matrix(C2), d2, be),
+                    params=ADMMParams(gamma=gamma, pcg_tol=1e-13, pcg_maxiter=500),
+                    backend=be, fixed_norm_sq=fixed)
+    rng = np.random.default_rng(5)
+    s = {"x": 0.3 * rng.random(n), "z1": rng.random(n), "z2": rng.random(n),
+         "z3": rng.random(2),
+         "y1": rng.normal(size=n), "y2": rng.normal(size=n), "y3": rng.normal(size=3),
+         "y4": rng.normal(size=2)}
+    dev = {k: be.asarray(v.copy()) for k, v in s.items()}
+    rho, rc = 0.8, 1.3
+    for _ in range(5):
+        want, r1, r2, cres = _reference_step(A, b, C1, d1, C2, d2, s, rho, rc, gamma, fixed,
+                                             norms)
+        x, z1, z2, z3, g1, g2, gres, cg_its, _ = adm._generic_step(
+            dev["x"], dev["z1"], dev["z2"], dev["z3"], dev["y1"], dev["y2"], dev["y3"],
+            dev["y4"], rho, rc, fused)
+        dev.update(x=x, z1=z1, z2=z2, z3=z3)
+        for key, value in want.items():
+            np.testing.assert_allclose(be.to_numpy(dev[key]), value, rtol=1e-8, atol=1e-9,
+                                       err_msg=key)
+        assert (g1, g2, gres) == pytest.approx((r1, r2, cres), rel=1e-8)
+        assert cg_its >= 1
+        s = want
+        rho, rc = rho * 1.5, rc * 1.2
+    if fixed == 0.0:
+        assert any(1.0 < v < 2.0 for v in norms), norms
+
+
+def test_the_x_update_starts_from_the_last_iterate(backend):
+    """The CG is warm-started at the current x: from the exact solution of the step's system it
+    has nothing left to do."""
+    be = get_backend(backend)
+    A, b, C1, d1, C2, d2 = _problem(6)
+    n = b.size
+    adm = LpBoxADMM(GenericSystem(A, be), b, eq=sparse_operator(sp.csr_matrix(C1), d1, be),
+                    ineq=sparse_operator(sp.csr_matrix(C2), d2, be),
+                    params=ADMMParams(pcg_tol=1e-6, pcg_maxiter=50), backend=be)
+    rng = np.random.default_rng(2)
+    s = {"z1": rng.random(n), "z2": rng.random(n), "z3": rng.random(2),
+         "y1": rng.normal(size=n), "y2": rng.normal(size=n), "y3": rng.normal(size=3),
+         "y4": rng.normal(size=2)}
+    rho, rc = 1.1, 0.9
+    s["x"] = _reference_step(A, b, C1, d1, C2, d2, {**s, "x": np.zeros(n)}, rho, rc, 1.0)[0]["x"]
+    dev = {k: be.asarray(v.copy()) for k, v in s.items()}
+    its = adm._generic_step(dev["x"], dev["z1"], dev["z2"], dev["z3"], dev["y1"], dev["y2"],
+                            dev["y3"], dev["y4"], rho, rc, False)[7]
+    assert its == 0
+
+
+def test_a_run_starts_at_the_penalty_and_reports_its_own_time(backend):
+    """Without ``scale`` the penalty starts at ``rho0``; without ``setup_time_s`` none is added."""
+    be = get_backend(backend)
+    A, b, _, _, _, _ = _problem(7)
+    params = ADMMParams(rho0=0.37, max_iter=3)
+    res = LpBoxADMM(GenericSystem(A, be), b, params=params, backend=be).run()
+    assert res.history[0].rho == pytest.approx(0.37)
+    assert res.setup_time_s == 0.0
+    assert 0.0 <= res.time_s < 60.0 and res.history[1].rho == pytest.approx(0.37 * params.rho_growth)
+
+
+def _numpy_round(x, groups=None, k=None):
+    if k is not None:
+        X = x.reshape(-1, k)
+        out = np.zeros_like(X)
+        out[np.arange(X.shape[0]), np.argmax(X, axis=1)] = 1.0
+        return out.ravel()
+    xr = (x > 0.5).astype(float)
+    for g in groups or ():
+        xr[g] = 0.0
+        xr[g[int(np.argmax(x[g]))]] = 1.0
+    return xr
+
+
+def test_rounding_in_each_form(backend):
+    """Plain threshold, one-hot groups of mixed sizes (and variables in none), consecutive
+    groups, simplex rows and a caller's rounding: each the binary point written out."""
+    be = get_backend(backend)
+    A, b, C1, d1, _, _ = _problem(2)
+    n = b.size
+    rng = np.random.default_rng(9)
+    x = rng.random(n)
+    x[[1, 5]] = x[[0, 4]]  # ties inside groups: the first largest wins
+    x[[2, 11]] = 0.5  # exactly one half rounds down
+    sysm = GenericSystem(A, be)
+    plain = LpBoxADMM(sysm, b, backend=be)
+    np.testing.assert_array_equal(be.to_numpy(plain.round(be.asarray(x))), _numpy_round(x))
+    grouped = LpBoxADMM(sysm, b, eq=sparse_operator(sp.csr_matrix(C1), d1, be), backend=be)
+    want = _numpy_round(x, groups=[list(range(0, 4)), [4, 5, 6], [7, 8, 9]])
+    got = be.to_numpy(grouped.round(be.asarray(x)))
+    np.testing.assert_array_equal(got, want)
+    assert got[10] == (x[10] > 0.5) and got[11] == (x[11] > 0.5)
+    # consecutive groups of 3 covering every variable
+    C3 = sp.kron(sp.eye(n // 3), np.ones((1, 3))).tocsr()
+    op = sparse_operator(C3, np.ones(n // 3), be)
+    op3 = LinearOperatorPair(op.matvec, op.rmatvec, op.d, op.col_sq, op.groups, group_size=3)
+    got = be.to_numpy(LpBoxADMM(sysm, b, eq=op3, backend=be).round(be.asarray(x)))
+    np.testing.assert_array_equal(got, _numpy_round(x, k=3))
+    got = be.to_numpy(LpBoxADMM(sysm, b, simplex_groups=4, backend=be).round(be.asarray(x)))
+    np.testing.assert_array_equal(got, _numpy_round(x, k=4))
+    seen = []
+
+    def rounding(v):
+        seen.append(be.to_numpy(v).copy())
+        return v * 0.0 + 1.0
+
+    custom = LpBoxADMM(sysm, b, rounding=rounding, backend=be)
+    np.testing.assert_array_equal(be.to_numpy(custom.round(be.asarray(x))), np.ones(n))
+    np.testing.assert_array_equal(seen[0], x)
+
+
+def test_violation_is_the_largest_breach(backend):
+    be = get_backend(backend)
+    A, b, C1, d1, C2, d2 = _problem(3)
+    adm = LpBoxADMM(GenericSystem(A, be), b, eq=sparse_operator(sp.csr_matrix(C1), d1, be),
+                    ineq=sparse_operator(sp.csr_matrix(C2), d2, be), backend=be)
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        x = (rng.random(b.size) < 0.4).astype(float)
+        want = max(0.0, np.abs(C1 @ x - d1).max(), (C2 @ x - d2).max())
+        assert adm.violation(be.asarray(x)) == pytest.approx(want, abs=1e-12)
+    x = np.zeros(b.size)
+    x[[0, 4, 7]] = 1.0  # every group met; the inequalities decide
+    assert adm.violation(be.asarray(x)) == pytest.approx(max(0.0, (C2 @ x - d2).max()))
+
+
+def test_violation_counts_the_bounded_sums(backend):
+    """With z1's set a box with bounded column sums, a binary point's violation includes how far
+    each label's count is outside its bounds."""
+    be = get_backend(backend)
+    k, m = 2, 6
+    rng = np.random.default_rng(8)
+    M = rng.normal(size=(m * k, m * k))
+    sums = BoxWithSums(k, np.ones(m), lo=[2.0, -np.inf], hi=[3.0, 4.0])
+    adm = LpBoxADMM(GenericSystem(M.T @ M, be), rng.normal(size=m * k), z1_set=sums, backend=be)
+    for count0, want in [(2, 0.0), (3, 0.0), (1, 1.0), (0, 2.0), (5, 2.0)]:
+        X = np.zeros((m, k))
+        X[:count0, 0] = 1.0
+        X[count0:, 1] = 1.0
+        # label 1's count m - count0 is above 4 when count0 < 2
+        expected = max(want, (m - count0) - 4.0)
+        assert adm.violation(be.asarray(X.ravel())) == pytest.approx(expected)
