@@ -97,20 +97,54 @@ def load_label_image(path: str | os.PathLike, shape: tuple[int, int] | None = No
     return labels
 
 
+def _new_file_mode() -> int:
+    """The mode a newly created file gets in this process: ``0o666`` less the umask."""
+    mask = os.umask(0o022)  # (read by setting; put back at once)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a uniquely named temporary file in the same folder,
+    flushed to disk and renamed into place, so a failure never leaves a partial file.
+
+    The file gets the mode of the file it replaces, or that of any new file (``0o666`` less
+    the umask), not the temporary file's private ``0o600``. The temporary file is removed on
+    any failure.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where to write.
+    data : bytes
+        The file's contents.
+    """
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode & 0o7777
+    except OSError:
+        mode = _new_file_mode()
+    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".",
+                               prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _write_atomic(path: str | os.PathLike, img: np.ndarray) -> None:
     p = Path(path)
     ext = p.suffix.lower() or ".png"
     ok, buf = cv2.imencode(ext, img)
     if not ok:
         raise ImageError(f"cannot write '{p}': unsupported image format '{ext}'")
-    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", suffix=ext)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(buf.tobytes())
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(p, buf.tobytes())
 
 
 def save_labels(path: str | os.PathLike, labels: np.ndarray) -> None:

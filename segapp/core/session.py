@@ -12,6 +12,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from segapp.core.io import write_atomic
 from segapp.model.document import Document, SolverSettings
 
 log = logging.getLogger(__name__)
@@ -82,9 +83,7 @@ def save_session(path: str | os.PathLike, doc: Document,
         "hard_png": _encode(doc.hard) if doc.has_image else None,
         "extra": extra or {},
     }
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=1).encode())
     log.info("saved session %s", path)
 
 
