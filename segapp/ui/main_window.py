@@ -210,6 +210,10 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
     def _on_k_spin(self, k: int) -> None:
         if k != self.doc.k:
             self.doc.set_k(k)
+        # K is one digit: once it is set, the keys go back to the canvas, where 1-8 pick a
+        # label and B/E/R/H a tool (left in the spin box, they would type into it)
+        if self.tools.k_spin.hasFocus():
+            self.canvas.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _on_settings(self, _settings) -> None:
         self.doc.set_settings(self.current_settings())

@@ -6,7 +6,7 @@ import pytest
 
 from PyQt6.QtCore import QPoint, QPointF, QStandardPaths, Qt  # noqa: E402
 from PyQt6.QtTest import QTest  # noqa: E402
-from PyQt6.QtWidgets import QMessageBox  # noqa: E402
+from PyQt6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 
 from segapp.ui.main_window import MainWindow  # noqa: E402
 
@@ -352,3 +352,20 @@ def test_a_run_that_waits_for_compiling_says_so(win, qtbot, monkeypatch):
         win.start_run()
     assert [n for n in notices if n.startswith("Compiling the solver's kernels")] == \
         [notices[0]]
+
+
+def test_keys_go_back_to_the_canvas_after_k_changes(win, qtbot):
+    """Typing K into its spin box, then a label's number and a tool's letter: the number picks
+    the label and the letter the tool (they used to type into the spin box)."""
+    load(win, qtbot)
+    win.activateWindow()
+    spin = win.tools.k_spin
+    spin.setFocus()
+    qtbot.waitUntil(spin.hasFocus)
+    QTest.keyClick(spin, Qt.Key.Key_Up)
+    assert win.doc.k == 3
+    assert not spin.hasFocus() and win.canvas.hasFocus()
+    QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_2)
+    assert win.doc.k == 3 and win.canvas.label == 2
+    QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_R)
+    assert win.canvas.tool == "rect" and win.doc.k == 3
