@@ -59,6 +59,33 @@ def list_constraint_samples() -> list[dict]:
     return out
 
 
+def recent_entry_text(path: str, recent: list[str]) -> str:
+    """A Recent menu entry: the file's name, and where two entries share it, also its folder
+    (as many of the folder's trailing parts as it takes to tell them apart).
+
+    Parameters
+    ----------
+    path : str
+        The entry's full path.
+    recent : list of str
+        Every entry's full path.
+
+    Returns
+    -------
+    str
+    """
+    name = Path(path).name
+    twins = [Path(q) for q in recent if Path(q).name == name and q != path]
+    if not twins:
+        return name
+    parts = tail = Path(path).parent.parts
+    for depth in range(1, len(parts) + 1):
+        tail = parts[-depth:]
+        if all(t.parent.parts[-depth:] != tail for t in twins):
+            break
+    return f"{name} — {Path(*tail)}"
+
+
 class FileOpsMixin:
     """Mixed into :class:`~segapp.ui.main_window.MainWindow` (needs doc, canvas, ...)."""
 
@@ -92,8 +119,8 @@ class FileOpsMixin:
         if not self.maybe_save():
             return False
         self.forget_run()
+        self.session_path = None  # (before the image: its change sets the title)
         self.doc.set_image(image, str(path))
-        self.session_path = None
         self._add_recent(str(path))
         h, w = image.shape[:2]
         self.statusBar().showMessage(f"Opened {Path(path).name} ({w}×{h})", 5000)
@@ -168,8 +195,9 @@ class FileOpsMixin:
         """Refresh the File → Recent menu."""
         m = self.recent_menu
         m.clear()
-        for p in self.recent_files():
-            a = m.addAction(Path(p).name)
+        recent = self.recent_files()
+        for p in recent:
+            a = m.addAction(recent_entry_text(p, recent))
             a.setToolTip(p)
             a.triggered.connect(lambda _=False, pp=p: self.open_path(pp))
         m.setEnabled(bool(self.recent_files()))

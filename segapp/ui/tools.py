@@ -12,6 +12,7 @@ from PyQt6.QtGui import (
     QPainter,
     QPen,
     QPixmap,
+    QPolygonF,
 )
 from PyQt6.QtWidgets import QLabel, QSlider, QSpinBox, QToolBar
 
@@ -30,10 +31,16 @@ def _icon(kind: str) -> QIcon:
     pen = QPen(FG, 2)
     p.setPen(pen)
     c = QPointF(ICON / 2, ICON / 2)
-    if kind == "brush":
+    if kind == "brush":  # a paint brush, bristles down-left, over a dab of paint
         p.setBrush(QBrush(FG))
-        p.drawEllipse(c, 6, 6)
-        p.drawLine(QPointF(6, 24), QPointF(11, 18))
+        p.drawEllipse(QPointF(7, 22), 4, 2.5)
+        p.translate(c)
+        p.rotate(45)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.drawRoundedRect(QRectF(-2, -13, 4, 11), 1.5, 1.5)  # handle
+        p.drawRect(QRectF(-3, -2, 6, 3))  # ferrule
+        tip = QPolygonF([QPointF(-3, 2), QPointF(3, 2), QPointF(1, 10), QPointF(-1, 10)])
+        p.drawPolygon(tip)  # bristles
     elif kind == "eraser":
         p.setBrush(Qt.BrushStyle.NoBrush)
         p.translate(c)

@@ -369,3 +369,42 @@ def test_keys_go_back_to_the_canvas_after_k_changes(win, qtbot):
     assert win.doc.k == 3 and win.canvas.label == 2
     QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_R)
     assert win.canvas.tool == "rect" and win.doc.k == 3
+
+
+def test_the_title_names_the_image_opened_after_a_session(win, qtbot, tmp_path):
+    """A session, then a different image: the title names the image at once (it kept the
+    session's name until the next edit)."""
+    import cv2
+    img, _ = synthetic()
+    cv2.imwrite(str(tmp_path / "first.png"), img)
+    cv2.imwrite(str(tmp_path / "second.png"), img[::-1])
+    assert win.open_path(str(tmp_path / "first.png"))
+    assert win.save_session(str(tmp_path / "mysession.json"))
+    assert win.windowTitle().startswith("mysession.json")
+    titles = []
+    win.windowTitleChanged.connect(titles.append)
+    assert win.open_path(str(tmp_path / "second.png"))
+    assert win.windowTitle().startswith("second.png")
+    assert not any("mysession" in t for t in titles), titles
+
+
+def test_recent_entries_with_one_name_say_their_folders(win, qtbot, tmp_path):
+    import cv2
+    from segapp.ui.fileops import recent_entry_text
+    img, _ = synthetic()
+    paths = []
+    for folder in ("shoot/a", "shoot/b", "other"):
+        (tmp_path / folder).mkdir(parents=True)
+        paths.append(tmp_path / folder / "cameraman.png")
+        cv2.imwrite(str(paths[-1]), img)
+    cv2.imwrite(str(tmp_path / "unique.png"), img)
+    win._settings().setValue("recent", [])  # (the settings outlive a test)
+    for p in [*paths, tmp_path / "unique.png"]:
+        assert win.open_path(str(p))
+    texts = [a.text() for a in win.recent_menu.actions()]
+    assert texts == ["unique.png", "cameraman.png — other", "cameraman.png — b",
+                     "cameraman.png — a"]
+    assert [a.toolTip() for a in win.recent_menu.actions()][1] == str(paths[2].resolve())
+    # folders that end alike are told apart by more of their path
+    assert recent_entry_text("/x/a/img/p.png", ["/x/a/img/p.png", "/x/b/img/p.png"]) == \
+        "p.png — a/img"
