@@ -75,3 +75,15 @@ def test_the_demo_runs_from_the_wheel_installed_outside_the_repository(wheel, tm
     assert run.returncode == 0, run.stderr[-2000:]
     width, height = _png_size(shot)
     assert width >= 1280 and height >= 800
+
+
+def test_make_run_installs_only_what_the_app_needs():
+    """`make run` installs the package without the test tools; `make test` adds them."""
+    def recipe(target):
+        out = subprocess.run(["make", "-n", "-B", target], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout
+        return [ln for ln in out.splitlines() if "pip install" in ln and "--upgrade pip" not in ln]
+
+    run = recipe("run")
+    assert len(run) == 1 and run[0].rstrip().endswith("-e .") and "--quiet" in run[0]
+    assert any('-e ".[test]"' in ln for ln in recipe("test"))

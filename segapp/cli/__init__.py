@@ -41,8 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # `segapp photo.jpg` opens the photo in the app
     if argv and not argv[0].startswith("-") and argv[0] not in ("segment", "bench"):
-        from segapp.ui.app import run_app  # noqa: PLC0415
-        return run_app([], image=argv[0])
+        return _app(argv[0])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -65,8 +64,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("segapp: error: interrupted", file=sys.stderr)
         return 130
+    return _app(None)
+
+
+def _app(image: str | None) -> int:
+    """Start the app, or say in one line which system libraries Qt would miss (exit 2)."""
+    from segapp.ui.qtcheck import install_hint, missing_packages  # noqa: PLC0415
+
+    missing = missing_packages()
+    if missing:
+        print(f"segapp: error: {install_hint(missing)}", file=sys.stderr)
+        return 2
     from segapp.ui.app import run_app  # noqa: PLC0415
-    return run_app([])
+    return run_app([], image=image)
 
 
 if __name__ == "__main__":  # pragma: no cover
