@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test bench mutation lint clean
+.PHONY: run test bench mutation smoke lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ mutation: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[mutation]"
 	$(PY) tools/mutation.py run
 	$(PY) tools/mutation.py report --survivors --out out/mutation.md
+
+# The app in a real X window (Xvfb, xdotool, ImageMagick), driven like a person would; the
+# screenshots land in out/smoke/. Not part of `make test`.
+smoke: $(RUN_STAMP)
+	bash tools/smoke.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info mutants out/mutation
