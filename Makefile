@@ -11,13 +11,17 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# `make run` installs what the app needs; `make test` adds the test tools
+# `make run` installs what the app needs; `make test` adds the test tools. (The warnings filter
+# quietens setuptools' notice about editable installs, printed on every install.)
+PIP_INSTALL := PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet \
+	--disable-pip-version-check
+
 $(RUN_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	$(PIP_INSTALL) -e .
 	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test]"
+	$(PIP_INSTALL) -e ".[test]"
 	touch $(STAMP) $(RUN_STAMP)
 
 run: $(RUN_STAMP)
