@@ -194,6 +194,7 @@ def run_segmentation(
     x0: np.ndarray | None = None,
     reference: bool = True,
     notice: Callable[[str], None] | None = None,
+    phase: Callable[[str], None] | None = None,
 ) -> SegmentationResult:
     """Segment ``image`` from strokes / rectangle / hard constraints.
 
@@ -215,6 +216,10 @@ def run_segmentation(
         Called at once with each warning the user should see (a GPU that is missing or fails,
         and the solve runs on the CPU instead); every warning is also in the result's
         ``warnings``.
+    phase : callable, optional
+        Called with the name of each step as it starts: ``"model"`` (building the MRF),
+        ``"reference"`` (the yardstick, when asked for) and ``"solve"`` (the chosen solver,
+        ADMM's polish included), so a front end can say what it waits for.
     x0 : numpy.ndarray, optional
         Warm start (a previous outcome's ``x_final``); ignored if its size does not fit.
     reference : bool
@@ -243,6 +248,12 @@ def run_segmentation(
     if params.constraints:  # the cheap checks first: nothing is fitted for a bad bound
         level = params.constraints.validate(params.k, np.shape(image)[:2])
         constrained_variant(params.solver, params.k, level)
+
+    def step(name: str) -> None:
+        if phase is not None:
+            phase(name)
+
+    step("model")
     t0 = time.perf_counter()
     problem = build_problem(
         image, strokes, params.k, rect=rect, hard=hard,
@@ -256,9 +267,11 @@ def run_segmentation(
     ref_detail = ""
     ref_time = 0.0
     if reference and params.solver != ref_method:
+        step("reference")
         ref = solve_mrf(problem, ref_method)
         ref_labels, ref_energy, ref_time = ref.labels, ref.energy, ref.time_s
         ref_bound, ref_detail = ref.bound, ref.detail
+    step("solve")
     if params.solver == "admm":
         backend = resolve_backend(params.backend, warn, problem.n, problem.k)
         if x0 is not None and np.size(x0) != problem.n * problem.k:

@@ -156,6 +156,34 @@ def constraint_line(r) -> str:
     return f"{r.labels[0]} and {r.labels[1]} apart: {r.value:,.0f} touching  {mark}"
 
 
+def phase_times(solve_s: float, build_s: float | None = None,
+                reference_s: float | None = None) -> str:
+    """The results panel's time: the total, then each phase (a phase not given is left out;
+    the reference only when one was solved)."""
+    parts = []
+    if build_s is not None:
+        parts.append(f"model {build_s:.2f} s")
+    if reference_s:
+        parts.append(f"reference {reference_s:.2f} s")
+    if not parts:
+        return f"{solve_s:.2f} s"
+    parts.append(f"ADMM incl. polish {solve_s:.2f} s")
+    total = solve_s + (build_s or 0.0) + (reference_s or 0.0)
+    return f"{total:.2f} s in all\n" + " · ".join(parts)
+
+
+#: How a pipeline warning about a GPU fallback ends (segapp.core.pipeline.resolve_backend).
+_FALLBACK_TAIL = "; running on the CPU instead"
+
+
+def warning_line(text: str) -> str:
+    """A run's warning as the results panel shows it under the backend: a GPU fallback reads
+    "GPU not available: ran on the CPU (reason)"."""
+    if text.endswith(_FALLBACK_TAIL):
+        return f"GPU not available: ran on the CPU ({text[:-len(_FALLBACK_TAIL)]})"
+    return text
+
+
 class ResultsPanel(QWidget):
     """Numbers of the last run plus view controls (overlay, compare, replay)."""
 
@@ -180,9 +208,11 @@ class ResultsPanel(QWidget):
                 ("gap", "relative gap", "(E_admm − E_ref) / |E_ref|; ≤ 0 means ADMM is as good"),
                 ("disagree", "disagreeing px", "Pixels labelled differently by ADMM and reference"),
                 ("iterations", "iterations", "ADMM iterations run"),
-                ("time", "time", "Solve time"),
+                ("time", "time", "Wall-clock time of each phase: building the model (colour "
+                 "models, edge weights), the reference solve, and ADMM with its polish"),
                 ("status", "status", "Converged, stopped at the iteration limit, or cancelled"),
-                ("backend", "backend", "Where it ran"),
+                ("backend", "backend", "Where it ran (and why, when the GPU was asked for "
+                 "but the run fell back to the CPU)"),
                 ("bound", "lower bound", "A lower bound on the constrained optimum, where the "
                  "yardstick proves one (the parametric min-cut's Lagrangian bound)"),
                 ("constraints", "constraints", "Each area bound and apart pair on the result: "
@@ -190,6 +220,8 @@ class ResultsPanel(QWidget):
             lab = QLabel("—")
             lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             lab.setToolTip(tip)
+            if key in ("backend", "time"):
+                lab.setWordWrap(True)  # (a fallback's reason; the phases' line)
             f.addRow(text, lab)
             self.fields[key] = lab
         self._show_constraint_rows(False)
@@ -243,9 +275,14 @@ class ResultsPanel(QWidget):
     def show_outcome(self, energy: float, reference: float | None, ref_name: str,
                      disagree: int | None, iterations: int, time_s: float, status: str,
                      backend: str, constraints: list | None = None,
-                     bound: float | None = None) -> None:
+                     bound: float | None = None, build_s: float | None = None,
+                     reference_s: float | None = None,
+                     warnings: list[str] | None = None) -> None:
         """Fill in the numbers of a finished run (``constraints``: its
-        :class:`solver.mrf.ConstraintReport` list; ``bound``: the yardstick's lower bound)."""
+        :class:`solver.mrf.ConstraintReport` list; ``bound``: the yardstick's lower bound;
+        ``time_s``: ADMM's with its polish, ``build_s`` and ``reference_s``: building the model
+        and the reference, shown as phases with their total; ``warnings``: the run's, e.g. a
+        GPU fallback, shown with the backend)."""
         self.fields["energy"].setText(_fmt(energy))
         self.fields["reference"].setText(f"{_fmt(reference)}  ({ref_name})" if reference
                                          is not None else "—")
@@ -256,9 +293,9 @@ class ResultsPanel(QWidget):
             self.fields["gap"].setText("—")
         self.fields["disagree"].setText("—" if disagree is None else f"{disagree:,}")
         self.fields["iterations"].setText(str(iterations))
-        self.fields["time"].setText(f"{time_s:.2f} s")
+        self.fields["time"].setText(phase_times(time_s, build_s, reference_s))
         self.fields["status"].setText(status)
-        self.fields["backend"].setText(backend)
+        self.fields["backend"].setText("\n".join([backend, *map(warning_line, warnings or [])]))
         self.fields["bound"].setText(_fmt(bound))
         self.fields["constraints"].setText(
             "\n".join(constraint_line(r) for r in constraints) if constraints else "—")

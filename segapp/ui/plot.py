@@ -96,6 +96,14 @@ class EnergyPlot(QWidget):
             c.setData([], [])
         self._rleg.removeItem(self.c_con)
         self.marker.hide()
+        # a run's view (zoomed, or framed by _fit_y, which turns y auto-range off) must not
+        # outlive it: the next run, or a new image, starts on a blank frame that follows its data
+        # (the residual plot's x follows the energy plot's: setting it would turn the energy
+        # plot's x auto-range off again)
+        self.energy.getViewBox().setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+        self.resid.getViewBox().setRange(yRange=(0, 1), padding=0)
+        for plot in (self.energy, self.resid):
+            plot.enableAutoRange()
         self.set_reference(reference)
 
     def set_reference(self, energy: float | None, bound: float | None = None,

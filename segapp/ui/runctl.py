@@ -1,20 +1,60 @@
 """Running the solver from the main window: start, live frames, finish, compare, replay."""
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 
 import numpy as np
+from PyQt6.QtCore import QTimer
+from PyQt6.QtWidgets import QLabel, QProgressBar
 
 from segapp.core.colouring import disagreement_rgba, labels_rgb, palette, probabilities_rgb
 from segapp.ui.frames import FrameStore
-from segapp.ui.worker import SolveController, SolveJob, WarmUp
+from segapp.ui.panels import warning_line
+from segapp.ui.worker import SolveController, SolveJob, WarmUp, compile_text
 
 #: How the results panel and the status bar name the way a run ended.
 STATUS_TEXT = {"converged": "converged", "settled": "settled (every pixel decided)",
                "max_iter": "iteration limit", "cancelled": "cancelled", "paused": "paused"}
 
+#: What the progress text says while each step of a run (the pipeline's phases) goes on.
+PHASE_TEXT = {"model": "building the model…",
+              "reference": "solving the reference{name}…",
+              "solve": "ADMM: setting up…"}
+
+#: A pause in the iterations at least this long (and five times the run's seconds per
+#: iteration) is taken for the polish (or, coarse to fine, a level's polish and the next
+#: level's set-up): the solver has no polish callback, so the window infers it.
+POLISH_PAUSE_S = 0.75
+
 log = logging.getLogger(__name__)
+
+
+def annotation_fingerprint(image: np.ndarray, k: int, strokes: np.ndarray,
+                           hard: np.ndarray | None, rect, constraints) -> str:
+    """A digest of what a run's answer depends on besides the solver's parameters: the image,
+    K, the strokes, the hard constraints, the rectangle and the area/apart constraints. Two runs
+    with the same digest differ at most in parameters (λ, β, ADMM's settings…), the one case
+    where the last answer is a good start (a warm start after the annotations changed ended
+    visibly worse than a cold one: issue 33, item 4)."""
+    h = hashlib.blake2b(digest_size=16)
+
+    def add_array(a) -> None:
+        if a is None:
+            h.update(b"none;")
+            return
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.shape}{a.dtype.str};".encode())
+        h.update(a.data)
+
+    add_array(image)
+    h.update(f"k={int(k)};".encode())
+    add_array(np.asarray(strokes, np.int32))
+    add_array(None if hard is None or not np.any(hard) else np.asarray(hard, np.int32))
+    h.update(repr(None if rect is None else tuple(int(v) for v in rect)).encode())
+    h.update(repr(constraints or None).encode())
+    return h.hexdigest()
 
 
 def build_params(k: int, settings):
@@ -41,7 +81,8 @@ class RunMixin:
         self.solver = SolveController(self)
         self.solver.frame.connect(self.on_frame)
         self.solver.records.connect(self.on_records)
-        self.solver.notice.connect(lambda m: self.statusBar().showMessage(m, 10000))
+        self.solver.notice.connect(self.on_notice)
+        self.solver.phase.connect(self.on_phase)
         self.solver.finished.connect(self.on_finished)
         self.solver.failed.connect(self.on_failed)
         self.solver.running_changed.connect(self.on_running_changed)
@@ -53,20 +94,93 @@ class RunMixin:
         self._max_iter = 0
         self._t0 = 0.0
         self._warm = False
+        self._run_fingerprint: str | None = None      # of the run in progress
+        self._outcome_fingerprint: str | None = None  # of the run that gave self.outcome
+        self._phase = ""
+        self._last_iteration = 0
+        self._first_record_t: float | None = None
+        self._polish_timer = QTimer(self)
+        self._polish_timer.setSingleShot(True)
+        self._polish_timer.timeout.connect(self._on_iterations_paused)
+        self._build_run_status()
+
+    def _build_run_status(self) -> None:
+        """Permanent status-bar widgets for what must stay in view (a temporary message goes
+        as soon as the mouse is over a menu or toolbar item that has a status tip): the
+        kernels' compile, with a busy bar, and the last run's GPU fallback."""
+        sb = self.statusBar()
+        self.compile_label = QLabel("")
+        self.compile_bar = QProgressBar()
+        self.compile_bar.setRange(0, 0)  # busy: how long a compile takes is not known
+        self.compile_bar.setMaximumWidth(60)
+        self.compile_bar.setTextVisible(False)
+        self.notice_label = QLabel("")
+        self.notice_label.setStyleSheet("color: #e0a040;")
+        for i, w in enumerate((self.compile_label, self.compile_bar, self.notice_label)):
+            w.hide()
+            sb.insertPermanentWidget(i, w)
+        self._compiling: set[str] = set()  # who waits for a compile: "warm-up", "run"
+
+    def _set_compiling(self, who: str, on: bool) -> None:
+        """Show the compile notice while the warm-up or a run waits for kernels to compile."""
+        (self._compiling.add if on else self._compiling.discard)(who)
+        if self._compiling:
+            # short: a permanent widget is never elided, and the window must fit 1366 pixels
+            self.compile_label.setText("Compiling the solver's kernels (first run only)…")
+            self.compile_label.setToolTip(compile_text())
+        self.compile_label.setVisible(bool(self._compiling))
+        self.compile_bar.setVisible(bool(self._compiling))
 
     def start_warm_up(self):
         """Compile the solver's kernels in a background thread (returned) while the user opens
         an image and paints; on the first run on a machine, when that takes about a minute, the
-        status bar says so, and again when the solver is ready."""
+        status bar says so until they are compiled, then that the solver is ready."""
         self.kernel_warm_up = WarmUp(self)
-        self.kernel_warm_up.compiling.connect(
-            lambda text: None if self.running else self.statusBar().showMessage(text))
+        self.kernel_warm_up.compiling.connect(lambda _text: self._set_compiling("warm-up", True))
         self.kernel_warm_up.ready.connect(self._on_warm_up_ready)
+        self.kernel_warm_up.failed.connect(lambda: self._set_compiling("warm-up", False))
         return self.kernel_warm_up.start()
 
     def _on_warm_up_ready(self, seconds: float, compiled: bool) -> None:
+        self._set_compiling("warm-up", False)
         if compiled and not self.running:
             self.statusBar().showMessage(f"Solver ready (compiled in {seconds:.0f} s)", 8000)
+
+    def on_notice(self, text: str) -> None:
+        """A notice from the running solve: the compile (in the compile widgets until the
+        iterations start) or a GPU fallback (kept in view until the next run or image, and in
+        the results panel with the outcome)."""
+        if text == compile_text():
+            self._set_compiling("run", True)
+            return
+        line = warning_line(text)
+        # the reason in the tooltip (and the results panel): it can be long
+        self.notice_label.setText(line.split(" (", 1)[0])
+        self.notice_label.setToolTip(line)
+        self.notice_label.show()
+        self.statusBar().showMessage(line, 10000)
+
+    def on_phase(self, name: str) -> None:
+        """The running solve started a phase: say which in the progress text."""
+        self._phase = name
+        ref = ""
+        if name == "reference" and not (self.doc.settings.area or self.doc.settings.apart):
+            ref = " (min-cut)" if self.doc.k == 2 else " (α-expansion)"
+        self.iter_label.setText(PHASE_TEXT.get(name, name + "…").format(name=ref))
+
+    def _on_iterations_paused(self) -> None:
+        if self.running and self._phase == "solve" and self.records_received:
+            self.iter_label.setText(f"polish (after ADMM iteration {self._last_iteration})…")
+
+    def _end_of_run(self) -> None:
+        """Forget what only a running solve needs: its progress text (the status bar then
+        holds the outcome's one energy), its compile notice and its last live frame (the
+        replay keeps its own, downsampled copies)."""
+        self._polish_timer.stop()
+        self._phase = ""
+        self.iter_label.clear()
+        self._set_compiling("run", False)
+        self._live_probs = None
 
     @property
     def running(self) -> bool:
@@ -78,6 +192,9 @@ class RunMixin:
         if self.running:
             self.solver.shutdown()
         self.outcome = None
+        self._outcome_fingerprint = None
+        self._end_of_run()
+        self.notice_label.hide()
         self.frames.clear()
         self.plot.reset()
         self.results_panel.clear()
@@ -86,7 +203,9 @@ class RunMixin:
         self.update_actions()
 
     def start_run(self) -> bool:
-        """Start ADMM on the current document (warm-started from the last run when possible)."""
+        """Start ADMM on the current document, warm-started from the last run's answer where
+        that helps: Warm start is checked and only parameters changed since (the annotations'
+        fingerprint matches); otherwise cold, and the status bar says why."""
         if self.running or not self.doc.has_image:
             return False
         try:
@@ -100,20 +219,26 @@ class RunMixin:
             self.error("Bad parameters", str(exc))
             return False
         self.doc.settings = settings
+        hard = self.doc.hard.astype(np.int32) if self.doc.hard.any() else None
+        fingerprint = annotation_fingerprint(self.doc.image, self.doc.k, self.doc.strokes, hard,
+                                             self.doc.rect, params.constraints)
         x0 = None
         prev = self.outcome
-        if (self.act_warm.isChecked() and prev is not None and prev.labels.shape == self.doc.shape
-                and int(prev.labels.max(initial=0)) <= self.doc.k
-                and getattr(prev, "x_final", None) is not None
-                and np.asarray(prev.x_final).size == self.doc.strokes.size * self.doc.k):
-            # the answer the user saw (after the polish), not ADMM's continuous iterate: on a
-            # large photo the re-run then solves only a band round its boundaries and ends no
-            # worse than it (docs/algorithm.md, Coarse to fine)
-            x0 = np.eye(self.doc.k, dtype=np.float32)[prev.labels.ravel() - 1]
+        start_note = ""
+        if self.act_warm.isChecked() and prev is not None:
+            if (fingerprint == self._outcome_fingerprint
+                    and prev.labels.shape == self.doc.shape):
+                # the answer the user saw (after the polish), not ADMM's continuous iterate:
+                # on a large photo the re-run then solves only a band round its boundaries
+                # and ends no worse than it (docs/algorithm.md, Coarse to fine)
+                x0 = np.eye(self.doc.k, dtype=np.float32)[prev.labels.ravel() - 1]
+                start_note = " (warm start: same annotations, new parameters)"
+            else:
+                start_note = " (cold start: the annotations changed since the last run)"
         self._warm = x0 is not None
+        self._run_fingerprint = fingerprint
         job = SolveJob(image=self.doc.image, strokes=self.doc.strokes.astype(np.int32),
-                       params=params, rect=self.doc.rect,
-                       hard=self.doc.hard.astype(np.int32) if self.doc.hard.any() else None,
+                       params=params, rect=self.doc.rect, hard=hard,
                        x0=x0, reference=self.params_panel.reference.isChecked())
         self.frames.clear()
         self.frames_received = self.records_received = 0
@@ -122,12 +247,20 @@ class RunMixin:
         self.plot.reset()
         self.results_panel.clear()
         self.canvas.set_compare(None)
-        self.progress.setRange(0, 0)  # busy until the first iteration arrives
+        # Busy (no percentage) for the whole run: how many iterations ADMM takes is not known
+        # beforehand (it stops on convergence, mostly far below the iteration limit, and coarse
+        # to fine adds levels), so iteration / limit sat near 10 % and then jumped to the end.
+        # The text beside it says which phase runs and, while ADMM runs, its iteration.
+        self.progress.setRange(0, 0)
         self.progress.show()
-        self.iter_label.setText("building model and reference…")
+        self.notice_label.hide()
+        self._phase = ""
+        self._last_iteration = 0
+        self._first_record_t = None
+        self.iter_label.setText("starting…")
         self._t0 = time.monotonic()
         self.solver.start(job)
-        self.statusBar().showMessage("Solving" + (" (warm start)" if x0 is not None else ""))
+        self.statusBar().showMessage("Solving" + start_note)
         return True
 
     def cancel_run(self) -> None:
@@ -159,11 +292,17 @@ class RunMixin:
         if ref is not None:
             self.plot.set_reference(ref, getattr(last, "reference_bound", None))
         m = last.max_iter or self._max_iter
-        if m:
-            self.progress.setRange(0, m)
-            self.progress.setValue(min(last.iteration, m))
-        self.iter_label.setText(f"iteration {last.iteration}" + (f" / {m}" if m else "")
+        self._set_compiling("run", False)  # iterating: the kernels it waited for are there
+        now = time.monotonic()
+        if self._first_record_t is None:
+            self._first_record_t = now - 1e-3
+        self._phase = "solve"
+        self._last_iteration = int(last.iteration)
+        self.iter_label.setText(f"ADMM iteration {last.iteration}"
+                                + (f" (limit {m})" if m else "")
                                 + f"   E = {last.energy_rounded:.6g}")
+        per_iteration = (now - self._first_record_t) / max(self.records_received, 1)
+        self._polish_timer.start(int(1000 * max(POLISH_PAUSE_S, 5 * per_iteration)))
 
     def on_running_changed(self, running: bool) -> None:
         """Enable/disable actions while solving."""
@@ -174,7 +313,11 @@ class RunMixin:
     # ---------------------------------------------------------------- done
     def on_finished(self, outcome) -> None:
         """Show the outcome: overlay, numbers, compare layer, replay frames."""
+        self._end_of_run()
         self.outcome = outcome
+        self._outcome_fingerprint = self._run_fingerprint
+        # a warm start takes the labels, so the continuous iterate (n × K floats) is not kept
+        outcome.x_final = None
         k = int(outcome.problem.k)
         onehot = (outcome.labels[:, :, None] == np.arange(1, k + 1)).astype(np.float32)
         self.frames.add(int(outcome.iterations), onehot)
@@ -199,7 +342,10 @@ class RunMixin:
             float(outcome.energy), None if ref is None else float(ref), ref_name, disagree,
             int(outcome.iterations), float(outcome.time_s), status, str(outcome.backend),
             constraints=list(getattr(outcome, "constraints", [])),
-            bound=getattr(outcome, "reference_bound", None))
+            bound=getattr(outcome, "reference_bound", None),
+            build_s=getattr(outcome, "build_time_s", None),
+            reference_s=getattr(outcome, "reference_time_s", None),
+            warnings=list(getattr(outcome, "warnings", []) or []))
         self.results_panel.set_replay_count(len(self.frames))
         self.results_panel.set_replay_label("final")
         self.side_tabs.setCurrentWidget(self.results_panel)
@@ -207,11 +353,14 @@ class RunMixin:
         msg = f"ADMM {status}: E = {outcome.energy:.6g} after {outcome.iterations} iterations"
         if ref is not None and ref != 0:
             msg += f" (gap {(outcome.energy - ref) / abs(ref) * 100:+.3f} % to the reference)"
+        if getattr(outcome, "warnings", None):
+            msg += " — " + warning_line(outcome.warnings[-1])
         self.statusBar().showMessage(msg)
         self.update_actions()
 
     def on_failed(self, message: str) -> None:
         """Report a failed solve; strokes are untouched."""
+        self._end_of_run()
         self.canvas.set_result(None)
         self.error("Cannot segment", message)
         self.update_actions()
@@ -267,4 +416,4 @@ class RunMixin:
         self.show_view()
 
 
-__all__ = ["RunMixin", "build_params"]
+__all__ = ["RunMixin", "annotation_fingerprint", "build_params"]

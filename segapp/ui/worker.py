@@ -67,7 +67,11 @@ class SolveWorker(QObject):
     records(object)
         List of :class:`Record` since the last batch.
     notice(str)
-        Something the user should know (e.g. GPU fallback).
+        Something the user should know (e.g. GPU fallback, or :func:`compile_text` when the
+        solve waits for kernels to compile).
+    phase(str)
+        The step that starts: ``"model"``, ``"reference"`` or ``"solve"`` (see
+        :func:`segapp.core.pipeline.run_segmentation`).
     finished(object)
         The ``SegmentationResult``.
     failed(str)
@@ -77,6 +81,7 @@ class SolveWorker(QObject):
     frame = pyqtSignal(int, object)
     records = pyqtSignal(object)
     notice = pyqtSignal(str)
+    phase = pyqtSignal(str)
     finished = pyqtSignal(object)
     failed = pyqtSignal(str)
 
@@ -140,7 +145,7 @@ class SolveWorker(QObject):
         # the CPU and says so through ``notice`` at once)
         return run_segmentation(job.image, job.strokes, job.params, rect=job.rect, hard=job.hard,
                                 callback=self._callback, x0=job.x0, reference=job.reference,
-                                notice=self.notice.emit)
+                                notice=self.notice.emit, phase=self.phase.emit)
 
     @pyqtSlot()
     def run(self) -> None:
@@ -178,10 +183,13 @@ class WarmUp(QObject):
         is for the status bar.
     ready(float, bool)
         Done: seconds taken, and whether anything compiled.
+    failed()
+        The warm-up failed (the first solve compiles instead); nothing compiles any more.
     """
 
     compiling = pyqtSignal(str)
     ready = pyqtSignal(float, bool)
+    failed = pyqtSignal()
 
     def start(self) -> threading.Thread:
         """Start the warm-up thread (a daemon: it never holds up quitting) and return it."""
@@ -203,6 +211,7 @@ class WarmUp(QObject):
                 seconds = warm_up()
         except Exception:  # noqa: BLE001 - a failed warm-up only means the first run compiles
             log.exception("warm-up failed; the first solve compiles instead")
+            self._emit(self.failed)
             return
         self._emit(self.ready, seconds, seen.fired)
 
@@ -257,6 +266,7 @@ class SolveController(QObject):
     frame = pyqtSignal(int, object)
     records = pyqtSignal(object)
     notice = pyqtSignal(str)
+    phase = pyqtSignal(str)
     finished = pyqtSignal(object)
     failed = pyqtSignal(str)
     running_changed = pyqtSignal(bool)
@@ -289,6 +299,7 @@ class SolveController(QObject):
         worker.frame.connect(self._on_frame)
         worker.records.connect(self._on_records)
         worker.notice.connect(self._on_notice)
+        worker.phase.connect(self._on_phase)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
         self._thread, self._worker = thread, worker
@@ -326,6 +337,11 @@ class SolveController(QObject):
     def _on_notice(self, msg: str) -> None:
         if self._current():
             self.notice.emit(msg)
+
+    @pyqtSlot(str)
+    def _on_phase(self, name: str) -> None:
+        if self._current():
+            self.phase.emit(name)
 
     @pyqtSlot(object)
     def _on_finished(self, outcome: Any) -> None:

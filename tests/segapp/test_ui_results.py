@@ -469,16 +469,17 @@ def test_exported_history_csv_holds_the_run_column_by_column(win, qtbot, monkeyp
 
 # ------------------------------------------------------------------------------- inputs
 def test_warm_start_action_hands_the_last_solution_to_the_solver(win, qtbot, monkeypatch):
-    """With Segment → Warm start checked, a re-run starts ADMM from the last run's answer (its
-    labels, one-hot), and its first iterate differs from a cold start's; unchecked, it does
-    not."""
+    """With Segment → Warm start checked, a re-run with the same annotations and a changed
+    parameter starts ADMM from the last run's answer (its labels, one-hot), and its first
+    iterate differs from a cold start's; unchecked, it does not. (A re-run after the
+    annotations changed starts cold: tests/segapp/test_ui_status.py.)"""
     calls = spy_pipeline(monkeypatch)
     img, strokes = disc_image()
     open_image(win, qtbot, img, strokes)
     assert win.act_warm.isChecked()
     first = run(win, qtbot)
     assert calls["admm"][-1].get("x0") is None  # nothing to start from yet
-    assert first.x_final is not None
+    win.params_panel.lam.setValue(7.5)  # a parameter, not the annotations
     warm = run(win, qtbot)
     x0 = calls["admm"][-1].get("x0")
     assert x0 is not None

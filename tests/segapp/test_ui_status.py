@@ -1,0 +1,274 @@
+"""Qt tests (offscreen) of what the window says about a run while it goes and after (issue 33):
+
+- warm start only where it helps: the last answer is the start only when the annotations are
+  those of the last run (a changed parameter), a cold start otherwise, said in the status bar;
+- the first-run compile notice and a GPU fallback stay in view (permanent status-bar widgets,
+  which a status tip does not clear), and the fallback is in the results panel too;
+- the phases: the progress text names the running phase, the results give each phase's time;
+- one energy in the status bar at a time, no leftover progress text or plot frame after a run
+  or a new image, and a busy bar rather than iteration / limit;
+- a finished run keeps no live frame (the replay has its own copies).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from PyQt6.QtCore import QStandardPaths
+from PyQt6.QtGui import QStatusTipEvent
+from PyQt6.QtWidgets import QApplication, QMessageBox
+
+from segapp.ui.main_window import MainWindow
+
+QStandardPaths.setTestModeEnabled(True)
+
+
+def disc_image(h: int = 40, w: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A bright disc on a dark background with noise, and strokes for both labels."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w]
+    disc = (yy - h / 2) ** 2 + (xx - w / 2) ** 2 < (min(h, w) / 4) ** 2
+    img = np.clip(np.where(disc, 190, 50) + rng.normal(0, 12, (h, w)), 0, 255).astype(np.uint8)
+    strokes = np.zeros((h, w), np.uint8)
+    strokes[2:5, 2:w - 2] = 1
+    strokes[h // 2 - 1:h // 2 + 2, w // 2 - 4:w // 2 + 4] = 2
+    return np.dstack([img, img, (img * 0.8).astype(np.uint8)]), strokes
+
+
+@pytest.fixture
+def win(qtbot, monkeypatch):
+    """A shown main window; error dialogs are collected in ``win.errors`` instead of shown."""
+    errors: list[tuple[str, str]] = []
+    monkeypatch.setattr(QMessageBox, "critical",
+                        lambda _parent, title, text, *a, **k: errors.append((title, text)))
+    w = MainWindow(confirm_discard=False)
+    qtbot.addWidget(w)
+    w.resize(1200, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    w.errors = errors
+    yield w
+    w.solver.shutdown()
+    w.doc.dirty = False
+
+
+def open_image(win, qtbot, image=None, strokes=None) -> None:
+    if image is None:
+        image, strokes = disc_image()
+    win.doc.set_image(image, "synthetic.png")
+    if strokes is not None:
+        win.doc.set_layers(strokes=strokes)
+    qtbot.wait(10)
+
+
+def run(win, qtbot):
+    """Press Run and wait for the outcome."""
+    before = win.outcome
+    win.act_run.trigger()
+    assert win.running, f"Run did not start: {win.errors}"
+    qtbot.waitUntil(lambda: not win.running, timeout=300000)  # a cold numba cache compiles
+    assert not win.errors, f"the run failed: {win.errors}"
+    assert win.outcome is not None and win.outcome is not before
+    return win.outcome
+
+
+def spy_x0(monkeypatch) -> list:
+    """The ``x0`` each run hands to the pipeline (the real pipeline still runs)."""
+    import segapp.core.pipeline as pipeline
+    real = pipeline.run_segmentation
+    seen: list = []
+
+    def spy(*args, **kw):
+        seen.append(kw.get("x0"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(pipeline, "run_segmentation", spy)
+    return seen
+
+
+def hover_a_status_tip(win, tip: str = "a toolbar button's status tip") -> None:
+    """What the mouse over a menu or toolbar item does to the status bar."""
+    QApplication.sendEvent(win, QStatusTipEvent(tip))
+    assert win.statusBar().currentMessage() == tip  # temporary messages are gone
+
+
+# ------------------------------------------------------------------------------- warm start
+def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monkeypatch):
+    """Warm start (checked by default) uses the last answer only after a parameter change; a
+    stroke added since gives a cold start, which the status bar says."""
+    x0s = spy_x0(monkeypatch)
+    messages: list[str] = []
+    win.statusBar().messageChanged.connect(messages.append)
+    open_image(win, qtbot)
+    assert win.act_warm.isChecked()
+    run(win, qtbot)
+    assert x0s[-1] is None  # nothing to start from
+    win.doc.begin_stroke("strokes")
+    win.doc.stroke_to((35, 35), (38, 38), 1, 1)
+    win.doc.end_stroke()
+    second = run(win, qtbot)
+    assert x0s[-1] is None and not win._warm
+    assert any(m.startswith("Solving (cold start") for m in messages), messages
+    assert "warm start" not in win.results_panel.fields["status"].text()
+    labels = second.labels.copy()
+    win.params_panel.lam.setValue(7.5)  # only a parameter changes
+    run(win, qtbot)
+    x0 = x0s[-1]
+    assert x0 is not None and win._warm
+    np.testing.assert_array_equal(np.asarray(x0).reshape(-1, 2).argmax(1) + 1, labels.ravel())
+    assert "warm start" in win.results_panel.fields["status"].text()
+    assert any(m.startswith("Solving (warm start") for m in messages), messages
+
+
+# ------------------------------------------------------------------------------- notices
+def test_compile_notice_of_a_run_survives_a_status_tip(win, qtbot, monkeypatch):
+    """While a run waits for its kernels to compile, a permanent label and busy bar say so; a
+    status tip (the mouse over a menu item) does not clear them; they go when the run ends."""
+    import numba
+
+    import segapp.core.pipeline as pipeline
+    real = pipeline.run_segmentation
+    release = threading.Event()
+
+    def compiling(*a, **kw):  # a real compile, then a wait as long as the test likes
+        numba.njit(lambda x: 3 * x + 1)(2)
+        release.wait(60)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(pipeline, "run_segmentation", compiling)
+    open_image(win, qtbot)
+    win.act_run.trigger()
+    try:
+        qtbot.waitUntil(lambda: win.compile_label.isVisible(), timeout=20000)
+        hover_a_status_tip(win)
+        qtbot.wait(20)
+        assert win.compile_label.isVisible() and win.compile_bar.isVisible()
+        assert win.compile_label.text().startswith("Compiling the solver's kernels")
+        assert win.compile_bar.maximum() == 0  # busy
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: not win.running, timeout=300000)
+    assert not win.compile_label.isVisible() and not win.compile_bar.isVisible()
+
+
+def test_compile_notice_of_the_warm_up_survives_a_status_tip(win, qtbot, monkeypatch):
+    import numba
+
+    import solver.mrf
+    release = threading.Event()
+
+    def fake_warm_up():
+        numba.njit(lambda x: 5 * x - 2)(3)
+        release.wait(60)
+        return 42.0
+
+    monkeypatch.setattr(solver.mrf, "warm_up", fake_warm_up)
+    thread = win.start_warm_up()
+    try:
+        qtbot.waitUntil(lambda: win.compile_label.isVisible(), timeout=20000)
+        hover_a_status_tip(win)
+        qtbot.wait(20)
+        assert win.compile_label.isVisible() and win.compile_bar.isVisible()
+        assert win.compile_label.text().startswith("Compiling the solver's kernels")
+    finally:
+        release.set()
+    thread.join(60)
+    qtbot.waitUntil(lambda: not win.compile_label.isVisible(), timeout=5000)
+    assert win.statusBar().currentMessage() == "Solver ready (compiled in 42 s)"
+
+
+def test_gpu_fallback_is_in_the_results_panel_and_stays_in_view(win, qtbot, no_cupy):
+    """The GPU backend without CuPy runs on the CPU: the results panel's backend field and a
+    permanent status-bar label say so, with the reason, and a status tip does not clear it."""
+    open_image(win, qtbot)
+    win.params_panel.backend.setCurrentIndex(win.params_panel.backend.findData("gpu"))
+    o = run(win, qtbot)
+    assert o.backend == "cpu" and o.warnings
+    backend = win.results_panel.fields["backend"].text()
+    assert backend.startswith("cpu\nGPU not available: ran on the CPU (")
+    reason = o.warnings[-1].removesuffix("; running on the CPU instead")
+    assert reason and reason in backend
+    hover_a_status_tip(win)
+    assert win.notice_label.isVisible()
+    assert win.notice_label.text().startswith("GPU not available: ran on the CPU")
+
+
+# ------------------------------------------------------------------------------- phases
+def test_progress_names_the_phase_and_results_give_each_phases_time(win, qtbot):
+    open_image(win, qtbot)
+    texts: list[str] = []
+    # connected after the window's own slots: they see the text those slots set
+    win.solver.phase.connect(lambda _name: texts.append(win.iter_label.text()))
+    win.solver.records.connect(lambda _batch: texts.append(win.iter_label.text()))
+    o = run(win, qtbot)
+    assert texts[0].startswith("building the model")
+    assert texts[1] == "solving the reference (min-cut)…"
+    assert texts[2].startswith("ADMM")
+    assert texts[3].startswith("ADMM iteration ") and "E = " in texts[3]
+    assert o.build_time_s > 0 and o.reference_time_s > 0
+    shown = win.results_panel.fields["time"].text()
+    total = o.build_time_s + o.reference_time_s + o.time_s
+    assert shown == (f"{total:.2f} s in all\nmodel {o.build_time_s:.2f} s · reference "
+                     f"{o.reference_time_s:.2f} s · ADMM incl. polish {o.time_s:.2f} s")
+
+
+# ------------------------------------------------------------------------------- one energy
+def _pace_iterations(monkeypatch, seconds=0.002):
+    import time as _time
+
+    from segapp.ui.worker import SolveWorker
+    real = SolveWorker._callback
+
+    def paced(self, state):
+        _time.sleep(seconds)
+        return real(self, state)
+    monkeypatch.setattr(SolveWorker, "_callback", paced)
+
+
+def test_one_energy_in_the_status_bar_and_nothing_left_for_a_new_image(
+        win, qtbot, monkeypatch, tmp_path):
+    """After a run the status bar holds one energy (the outcome's), not the last iteration's
+    beside it; opening another image mid-run leaves no progress text and a plot that frames
+    the next data afresh. While ADMM runs the bar is busy, not iteration / limit."""
+    import cv2
+    open_image(win, qtbot)
+    run(win, qtbot)
+    assert win.outcome is not None
+    shown = win.statusBar().currentMessage() + " " + win.iter_label.text()
+    assert shown.count("E =") == 1, shown
+    assert win.iter_label.text() == ""
+    # a long run, then a new image while it goes
+    _pace_iterations(monkeypatch)
+    win.params_panel.admm["max_iter"].setValue(100000)
+    win.params_panel.admm["tol"].setValue(1e-6)
+    win.params_panel.reference.setChecked(False)
+    with qtbot.waitSignal(win.solver.records, timeout=60000):
+        assert win.start_run()
+    assert "E =" in win.iter_label.text()
+    assert win.progress.maximum() == 0  # busy: the number of iterations is not known
+    vb = win.plot.energy.getViewBox()
+    vb.setYRange(-5e6, -4e6)  # as _fit_y and the user's zoom leave it: auto-range off
+    assert not all(vb.autoRangeEnabled())
+    img, strokes = disc_image(32, 48, seed=3)
+    path = tmp_path / "other.png"
+    cv2.imwrite(str(path), img)
+    assert win.open_path(str(path))
+    assert not win.running and win.outcome is None
+    assert win.iter_label.text() == ""
+    assert win.plot.n_points() == 0
+    assert all(vb.autoRangeEnabled()) and all(win.plot.resid.getViewBox().autoRangeEnabled())
+    assert vb.viewRange()[1] == pytest.approx([0, 1])
+
+
+# ------------------------------------------------------------------------------- memory
+def test_a_finished_run_keeps_no_live_frame(win, qtbot):
+    open_image(win, qtbot)
+    seen: list[int] = []
+    win.solver.frame.connect(lambda *_: seen.append(win._live_probs is not None))
+    o = run(win, qtbot)
+    assert seen and all(seen)  # premise: the run showed live frames
+    assert win._live_probs is None
+    assert o.x_final is None  # the warm start takes the labels
+    assert len(win.frames) >= 2  # what the replay needs stays
