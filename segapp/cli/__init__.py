@@ -64,7 +64,30 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("segapp: error: interrupted", file=sys.stderr)
         return 130
+    except SystemError as exc:
+        # Ctrl-C inside a compiled (numba) kernel surfaces as "SystemError: ... returned a
+        # result with an exception set", the KeyboardInterrupt in its cause or context
+        if not _interrupted(exc):
+            raise
+        print("segapp: error: interrupted", file=sys.stderr)
+        return 130
     return _app(None)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` or an exception in its ``__cause__`` / ``__context__`` chain is a
+    KeyboardInterrupt."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        todo += [e.__cause__, e.__context__]
+    return False
 
 
 def _app(image: str | None) -> int:

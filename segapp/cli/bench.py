@@ -11,7 +11,6 @@ import json
 import logging
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
 import cv2
@@ -122,7 +121,12 @@ def run_grid(sizes: list[int], methods: list[str], runs: int, k: int,
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the benchmark grid and write the JSON records; returns the exit status."""
+    """Run the benchmark grid and write the JSON records; returns the exit status.
+
+    The ``--json`` path is checked before the grid runs, and written atomically after it."""
+    from segapp.cli.segment import check_output_path  # noqa: PLC0415
+    from segapp.core.io import write_atomic  # noqa: PLC0415
+
     methods = args.methods.split(",") if args.methods else default_methods(args.k)
     bad = [m for m in methods if m not in ALL_METHODS]
     if bad:
@@ -133,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--runs must be at least 1")
     if args.image and not args.strokes:
         raise ValueError("--image needs --strokes")
+    out = check_output_path(args.json, "--json")  # before the grid, which may take hours
     records = run_grid(args.sizes, methods, args.runs, args.k, args.image, args.strokes)
-    Path(args.json).write_text(json.dumps(records, indent=1) + "\n")
+    write_atomic(out, (json.dumps(records, indent=1) + "\n").encode())
     return 0

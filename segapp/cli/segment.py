@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from solver.names import BACKENDS, COLOUR_MODELS, METHODS
 
@@ -75,21 +78,113 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--rho0", type=_finite, help="ADMM starting penalty (relative)")
     p.add_argument("--rho-growth", type=_finite, help="ADMM penalty growth per iteration")
     p.add_argument("--no-polish", action="store_true", help="skip the ICM polish after ADMM")
-    p.add_argument("--out", required=True, help="label PNG to write (values 1..K)")
-    p.add_argument("--overlay", help="colour overlay PNG to write")
+    p.add_argument("--out", required=True,
+                   help="label image to write, .png, .tif or .tiff (values 1..K)")
+    p.add_argument("--overlay", help="colour overlay to write (.png, .jpg, ...)")
     p.add_argument("--report", help="JSON report to write")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no summary line (nor the first-run compiling note)")
 
 
+#: Formats that keep label values exactly (OpenCV writes TIFF with lossless compression).
+LABEL_FORMATS = (".png", ".tif", ".tiff")
+
+
+def check_output_path(path: str | os.PathLike, option: str) -> Path:
+    """Refuse, before any work, an output path that cannot be written: a folder, or a file in a
+    folder that does not exist or that this user cannot write in. Returns the path.
+
+    Raises ``ValueError`` with one sentence naming ``option`` and the path as given.
+    """
+    p = Path(path)
+    parent = p.parent
+    where = f"cannot write {option} '{path}'"
+    if p.is_dir():
+        raise ValueError(f"{where}: it is a folder")
+    if not parent.exists():
+        raise ValueError(f"{where}: folder '{parent}' does not exist")
+    if not parent.is_dir():
+        raise ValueError(f"{where}: '{parent}' is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{where}: no permission to write in folder '{parent}'")
+    return p
+
+
+def _can_encode(ext: str) -> bool:
+    """Whether OpenCV can write an 8-bit colour image as ``ext`` (a tiny trial encode)."""
+    import cv2  # noqa: PLC0415
+
+    from segapp.core.io import quiet_opencv  # noqa: PLC0415
+
+    if not ext:
+        return False
+    try:
+        with quiet_opencv():  # (some encoders log their refusal too)
+            return bool(cv2.imencode(ext, np.zeros((32, 32, 3), np.uint8))[0])
+    except cv2.error:
+        return False
+
+
+def _check_outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """Every output's format and path checked before anything is loaded or solved; returns
+    ``(option, path)`` of each output asked for."""
+    ext = Path(args.out).suffix.lower()
+    if ext not in LABEL_FORMATS:
+        raise ValueError(f"cannot write --out '{args.out}': labels need a lossless format, so "
+                         f"name a {', '.join(LABEL_FORMATS[:-1])} or {LABEL_FORMATS[-1]} file")
+    if args.overlay and not _can_encode(Path(args.overlay).suffix.lower()):
+        raise ValueError(f"cannot write --overlay '{args.overlay}': OpenCV cannot write "
+                         f"'{Path(args.overlay).suffix or 'files without an extension'}' "
+                         "images; name a .png or .jpg file")
+    outputs = [(opt, check_output_path(path, opt)) for opt, path in
+               (("--out", args.out), ("--overlay", args.overlay), ("--report", args.report))
+               if path]
+    seen: dict[Path, str] = {}
+    for opt, p in outputs:
+        key = p.resolve()
+        if key in seen:
+            raise ValueError(f"{seen[key]} and {opt} name the same file '{p}'")
+        seen[key] = opt
+    return outputs
+
+
+def _encode(path: Path, image) -> bytes:
+    """An image encoded in memory in the format ``path``'s extension names."""
+    import cv2  # noqa: PLC0415
+
+    from segapp.core.io import quiet_opencv  # noqa: PLC0415
+
+    try:
+        with quiet_opencv():
+            ok, buf = cv2.imencode(path.suffix.lower(), image)
+    except cv2.error:
+        ok = False
+    if not ok:  # (the format was checked up front)
+        raise ValueError(f"cannot write '{path}': OpenCV could not encode the image")
+    return buf.tobytes()
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``segapp segment``; returns the exit status (errors raise, see
-    :func:`segapp.cli.main`)."""
-    from segapp.core.io import load_image, load_label_image, overlay, save_image, save_labels
+    :func:`segapp.cli.main`).
+
+    Every output path and format is checked before the image is read; the outputs are rendered
+    in memory and written only once all of them are ready
+    (:func:`segapp.core.io.write_files_atomic`).
+    """
+    import cv2  # noqa: PLC0415
+
+    from segapp.core.io import (  # noqa: PLC0415
+        load_image,
+        load_label_image,
+        overlay,
+        write_files_atomic,
+    )
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
     from solver.backend.compile_notice import COMPILE_MESSAGE, first_compile_notice  # noqa: PLC0415
     from solver.mrf import DEFAULT_LAMBDA, Constraints  # noqa: PLC0415
 
+    _check_outputs(args)
     image = load_image(args.image)
     shape = image.shape[:2]
     strokes = load_label_image(args.strokes, shape, what="strokes") if args.strokes else None
@@ -111,7 +206,6 @@ def run(args: argparse.Namespace) -> int:
                                reference=args.report is not None)
     for w in out.warnings:
         print(f"segapp: warning: {w}", file=sys.stderr)
-    over = overlay(image, out.labels) if args.overlay else None
     report = {
         "energy": out.energy, "solver": out.method, "backend": out.backend,
         "iterations": out.iterations, "time_s": out.time_s, "n_pixels": int(out.labels.size),
@@ -128,12 +222,17 @@ def run(args: argparse.Namespace) -> int:
         report["variant"] = out.variant or out.method
         report["reference_variant"] = out.reference_detail or None
         report["bound"] = out.reference_bound
-    text = json.dumps(report, indent=2) if args.report else None
-    save_labels(args.out, out.labels)
-    if over is not None:
-        save_image(args.overlay, over)
-    if text is not None:
-        Path(args.report).write_text(text + "\n")
+    # everything rendered in memory first, then written all together
+    labels = out.labels
+    if labels.size and (labels.min() < 0 or labels.max() > 255):
+        raise ValueError("labels must lie in 0..255 to be saved as an 8-bit image")
+    files = [(Path(args.out), _encode(Path(args.out), labels.astype(np.uint8)))]
+    if args.overlay:
+        bgr = cv2.cvtColor(overlay(image, labels), cv2.COLOR_RGB2BGR)
+        files.append((Path(args.overlay), _encode(Path(args.overlay), bgr)))
+    if args.report:
+        files.append((Path(args.report), (json.dumps(report, indent=2) + "\n").encode()))
+    write_files_atomic(files)
     if not args.quiet:
         gap = "" if out.gap is None else f", {100 * out.gap:+.3f}% vs {report['reference_method']}"
         print(f"{out.method} ({out.backend}): energy {out.energy:.6g}{gap}, "

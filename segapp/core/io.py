@@ -6,9 +6,12 @@ failed write never leaves a partial output.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import tempfile
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import cv2
@@ -38,12 +41,35 @@ def label_palette(k: int) -> np.ndarray:
     return cv2.cvtColor(hsv[None], cv2.COLOR_HSV2RGB)[0]
 
 
+_LOG_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def quiet_opencv() -> Iterator[None]:
+    """OpenCV's own log lines (``[ WARN:0@...] ... PNG input buffer is incomplete``, written
+    to the C-level stderr) silenced for the duration; every failure is reported by the caller
+    in its own words instead. The previous level is put back after."""
+    with _LOG_LOCK:
+        level = cv2.utils.logging.getLogLevel()
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+        try:
+            yield
+        finally:
+            cv2.utils.logging.setLogLevel(level)
+
+
 def _read(path: str | os.PathLike, flags: int) -> np.ndarray:
     p = Path(path)
+    if p.is_dir():
+        raise ImageError(f"cannot read image '{p}': it is a folder, not a file")
     if not p.is_file():
         raise ImageError(f"cannot read image '{p}': no such file")
-    data = np.fromfile(str(p), dtype=np.uint8)
-    img = cv2.imdecode(data, flags) if data.size else None
+    try:
+        data = np.fromfile(str(p), dtype=np.uint8)
+    except OSError as exc:
+        raise ImageError(f"cannot read image '{p}': {exc.strerror or exc}") from None
+    with quiet_opencv():
+        img = cv2.imdecode(data, flags) if data.size else None
     if img is None:
         raise ImageError(f"cannot read image '{p}': not a supported image file or corrupt")
     return img
@@ -105,12 +131,7 @@ def _new_file_mode() -> int:
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a uniquely named temporary file in the same folder,
-    flushed to disk and renamed into place, so a failure never leaves a partial file.
-
-    The file gets the mode of the file it replaces, or that of any new file (``0o666`` less
-    the umask), not the temporary file's private ``0o600``. The temporary file is removed on
-    any failure.
+    """Write ``data`` to ``path`` atomically (:func:`write_files_atomic` of one file).
 
     Parameters
     ----------
@@ -119,22 +140,59 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     data : bytes
         The file's contents.
     """
-    p = Path(path)
+    write_files_atomic([(path, data)])
+
+
+def write_files_atomic(files: Sequence[tuple[str | os.PathLike, bytes]]) -> None:
+    """Write every file or none: each first to a uniquely named temporary file beside it,
+    flushed to disk, then all renamed into place, so a failure never leaves a partial file.
+
+    Each file gets the mode of the file it replaces, or that of any new file (``0o666`` less
+    the umask), not the temporary file's private ``0o600``. On a failure the temporary files
+    are removed, and so is any file this call already created; the error names the path
+    given, not the temporary file.
+
+    Parameters
+    ----------
+    files : sequence of (path, bytes)
+        Each file's path and contents.
+
+    Raises
+    ------
+    OSError
+        Of the kind the failure was (``FileNotFoundError``, ...), naming the path given.
+    """
+    staged: list[tuple[Path, Path, bool]] = []  # (temporary, target, target existed)
+    placed: list[tuple[Path, bool]] = []
+    target: Path | None = None
     try:
-        mode = p.stat().st_mode & 0o7777
-    except OSError:
-        mode = _new_file_mode()
-    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".",
-                               prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for path, data in files:
+            target = Path(path)
+            try:
+                mode, existed = target.stat().st_mode & 0o7777, True
+            except OSError:
+                mode, existed = _new_file_mode(), False
+            fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
+                                       prefix=f".{target.name}.", suffix=".tmp")
+            staged.append((Path(tmp), target, existed))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, mode)
+        for tmp, target, existed in staged:
+            os.replace(tmp, target)
+            placed.append((target, existed))
+    except BaseException as exc:
+        for tmp, *_ in staged:
+            tmp.unlink(missing_ok=True)
+        for done, existed in placed:
+            if not existed:
+                done.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and target is not None:
+            if exc.errno is not None:  # (the same kind of OSError, naming the target)
+                raise OSError(exc.errno, exc.strerror, str(target)) from exc
+            raise OSError(f"cannot write '{target}': {exc}") from exc
         raise
 
 
