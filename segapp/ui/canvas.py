@@ -5,7 +5,7 @@ import logging
 
 import numpy as np
 from PyQt6.QtCore import QPointF, QRectF, Qt, pyqtSignal
-from PyQt6.QtGui import QBrush, QColor, QPainter, QPen, QPixmap
+from PyQt6.QtGui import QBrush, QColor, QPainter, QPen, QPixmap, QTransform
 from PyQt6.QtWidgets import (
     QGraphicsEllipseItem,
     QGraphicsPixmapItem,
@@ -22,6 +22,12 @@ log = logging.getLogger(__name__)
 
 TOOLS = ("brush", "eraser", "rect", "hard")
 CANVAS_BG = QColor(38, 39, 43)
+#: How to zoom and pan, shown as the canvas's tooltip.
+NAV_HINT = "Wheel: zoom · Space-drag or middle-drag: pan · Ctrl+0: fit to window"
+#: Screen pixels of the image that panning and zooming always leave in view (less for an image
+#: shown smaller than that).
+KEEP_VISIBLE_PX = 48.0
+ZOOM_MIN, ZOOM_MAX = 1 / 32, 64.0
 
 
 class Canvas(QGraphicsView):
@@ -51,11 +57,15 @@ class Canvas(QGraphicsView):
         self.setScene(self._scene)
         self.setBackgroundBrush(QBrush(CANVAS_BG))
         self.setFrameShape(QGraphicsView.Shape.NoFrame)
-        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
-        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        # Zoom anchoring is done here (see set_zoom), not by Qt: its AnchorUnderMouse reads the
+        # global cursor and the last position the base class saw, and does nothing useful once
+        # the scene is smaller than the view.
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.NoAnchor)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.NoAnchor)
         self.setMouseTracking(True)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.setToolTip(NAV_HINT)
         self.setAcceptDrops(False)  # the main window takes drops
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.photo = QGraphicsPixmapItem()
@@ -88,6 +98,11 @@ class Canvas(QGraphicsView):
         self._rect_start: QPointF | None = None
         self._pan_from = None
         self._space = False
+        # (viewport pos, scene point, scroll x, scroll y, zoom) after the last wheel zoom: the
+        # next wheel click at the same place, with nothing moved since, zooms about the same
+        # scene point, so rounding to whole scroll steps does not creep over many clicks
+        self._wheel_anchor: tuple | None = None
+        self._vp_size = None  # the viewport's size when last laid out (see resizeEvent)
         doc.subscribe(self._on_doc)
 
     # ------------------------------------------------------------ document
@@ -106,9 +121,7 @@ class Canvas(QGraphicsView):
         if img is None:
             return
         self.photo.setPixmap(QPixmap.fromImage(to_qimage(display_rgb(img))))
-        h, w = img.shape[:2]
-        # generous margins so the image can be panned towards any edge
-        self._scene.setSceneRect(QRectF(-w, -h, 3 * w, 3 * h))
+        self._update_scene_rect()
         self.set_result(None)
         self.set_compare(None)
         self._refresh_layers(None)
@@ -170,24 +183,90 @@ class Canvas(QGraphicsView):
         """Current zoom factor."""
         return float(self.transform().m11())
 
-    def set_zoom(self, z: float) -> None:
-        """Set the zoom factor (clamped to 1/32 .. 64)."""
-        z = float(np.clip(z, 1 / 32, 64))
-        f = z / self.zoom()
-        self.scale(f, f)
-        self.zoom_changed.emit(self.zoom())
+    def view_to_scene(self, view_pos: QPointF) -> QPointF:
+        """Scene coordinates of a (fractional) viewport position."""
+        inv, _ = self.viewportTransform().inverted()
+        return inv.map(QPointF(view_pos))
 
-    def fit_to_window(self) -> None:
-        """Zoom so the whole image fits the view."""
+    def _update_scene_rect(self) -> None:
+        """Scene rect = the image plus a margin of nearly a view on every side, at this zoom.
+
+        So the scroll range lets any image point be brought under any viewport point (zooming
+        about the cursor works at every zoom, the image smaller than the view included), yet
+        always leaves at least ``KEEP_VISIBLE_PX`` screen pixels of the image in view: no zoom
+        or pan can leave the view blank.
+        """
         h, w = self.doc.shape
         if h == 0:
             return
-        self.fitInView(QRectF(0, 0, w, h), Qt.AspectRatioMode.KeepAspectRatio)
+        z = self.zoom()
+        vp = self.viewport()
+        mx = max(vp.width() - min(KEEP_VISIBLE_PX, w * z), 0.0) / z
+        my = max(vp.height() - min(KEEP_VISIBLE_PX, h * z), 0.0) / z
+        r = QRectF(-mx, -my, w + 2 * mx, h + 2 * my)
+        if r != self.sceneRect():
+            self._scene.setSceneRect(r)
+
+    def _place(self, scene_pt: QPointF, view_pos: QPointF) -> None:
+        """Scroll so ``scene_pt`` lies under ``view_pos`` (to the nearest screen pixel, as far
+        as the scroll range allows)."""
+        for _ in range(2):  # a scroll bar appearing or going moves the viewport's size
+            d = self.viewportTransform().map(scene_pt) - QPointF(view_pos)
+            hb, vb = self.horizontalScrollBar(), self.verticalScrollBar()
+            hb.setValue(hb.value() + round(d.x()))
+            vb.setValue(vb.value() + round(d.y()))
+
+    def _view_centre(self) -> QPointF:
+        vp = self.viewport()
+        return QPointF(vp.width() / 2.0, vp.height() / 2.0)
+
+    def set_zoom(self, z: float, anchor: QPointF | None = None) -> None:
+        """Set the zoom factor (clamped to 1/32 .. 64), keeping the scene point under the
+        viewport position ``anchor`` (default: the view's centre) where it is."""
+        self._wheel_anchor = None
+        anchor = self._view_centre() if anchor is None else QPointF(anchor)
+        self._zoom_about(z, self.view_to_scene(anchor), anchor)
+
+    def _zoom_about(self, z: float, scene_pt: QPointF, view_pos: QPointF) -> None:
+        z = float(np.clip(z, ZOOM_MIN, ZOOM_MAX))
+        self.setTransform(QTransform.fromScale(z, z))
+        self._update_scene_rect()
+        self._place(scene_pt, view_pos)
+        self.zoom_changed.emit(self.zoom())
+
+    def fit_to_window(self) -> None:
+        """Zoom so the whole image fits the view, centred."""
+        h, w = self.doc.shape
+        if h == 0:
+            return
+        self._wheel_anchor = None
+        centre = QPointF(w / 2.0, h / 2.0)
+        for _ in range(3):  # until the viewport's size (scroll bars) settles
+            vp = self.viewport().size()
+            z = max(min((vp.width() - 4) / w, (vp.height() - 4) / h), ZOOM_MIN)
+            self.setTransform(QTransform.fromScale(z, z))
+            self._update_scene_rect()
+            self._place(centre, self._view_centre())
+            if self.viewport().size() == vp:
+                break
         self.zoom_changed.emit(self.zoom())
 
     def actual_size(self) -> None:
         """One image pixel per screen pixel."""
         self.set_zoom(1.0)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        # (the view's and its viewport's resizes, a scroll bar coming or going, both come here)
+        # the scene point at the centre of the view stays there
+        old, centre = self._vp_size, None
+        if self.doc.has_image and old is not None and not old.isEmpty():
+            centre = self.view_to_scene(QPointF(old.width() / 2.0, old.height() / 2.0))
+        super().resizeEvent(event)
+        self._vp_size = self.viewport().size()
+        if self.doc.has_image:
+            self._update_scene_rect()
+            if centre is not None:
+                self._place(centre, self._view_centre())
 
     def drawForeground(self, painter, rect) -> None:  # noqa: N802 - Qt API
         if self.doc.has_image:
@@ -203,9 +282,19 @@ class Canvas(QGraphicsView):
         painter.restore()
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - Qt API
+        """Zoom about the scene point under the cursor: it stays under the cursor."""
         steps = event.angleDelta().y() / 120.0
-        if steps:
-            self.set_zoom(self.zoom() * (1.25 ** steps))
+        if steps and self.doc.has_image:
+            pos = QPointF(event.position())
+            hb, vb = self.horizontalScrollBar().value(), self.verticalScrollBar().value()
+            a = self._wheel_anchor
+            if a is not None and a[0] == pos and a[2:] == (hb, vb, self.zoom()):
+                scene_pt = a[1]
+            else:
+                scene_pt = self.view_to_scene(pos)
+            self._zoom_about(self.zoom() * (1.25 ** steps), scene_pt, pos)
+            self._wheel_anchor = (pos, scene_pt, self.horizontalScrollBar().value(),
+                                  self.verticalScrollBar().value(), self.zoom())
         event.accept()
 
     # ------------------------------------------------------------ tools

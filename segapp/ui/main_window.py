@@ -5,13 +5,14 @@ import logging
 from pathlib import Path
 
 from PyQt6.QtCore import Qt
-from PyQt6.QtGui import QAction, QKeySequence
+from PyQt6.QtGui import QAction, QGuiApplication, QKeySequence
 from PyQt6.QtWidgets import (
     QDockWidget,
     QLabel,
     QMainWindow,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QTabWidget,
     QToolBar,
 )
@@ -26,6 +27,24 @@ from segapp.ui.runctl import RunMixin
 from segapp.ui.tools import ToolBar
 
 log = logging.getLogger(__name__)
+
+#: The window's size where the screen has room for it.
+DEFAULT_SIZE = (1440, 900)
+#: Room left on the screen around the window for its frame and title bar.
+FRAME_ALLOWANCE = (16, 40)
+#: Height below which the convergence plot is no use (its two panes and axes).
+PLOT_MIN_HEIGHT = 200
+
+
+def initial_size(widget) -> tuple[int, int]:
+    """The window's first size: :data:`DEFAULT_SIZE`, shrunk to fit the available geometry of
+    the screen it opens on (a 1366x768 laptop, with its panel, has 1366x708)."""
+    screen = widget.screen() or QGuiApplication.primaryScreen()
+    if screen is None:
+        return DEFAULT_SIZE
+    avail = screen.availableGeometry()
+    return (min(DEFAULT_SIZE[0], avail.width() - FRAME_ALLOWANCE[0]),
+            min(DEFAULT_SIZE[1], avail.height() - FRAME_ALLOWANCE[1]))
 
 
 class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
@@ -42,7 +61,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         self.confirm_discard = confirm_discard
         self.doc = Document()
         self.setWindowTitle("segapp")
-        self.resize(1440, 900)
+        self.resize(*initial_size(self))
         self.setAcceptDrops(True)
         self.canvas = Canvas(self.doc, self)
         self.setCentralWidget(self.canvas)
@@ -70,7 +89,16 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         self.side_tabs = tabs
         d1 = QDockWidget("Settings", self)
         d1.setObjectName("settings")
-        d1.setWidget(tabs)
+        # in a scroll area, so the panels' height does not set the window's minimum height
+        # (on a 708-pixel-high screen they scroll, and the plot keeps its height)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(tabs)
+        scroll.setMinimumWidth(tabs.minimumSizeHint().width())
+        d1.setWidget(scroll)
+        self.plot.setMinimumHeight(PLOT_MIN_HEIGHT)
         d2 = QDockWidget("Convergence", self)
         d2.setObjectName("plot")
         d2.setWidget(self.plot)
@@ -79,7 +107,9 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
                           | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
             self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d)
         self.resizeDocks([d1], [420], Qt.Orientation.Horizontal)
-        self.resizeDocks([d1, d2], [380, 420], Qt.Orientation.Vertical)
+        # the panels at their full height where the screen allows, the plot the rest (the
+        # split scales with the window: on a 708-pixel screen the panels scroll a little)
+        self.resizeDocks([d1, d2], [tabs.sizeHint().height() + 30, 360], Qt.Orientation.Vertical)
 
     def _build_status(self) -> None:
         sb = self.statusBar()
@@ -185,6 +215,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         t.radius_changed.connect(c.set_brush_radius)
         t.k_changed.connect(self._on_k_spin)
         c.cursor_moved.connect(self._on_cursor)
+        c.edited.connect(self.update_actions)  # (a finished stroke enables Undo)
         c.zoom_changed.connect(lambda z: self.zoom_label.setText(f"{z * 100:.0f} %"))
         r.opacity_changed.connect(c.set_result_opacity)
         r.strokes_toggled.connect(c.set_layers_visible)
@@ -257,11 +288,13 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         """Undo the last edit."""
         if not self.doc.undo():
             self.statusBar().showMessage("Nothing to undo", 2000)
+        self.update_actions()  # (the document reports the change before the stack moves)
 
     def redo(self) -> None:
         """Redo the last undone edit."""
         if not self.doc.redo():
             self.statusBar().showMessage("Nothing to redo", 2000)
+        self.update_actions()
 
     def update_title(self) -> None:
         """Window title with file name and an unsaved-changes marker."""

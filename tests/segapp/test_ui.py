@@ -417,3 +417,15 @@ def test_recent_entries_with_one_name_say_their_folders(win, qtbot, tmp_path):
     # folders that end alike are told apart by more of their path
     assert recent_entry_text("/x/a/img/p.png", ["/x/a/img/p.png", "/x/b/img/p.png"]) == \
         "p.png — a/img"
+
+
+def test_undo_is_enabled_by_the_first_painted_stroke(win, qtbot):
+    load(win, qtbot, strokes=False)
+    assert not win.act_undo.isEnabled()
+    drag(win, [(5, 10), (15, 10)])
+    assert win.doc.strokes.any()
+    assert win.act_undo.isEnabled() and not win.act_redo.isEnabled()
+    win.act_undo.trigger()
+    assert not win.doc.strokes.any() and win.act_redo.isEnabled()
+    win.act_redo.trigger()
+    assert win.doc.strokes.any() and win.act_undo.isEnabled() and not win.act_redo.isEnabled()
