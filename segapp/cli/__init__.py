@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"segapp: error: {msg}", file=sys.stderr)
         return 2
+    except MemoryError:  # (an allocation the memory estimate did not foresee)
+        print("segapp: error: out of memory; use a smaller copy of the image", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("segapp: error: interrupted", file=sys.stderr)
         return 130

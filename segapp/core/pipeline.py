@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from segapp.core.memory import check_memory
 from solver.admm.records import IterationRecord, converged
 from solver.backend import GPUUnavailableError, get_backend, gpu_errors
 from solver.mrf import (
@@ -233,13 +234,15 @@ def run_segmentation(
     Raises
     ------
     ValueError
-        For bad input, with a one-line message naming the problem.
+        For bad input, with a one-line message naming the problem; also
+        :class:`segapp.core.memory.InsufficientMemoryError` (a ValueError) when the machine
+        has too little memory for the image, checked before anything is built.
     """
     params.validated()
     warnings: list[str] = []
 
     def warn(msg: str) -> None:
-        log.warning(msg)
+        log.info(msg)  # (the caller shows it: in the result's warnings and through notice)
         warnings.append(msg)
         if notice is not None:
             notice(msg)
@@ -253,6 +256,9 @@ def run_segmentation(
         if phase is not None:
             phase(name)
 
+    ref_method = yardstick_method(params.k, level)
+    h, w = np.shape(image)[:2]
+    check_memory(h * w, params.k, reference and params.solver != ref_method)
     step("model")
     t0 = time.perf_counter()
     problem = build_problem(
@@ -262,7 +268,6 @@ def run_segmentation(
         constraints=params.constraints,
     )
     build_time = time.perf_counter() - t0
-    ref_method = yardstick_method(params.k, level)
     ref_labels = ref_energy = ref_bound = None
     ref_detail = ""
     ref_time = 0.0

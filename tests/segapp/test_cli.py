@@ -2,7 +2,9 @@
 partial output."""
 
 import json
+import os
 import re
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -13,6 +15,8 @@ from segapp.core.io import load_image, save_labels
 from segapp.core.pipeline import SegmentParams, run_segmentation
 from solver.mrf import DEFAULT_LAMBDA, build_problem, solve_mrf
 from tests.solver._mrf_helpers import shapes_image
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # headless commands must not open the app (a stub records it if they do)
 pytestmark = pytest.mark.usefixtures("app_launches")
@@ -327,3 +331,22 @@ def test_segment_says_so_when_it_has_to_compile(case, capsys, monkeypatch):
     assert err.count("segapp: note: compiling the solver's kernels") == 1
     code, _, err = _run([*args, "--quiet"], capsys)
     assert code == 0 and err == ""
+
+
+def test_the_gpu_fallback_is_said_once(case, tmp_path):
+    """In a real run of the command (its own logging set up), the fallback is one line, not a
+    log record and a warning both."""
+    import subprocess
+    import sys
+    d, *_ = case
+    fake = tmp_path / "site"
+    fake.mkdir()
+    (fake / "cupy.py").write_text("raise ImportError('no CuPy in this test')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), str(ROOT)])}
+    env.pop("QT_QPA_PLATFORM", None)
+    proc = subprocess.run([sys.executable, "-m", "segapp", "segment", str(d / "img.png"),
+                           "--strokes", str(d / "strokes.png"), "--backend", "gpu", "--out",
+                           str(tmp_path / "l.png"), "-q"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("no usable GPU") == 1, proc.stderr

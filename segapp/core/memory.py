@@ -1,0 +1,146 @@
+"""How much memory a segmentation needs, checked against what the machine has before anything
+is built.
+
+A photo too large for the machine used to end the process: PyMaxflow's graph allocation calls
+``exit(1)`` when it fails, and numpy's allocations raise ``MemoryError`` deep inside a solve. The
+estimate is linear in the pixels and the labels, from peak resident memory measured with
+``/usr/bin/time`` on ``segapp segment`` (docs/performance.md, Memory): 560 bytes a pixel for
+K = 2 and 945 for K = 4 from 1 to 2 megapixels, the min-cut or α-expansion reference adding
+less than the solve's own peak. It is rounded up, so a refused image would at least have come
+close to the limit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not on Windows: no address-space limit to read
+    resource = None
+
+#: Resident memory before the image: the interpreter, numpy, scipy, numba's kernels (bytes).
+BASE_BYTES = 700e6
+#: Bytes a pixel of the model and ADMM's arrays: a fixed part and one per label.
+PIXEL_BYTES = 200.0
+LABEL_BYTES = 200.0
+#: What the reference adds a pixel on top of the solve (its graph lives beside the model).
+REFERENCE_BYTES = 100.0
+
+
+class InsufficientMemoryError(ValueError):
+    """The machine has too little memory for a segmentation; the message says how much each
+    choice needs and what is available."""
+
+
+def estimate_bytes(pixels: int, k: int, reference: bool) -> float:
+    """Peak resident memory of a segmentation.
+
+    Parameters
+    ----------
+    pixels : int
+        Image pixels.
+    k : int
+        Labels.
+    reference : bool
+        Whether the min-cut / α-expansion reference runs too.
+
+    Returns
+    -------
+    float
+        Bytes.
+    """
+    per_pixel = PIXEL_BYTES + LABEL_BYTES * k + (REFERENCE_BYTES if reference else 0.0)
+    return BASE_BYTES + per_pixel * float(pixels)
+
+
+def _meminfo_available() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024.0
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _address_space_left() -> float | None:
+    """Room under ``RLIMIT_AS`` (ulimit -v), counting this process's resident memory as used
+    (its virtual size includes reservations that never become memory)."""
+    if resource is None:  # pragma: no cover
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return max(0.0, soft - float(line.split()[1]) * 1024.0)
+    except (OSError, ValueError, IndexError):
+        pass
+    return float(soft)
+
+
+def available_bytes() -> float | None:
+    """Memory this process may still take: the system's available memory and the room under an
+    address-space limit, whichever is less; None where neither can be read (then nothing is
+    refused).
+
+    Returns
+    -------
+    float or None
+    """
+    known = [v for v in (_meminfo_available(), _address_space_left()) if v is not None]
+    if not known:
+        return None
+    return min(known)
+
+
+def _gb(b: float) -> str:
+    return f"{b / 1e9:.1f} GB"
+
+
+def check_memory(pixels: int, k: int, reference: bool,
+                 available: float | None = None) -> None:
+    """Refuse a segmentation the machine has no memory for, before anything is built.
+
+    Parameters
+    ----------
+    pixels, k, reference
+        As for :func:`estimate_bytes`.
+    available : float, optional
+        Bytes available (default :func:`available_bytes`, plus this process's resident memory,
+        which the estimate already counts in :data:`BASE_BYTES`).
+
+    Raises
+    ------
+    InsufficientMemoryError
+        One sentence with the image's size, what it needs (and without the reference, where
+        that would fit) and what is available.
+    """
+    if available is None:
+        free = available_bytes()
+        if free is None:
+            return
+        available = free + _resident_bytes()
+    need = estimate_bytes(pixels, k, reference)
+    if need <= available:
+        return
+    what = f"a {pixels / 1e6:.1f}-megapixel image with K = {k} needs about {_gb(need)}"
+    if reference:
+        alone = estimate_bytes(pixels, k, False)
+        what += " with the reference"
+        if alone <= available:
+            what += f" ({_gb(alone)} without it: leave out the reference)"
+    raise InsufficientMemoryError(f"{what}, but {_gb(available)} are available; "
+                                  "use a smaller copy of the image")
+
+
+def _resident_bytes() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return float(line.split()[1]) * 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0

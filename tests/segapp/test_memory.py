@@ -1,0 +1,75 @@
+"""A segmentation the machine has no memory for is refused in one sentence before anything is
+built, instead of ending the process (PyMaxflow's exit(1)) or a MemoryError traceback."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from segapp.cli import main
+from segapp.core import memory, pipeline
+from segapp.core.memory import InsufficientMemoryError, check_memory, estimate_bytes
+from segapp.core.pipeline import SegmentParams, run_segmentation
+
+pytestmark = pytest.mark.usefixtures("app_launches")
+
+
+def test_the_estimate_grows_with_pixels_labels_and_the_reference():
+    a = estimate_bytes(10**6, 2, False)
+    assert estimate_bytes(2 * 10**6, 2, False) - a == pytest.approx(a - estimate_bytes(0, 2, False))
+    assert estimate_bytes(10**6, 4, False) > a
+    assert estimate_bytes(10**6, 2, True) > a
+    # measured (docs/performance.md, Memory): 822 MB at 1 MP and 1384 MB at 2 MP for K = 2,
+    # 1621 and 2566 MB for K = 4; the estimate is not below any of them
+    for mp, k, rss in ((1, 2, 822e6), (2, 2, 1384e6), (1, 4, 1621e6), (2, 4, 2566e6)):
+        assert estimate_bytes(mp * 10**6, k, False) >= rss
+
+
+def test_the_refusal_says_what_fits():
+    need = estimate_bytes(48 * 10**6, 2, True)
+    alone = estimate_bytes(48 * 10**6, 2, False)
+    with pytest.raises(InsufficientMemoryError, match=r"48\.0-megapixel.*K = 2.*leave out the "
+                       r"reference.*available") as info:
+        check_memory(48 * 10**6, 2, True, available=(need + alone) / 2)
+    assert "\n" not in str(info.value)
+    with pytest.raises(InsufficientMemoryError) as info:
+        check_memory(48 * 10**6, 2, True, available=alone / 2)
+    assert "leave out" not in str(info.value)
+    check_memory(48 * 10**6, 2, True, available=need)  # just enough: no error
+
+
+def test_the_pipeline_checks_before_building(monkeypatch):
+    built = []
+    monkeypatch.setattr(pipeline, "build_problem", lambda *a, **kw: built.append(1))
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1e8)
+    monkeypatch.setattr(memory, "_resident_bytes", lambda: 0.0)
+    img = np.zeros((300, 400, 3), np.uint8)
+    with pytest.raises(InsufficientMemoryError, match="0.1-megapixel"):
+        run_segmentation(img, None, SegmentParams(k=2), rect=(10, 10, 100, 100))
+    assert built == []
+
+
+def test_the_cli_refuses_in_one_line_and_writes_nothing(monkeypatch, tmp_path, capsys):
+    import cv2
+    img = tmp_path / "big.png"
+    cv2.imwrite(str(img), np.zeros((200, 300, 3), np.uint8))
+    monkeypatch.setattr(memory, "available_bytes", lambda: 5e8)
+    monkeypatch.setattr(memory, "_resident_bytes", lambda: 0.0)
+    rc = main(["segment", str(img), "--rect", "10,10,100,100", "--out",
+               str(tmp_path / "l.png"), "--report", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "megapixel" in err[0] and "available" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.png"]
+
+
+def test_an_address_space_limit_is_counted():
+    """Under `ulimit -v` (the case that used to end the process) the room left is what the
+    limit allows beyond the memory already mapped."""
+    code = ("import resource; from segapp.core import memory; "
+            "resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, resource.RLIM_INFINITY)); "
+            "left = memory._address_space_left(); "
+            "print(0 < left < 6 * 2**30, memory.available_bytes() <= left)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "True"]
