@@ -5,11 +5,13 @@ import gc
 import logging
 import os
 import sys
+import threading
 import weakref
+from collections.abc import Callable
 
 from PyQt6.QtCore import QCoreApplication, QEvent, QEventLoop, QObject, QTimer
 from PyQt6.QtGui import QColor, QPalette
-from PyQt6.QtWidgets import QApplication
+from PyQt6.QtWidgets import QApplication, QMessageBox
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,7 @@ def run_app(argv: list[str] | None = None, image: str | None = None) -> int:
     app = get_app(argv)
     before = python_owned_qobjects()
     win = MainWindow()
+    restore_hook = install_exception_hook(win)
     win.show()
     # compile the solver's CPU kernels while the user opens an image and paints
     win.start_warm_up()
@@ -100,7 +103,95 @@ def run_app(argv: list[str] | None = None, image: str | None = None) -> int:
     try:
         return int(app.exec())
     finally:
+        restore_hook()
         dispose_window(win, before)
+
+
+def exception_message(exc_type: type, exc: BaseException | None) -> str:
+    """An exception in one line: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()[0] if exc is not None and str(exc).strip() else ""
+    return f"{exc_type.__name__}: {text}" if text else exc_type.__name__
+
+
+def exception_dialog(window, message: str, can_save: bool) -> bool:
+    """Tell the user about an unexpected error; True when they ask to save the session.
+
+    Parameters
+    ----------
+    window : QWidget
+        The dialog's parent.
+    message : str
+        The exception in one line (:func:`exception_message`).
+    can_save : bool
+        Offer a "Save session…" button.
+    """
+    box = QMessageBox(QMessageBox.Icon.Critical, "Unexpected error",
+                      f"Something went wrong: {message}", QMessageBox.StandardButton.NoButton,
+                      window)
+    box.setInformativeText("Your work is kept; the details are in the log."
+                           + (" Saving the session now is recommended." if can_save else ""))
+    save = (box.addButton("Save session…", QMessageBox.ButtonRole.AcceptRole)
+            if can_save else None)
+    close = box.addButton(QMessageBox.StandardButton.Close)
+    box.setDefaultButton(save or close)
+    box.exec()
+    clicked = box.clickedButton()
+    box.deleteLater()
+    return save is not None and clicked is save
+
+
+def install_exception_hook(window) -> Callable[[], None]:
+    """Make ``sys.excepthook`` report uncaught exceptions (in Qt slots, say) in ``window``.
+
+    Each is logged with its traceback, then shown in one error dialog with its one-line message
+    (:func:`exception_dialog`), with an offer to save the session (``window.save_session_as``);
+    the document is not touched. While a dialog is open, further exceptions are only logged. An
+    exception raised outside the GUI thread is shown from the GUI thread. KeyboardInterrupt goes
+    to the previous hook.
+
+    Returns
+    -------
+    callable
+        Puts the previous hook back (call it when the window closes).
+    """
+    from PyQt6 import sip
+
+    previous = sys.excepthook
+    state = {"active": True, "showing": False}
+
+    def report(message: str) -> None:
+        if state["showing"] or not state["active"] or sip.isdeleted(window):
+            return
+        state["showing"] = True
+        try:
+            can_save = bool(window.doc.has_image)
+            if exception_dialog(window, message, can_save) and can_save:
+                try:
+                    window.save_session_as()
+                except Exception:  # noqa: BLE001 - a hook must not raise
+                    log.exception("saving the session after an error failed")
+        finally:
+            state["showing"] = False
+
+    def hook(exc_type, exc, tb) -> None:
+        if not state["active"] or issubclass(exc_type, KeyboardInterrupt):
+            previous(exc_type, exc, tb)
+            return
+        log.error("uncaught exception", exc_info=(exc_type, exc, tb))
+        message = exception_message(exc_type, exc)
+        if threading.current_thread() is not threading.main_thread():  # (Qt's GUI thread)
+            QTimer.singleShot(0, window, lambda: report(message))
+            return
+        report(message)
+
+    sys.excepthook = hook
+
+    def restore() -> None:
+        state["active"] = False
+        if sys.excepthook is hook:
+            sys.excepthook = previous
+
+    return restore
 
 
 def python_owned_qobjects() -> list:

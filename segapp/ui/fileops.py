@@ -9,7 +9,8 @@ from PyQt6.QtCore import QSettings
 from PyQt6.QtGui import QAction
 from PyQt6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
-from segapp.core.session import apply_session, load_session, save_session
+from segapp.core.session import (apply_session, check_session_image, load_session,
+                                  save_session)
 
 log = logging.getLogger(__name__)
 
@@ -204,26 +205,32 @@ class FileOpsMixin:
 
     # ---------------------------------------------------------------- sessions
     def open_session(self, path: str) -> bool:
-        """Open a session JSON (image, K, rectangle, settings, strokes)."""
+        """Open a session JSON (image, K, rectangle, settings, strokes).
+
+        The whole file, and its image, are read and checked before anything in the window
+        changes: a bad file is one error dialog naming the field, and the current work (the
+        document, settings, title, session path and last run) is left as it was."""
         from segapp.core.io import load_image
         try:
             data = load_session(path)
             if not data.image_path:
-                raise ValueError("session has no image")
-            image = load_image(data.image_path)
+                raise ValueError("session field 'image_path': expected the path of the "
+                                 "session's image, got null")
+            try:
+                image = load_image(data.image_path)
+            except (ValueError, OSError) as exc:
+                first = str(exc).splitlines()[0] if str(exc) else data.image_path
+                raise ValueError(f"session field 'image_path': {first}") from exc
+            check_session_image(data, image)
         except (ValueError, OSError) as exc:
-            self.error("Cannot open session", str(exc).splitlines()[0])
+            self.error("Cannot open session", str(exc).splitlines()[0] if str(exc) else path)
             return False
         if not self.maybe_save():
             return False
         self.forget_run()
-        try:
-            apply_session(self.doc, data, image)
-        except ValueError as exc:
-            self.error("Cannot open session", str(exc))
-            return False
+        apply_session(self.doc, data, image)  # (checked above: cannot fail half-way)
         self.show_settings()
-        self.results_panel.opacity.setValue(int(data.extra.get("opacity", 0.55) * 100))
+        self.results_panel.opacity.setValue(round(data.extra.get("opacity", 0.55) * 100))
         self.session_path = str(path)
         self._add_recent(str(path))
         self.update_title()
