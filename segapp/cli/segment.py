@@ -35,6 +35,21 @@ def _finite(text: str) -> float:
     return v
 
 
+def _int_at_least(least: int):
+    """An argparse type: an integer of at least ``least`` (argparse names the option)."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if v < least:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer of at least {least}, got {v}" if least
+                else f"expected a non-negative integer, got {v}")
+        return v
+    return parse
+
+
 def _area(text: str):
     from segapp.core.constraint_text import parse_area  # noqa: PLC0415
     try:
@@ -73,8 +88,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--lam", type=_finite, help="smoothness weight λ (default 10)")
     p.add_argument("--beta", type=_finite, help="contrast β (default: from the image)")
     p.add_argument("--colour-model", default="gmm", choices=COLOUR_MODELS)
-    p.add_argument("--seed", type=int, help="seed of ADMM's random start (default: start at 1/2)")
-    p.add_argument("--max-iter", type=int, help="ADMM iteration limit")
+    p.add_argument("--seed", type=_int_at_least(0),
+                   help="seed of ADMM's random start (default: start at 1/2)")
+    p.add_argument("--max-iter", type=_int_at_least(1), help="ADMM iteration limit")
     p.add_argument("--rho0", type=_finite, help="ADMM starting penalty (relative)")
     p.add_argument("--rho-growth", type=_finite, help="ADMM penalty growth per iteration")
     p.add_argument("--no-polish", action="store_true", help="skip the ICM polish after ADMM")

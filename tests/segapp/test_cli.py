@@ -350,3 +350,17 @@ def test_the_gpu_fallback_is_said_once(case, tmp_path):
                           env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("no usable GPU") == 1, proc.stderr
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--seed=-1", "argument --seed: expected a non-negative integer, got -1"),
+    ("--seed=1.5", "argument --seed: expected an integer, got '1.5'"),
+    ("--max-iter=0", "argument --max-iter: expected an integer of at least 1, got 0"),
+    ("--lam=1e300", "lambda must be at most 1e+06, got 1e+300"),
+])
+def test_numeric_options_are_checked_by_name(case, capsys, flag, message):
+    d, *_ = case
+    code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", flag,
+                         "--out", d / "l.png"], capsys)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (d / "l.png").exists()

@@ -39,11 +39,15 @@ def check_rect(rect: tuple[int, int, int, int], shape: tuple[int, int], k: int) 
     return x, y, w, h
 
 
-def check_scalar(name: str, value: float, positive: bool = False) -> float:
-    """Check a scalar parameter is finite and non-negative (or positive)."""
+def check_scalar(name: str, value: float, positive: bool = False,
+                 upper: float | None = None) -> float:
+    """Check a scalar parameter is finite and non-negative (or positive), and at most
+    ``upper`` when given."""
     v = float(value)
     if not np.isfinite(v) or v < 0 or (positive and v == 0):
         raise ValueError(f"{name} must be finite and {'positive' if positive else 'non-negative'}, got {v}")
+    if upper is not None and v > upper:
+        raise ValueError(f"{name} must be at most {upper:g}, got {v:g}")
     return v
 
 

@@ -28,6 +28,10 @@ logger = logging.getLogger(__name__)
 
 #: Default smoothness weight; see :func:`build_problem` for the reasoning.
 DEFAULT_LAMBDA: float = 10.0
+#: Largest smoothness weight accepted: 1e5 times the default, far past where every labelling
+#: but a constant one costs more than any data term; beyond it the energies (up to 8 lambda a
+#: pixel) lose the data terms to rounding and eventually overflow.
+MAX_LAMBDA: float = 1e6
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,7 +256,7 @@ def problem_from_unary(
         raise ValueError(f"k must be between 2 and {MAX_LABELS}, got {k}")
     if not np.all(np.isfinite(d)):
         raise ValueError("unary costs contain NaN or infinite values")
-    lam = check_scalar("lambda", lam)
+    lam = check_scalar("lambda", lam, upper=MAX_LAMBDA)
     if beta is not None:
         beta = check_scalar("beta", beta)
     hard_img = label_image("hard", hard, shape, k)
@@ -338,7 +342,7 @@ def build_problem(
         raise ValueError(f"k must be between 2 and {MAX_LABELS}, got {k}")
     colours = image_to_float(image)
     shape = colours.shape[:2]
-    lam = check_scalar("lambda", lam)
+    lam = check_scalar("lambda", lam, upper=MAX_LAMBDA)
     if beta is not None:
         beta = check_scalar("beta", beta)
     strokes_img = label_image("strokes", strokes, shape, k)
