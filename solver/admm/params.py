@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from solver.admm.projections import check_p
+
+#: Fields of :class:`ADMMParams` that must be integers (>= 1).
+INTEGER_FIELDS = ("rho_every", "max_iter", "stagnation_window", "pcg_maxiter")
 
 
 @dataclass(frozen=True)
@@ -70,35 +74,73 @@ class ADMMParams:
     fused: bool = True
 
     def validated(self) -> ADMMParams:
-        """Return self after checking every field; raises ValueError naming the bad one."""
+        """Return self after checking every field's type and range.
+
+        Integer fields (:data:`INTEGER_FIELDS`) must be integers (``int`` or a numpy integer, not
+        ``bool``; a float, even an integral one such as ``10.0``, is refused with a message naming
+        the field rather than converted); the other numeric fields must be finite real numbers.
+
+        Returns
+        -------
+        ADMMParams
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            Naming the first bad field, the value given and what was expected.
+        """
         if not isinstance(self.fused, bool):
             raise ValueError(f"ADMM parameter fused must be True or False, got {self.fused!r}")
         for f in fields(self):
             if f.name == "fused":
                 continue
             v = getattr(self, f.name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            if f.name in INTEGER_FIELDS:
+                if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                    raise ValueError(f"ADMM parameter {f.name} must be an integer >= 1, got {v!r} "
+                                     f"(of type {type(v).__name__})")
+                if v < 1:
+                    raise ValueError(f"ADMM parameter {f.name} must be an integer >= 1, got {v}")
+            elif (isinstance(v, bool) or not isinstance(v, numbers.Real)
+                  or not math.isfinite(v)):
                 raise ValueError(f"ADMM parameter {f.name} must be a finite number, got {v!r}")
         positive = ("rho0", "rho_max", "rho_constraints", "tol", "pcg_tol")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"ADMM parameter {name} must be > 0, got {getattr(self, name)}")
+        if self.pcg_tol >= 1:
+            raise ValueError(f"ADMM parameter pcg_tol must be in (0, 1) (a relative residual), "
+                             f"got {self.pcg_tol}")
         if self.rho_growth < 1:
             raise ValueError(f"ADMM parameter rho_growth must be >= 1, got {self.rho_growth}")
         if not 0 < self.gamma < 2:
             raise ValueError(f"ADMM parameter gamma must be in (0, 2), got {self.gamma}")
-        for name in ("max_iter", "rho_every", "stagnation_window", "pcg_maxiter"):
-            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 1:
-                raise ValueError(f"ADMM parameter {name} must be an integer >= 1, "
-                                 f"got {getattr(self, name)}")
         if self.stagnation_tol < 0:
-            raise ValueError("ADMM parameter stagnation_tol must be >= 0")
-        check_p(self.p)
+            raise ValueError("ADMM parameter stagnation_tol must be >= 0, "
+                             f"got {self.stagnation_tol}")
+        check_p(self.p)  # its messages name p
         return self
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> ADMMParams:
-        """Build from keyword arguments, rejecting unknown names."""
+        """Build from keyword arguments, rejecting unknown names.
+
+        Parameters
+        ----------
+        **kwargs
+            Fields of :class:`ADMMParams`; the others keep their defaults.
+
+        Returns
+        -------
+        ADMMParams
+            The validated parameters (see :meth:`validated`).
+
+        Raises
+        ------
+        ValueError
+            For an unknown name, or a value of the wrong type or out of range (naming the field).
+        """
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(kwargs) - known)
         if unknown:

@@ -7,6 +7,7 @@ Everything here runs once per problem (set-up); :mod:`solver.admm.loop` only ite
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -372,38 +373,129 @@ class OneHotKronSystem:
 
 
 # --------------------------------------------------------------------------- validation
+#: Largest dense ``n`` whose smallest eigenvalue :func:`min_eigenvalue` computes exactly (a full
+#: symmetric eigendecomposition, O(n^3) time and an n-by-n workspace); beyond it the Gershgorin
+#: bound, sharpened by ARPACK when it is negative, as for large sparse matrices.
+DENSE_EXACT_EIGEN_MAX_N = 2000
+#: Largest sparse ``n`` that :func:`min_eigenvalue` densifies for an exact eigenvalue.
+SPARSE_EXACT_EIGEN_MAX_N = 1500
+#: Entries of a dense matrix read per block by the checks of :func:`as_matrix` (8 MB of float64),
+#: so that no n-by-n temporary is made.
+_BLOCK_ENTRIES = 1 << 20
+
+
+def _dense_row_blocks(n: int):
+    """Row slices of an n-by-n dense matrix, each of about :data:`_BLOCK_ENTRIES` entries."""
+    rows = max(1, _BLOCK_ENTRIES // max(n, 1))
+    for i in range(0, n, rows):
+        yield slice(i, min(i + rows, n))
+
+
+def _dense_checks(M: np.ndarray) -> tuple[bool, float, float]:
+    """``(all finite, max |M - M'|, max |M|)`` of a square dense matrix, by row blocks."""
+    finite, asym, scale = True, 0.0, 0.0
+    for rows in _dense_row_blocks(M.shape[0]):
+        block = M[rows]
+        if not np.isfinite(block).all():
+            finite = False
+            break
+        scale = max(scale, float(block.max()), -float(block.min()))
+        diff = block - M[:, rows].T
+        asym = max(asym, float(np.abs(diff, out=diff).max()))
+        del diff  # before the next block's
+    return finite, asym, scale
+
+
 def as_matrix(A: Any, name: str = "A") -> Any:
-    """Validate ``A`` (square, finite, symmetric) and return it as CSR or a float64 ndarray."""
+    """Validate ``A`` (square, finite, symmetric) and return it as CSR or a float64 ndarray.
+
+    Symmetry is checked relative to the largest entry (``max |A - A'| <= 1e-10 max |A|``), so the
+    test means the same at every scale. A dense ``A`` is checked by row blocks, without an
+    n-by-n temporary.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or array_like, shape (n, n)
+    name : str
+        The argument's name, for messages.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix or numpy.ndarray
+        ``A`` as float64 (not copied when it already is a float64 array).
+
+    Raises
+    ------
+    ValueError
+        If ``A`` is not a square matrix, has NaN or inf entries, or is not symmetric.
+    """
     if sp.issparse(A):
         M = sp.csr_matrix(A, dtype=np.float64)
-        data = M.data
+        if M.shape[0] != M.shape[1]:
+            raise ValueError(f"{name} must be square, got shape {M.shape}")
+        if not np.all(np.isfinite(M.data)):
+            raise ValueError(f"{name} has non-finite entries (NaN or inf)")
+        asym = abs(M - M.T)
+        asym = asym.max() if M.shape[0] else 0.0
+        scale = abs(M).max() if M.shape[0] and M.nnz else 0.0
     else:
         M = np.asarray(A, dtype=np.float64)
-        data = M
         if M.ndim != 2:
             raise ValueError(f"{name} must be a 2-D matrix, got an array of shape {M.shape}")
-    if M.shape[0] != M.shape[1]:
-        raise ValueError(f"{name} must be square, got shape {M.shape}")
-    if not np.all(np.isfinite(data)):
-        raise ValueError(f"{name} has non-finite entries (NaN or inf)")
-    asym = abs(M - M.T)
-    asym = asym.max() if M.shape[0] else 0.0
-    scale = abs(M).max() if M.shape[0] and (not sp.issparse(M) or M.nnz) else 0.0
-    if asym > 1e-10 * max(scale, 1.0):
-        raise ValueError(f"{name} must be symmetric (max |A - A'| = {asym:.3g})")
+        if M.shape[0] != M.shape[1]:
+            raise ValueError(f"{name} must be square, got shape {M.shape}")
+        finite, asym, scale = _dense_checks(M)
+        if not finite:
+            raise ValueError(f"{name} has non-finite entries (NaN or inf)")
+    if asym > 1e-10 * scale:
+        raise ValueError(f"{name} must be symmetric (max |A - A'| = {asym:.3g}, "
+                         f"max |A| = {scale:.3g})")
     return M
 
 
+def _dense_gershgorin(A: np.ndarray) -> float:
+    """Gershgorin lower bound on the smallest eigenvalue of dense symmetric ``A``, by row blocks."""
+    n, low = A.shape[0], math.inf
+    for rows in _dense_row_blocks(n):
+        block = A[rows]
+        diag = block[np.arange(block.shape[0]), np.arange(rows.start, rows.stop)]
+        radius = np.abs(block).sum(axis=1) - np.abs(diag)
+        low = min(low, float(np.min(diag - radius)))
+    return low
+
+
 def min_eigenvalue(A: Any) -> float:
-    """Smallest eigenvalue of symmetric ``A``: exact for small/dense, a lower bound otherwise."""
+    """Smallest eigenvalue of symmetric ``A``, or a lower bound on it for large ``A``.
+
+    Exact (a full eigendecomposition) for sparse ``n <= SPARSE_EXACT_EIGEN_MAX_N`` and dense
+    ``n <= DENSE_EXACT_EIGEN_MAX_N``. Beyond, the Gershgorin bound when it is non-negative, else
+    ARPACK's smallest eigenvalue lowered by a safety margin (the Gershgorin bound if ARPACK fails);
+    a dense matrix is then read by row blocks and only multiplied by vectors.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or numpy.ndarray, shape (n, n)
+        Symmetric.
+
+    Returns
+    -------
+    float
+        ``lambda_min(A)`` or a lower bound on it (0 for ``n = 0``).
+    """
     n = A.shape[0]
     if n == 0:
         return 0.0
-    if not sp.issparse(A) or n <= 1500:
-        dense = A.toarray() if sp.issparse(A) else A
-        return float(np.linalg.eigvalsh(dense)[0])
-    diag = A.diagonal()
-    gersh = float(np.min(diag - (abs(A).sum(axis=1).A1 - np.abs(diag))))
+    if sp.issparse(A):
+        if n <= SPARSE_EXACT_EIGEN_MAX_N:
+            return float(np.linalg.eigvalsh(A.toarray())[0])
+        diag = A.diagonal()
+        gersh = float(np.min(diag - (abs(A).sum(axis=1).A1 - np.abs(diag))))
+    else:
+        if n <= DENSE_EXACT_EIGEN_MAX_N:
+            return float(np.linalg.eigvalsh(A)[0])
+        log.info("A is dense with n = %d > %d: bounding its smallest eigenvalue instead of a "
+                 "full eigendecomposition", n, DENSE_EXACT_EIGEN_MAX_N)
+        gersh = _dense_gershgorin(A)
     if gersh >= 0:
         return gersh
     try:

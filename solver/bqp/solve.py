@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -12,8 +13,15 @@ import scipy.sparse as sp
 
 from solver.admm.loop import LpBoxADMM
 from solver.admm.params import ADMMParams
-from solver.admm.records import CANCELLED, CONVERGED, ADMMResult, IterationState
+from solver.admm.records import (
+    CANCELLED,
+    CONVERGED,
+    ADMMResult,
+    IterationRecord,
+    IterationState,
+)
 from solver.admm.systems import (
+    DENSE_EXACT_EIGEN_MAX_N,
     GenericSystem,
     as_matrix,
     min_eigenvalue,
@@ -21,7 +29,7 @@ from solver.admm.systems import (
     sparse_operator,
 )
 from solver.backend import get_backend
-from solver.bqp.descent import one_flip_descent
+from solver.bqp.descent import one_flip_descent, unit_scale
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +89,107 @@ def _reduce_constraint(C: sp.csr_matrix, d: np.ndarray, free: np.ndarray, fix: n
                        xf: np.ndarray, equality: bool, name: str):
     d_red = d - C[:, fix] @ xf
     Cf = C[:, free].tocsr()
+    _check_rows(Cf, d_red, equality, name, fixed=fix.size > 0)
     empty = np.diff(Cf.indptr) == 0
-    bad = empty & (np.abs(d_red) > 1e-9 if equality else d_red < -1e-9)
-    if np.any(bad):
-        raise ValueError(f"the fixed values make {name} row {int(np.flatnonzero(bad)[0])} infeasible")
     return Cf[~empty], d_red[~empty]
+
+
+#: Most subset sums :func:`_check_rows` enumerates (over all short rows together) to find
+#: equality rows that no 0/1 point meets although their bounds allow it.
+_ENUMERATION_BUDGET = 1 << 22
+#: Longest row whose subset sums are enumerated.
+_ENUMERATION_MAX_NNZ = 12
+
+
+def _check_rows(C: sp.csr_matrix, d: np.ndarray, equality: bool, name: str, fixed: bool) -> None:
+    """Raise ValueError naming the first row of ``C x = d`` (or ``C x <= d``) that no 0/1 point
+    meets within the tolerance by which results are called feasible (1e-9).
+
+    Over 0/1 points ``c'x`` ranges over ``[sum of negative c, sum of positive c]``; an inequality
+    row is feasible exactly when the lower end is at most ``d``. An equality row also needs ``d``
+    to be a sum of a subset of its coefficients: checked exactly for short rows (by enumeration)
+    and, for rows of integer coefficients, by their greatest common divisor.
+    """
+    if C.shape[0] == 0:
+        return
+    rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
+    lo = np.bincount(rows, weights=np.minimum(C.data, 0.0), minlength=C.shape[0])
+    hi = np.bincount(rows, weights=np.maximum(C.data, 0.0), minlength=C.shape[0])
+    absd = np.abs(d)
+    # rounding of the sums, plus the absolute 1e-9 of ADMMResult.feasible
+    tol = 1e-9 + 1e-12 * (hi - lo + absd)
+    after = " once the fixed variables take their values" if fixed else ""
+
+    def fail(i: int, why: str) -> None:
+        rel = "=" if equality else "<="
+        raise ValueError(f"{name} row {i} is infeasible{after}: no 0/1 point x has "
+                         f"C[{i}] x {rel} {d[i]:.6g}; {why}")
+
+    if not equality:
+        bad = np.flatnonzero(lo > d + tol)
+        if bad.size:
+            i = int(bad[0])
+            fail(i, f"the smallest value C[{i}] x takes is {lo[i]:.6g}")
+        return
+    bad = np.flatnonzero((d < lo - tol) | (d > hi + tol))
+    if bad.size:
+        i = int(bad[0])
+        fail(i, f"C[{i}] x takes values in [{lo[i]:.6g}, {hi[i]:.6g}] only")
+    nnz = np.diff(C.indptr)
+    # integer rows: every subset sum is a multiple of the coefficients' gcd
+    whole = (C.data == np.round(C.data)) & (np.abs(C.data) < 2.0**53)
+    nonempty = np.flatnonzero(nnz > 0)
+    if nonempty.size:
+        starts = C.indptr[:-1][nonempty]
+        all_whole = np.logical_and.reduceat(whole, starts)
+        if np.any(all_whole):
+            ints = np.where(whole, np.abs(C.data), 0.0).astype(np.int64)
+            g = np.gcd.reduceat(ints, starts).astype(np.float64)
+            dd = d[nonempty]
+            off = np.abs(dd - g * np.round(dd / np.where(g > 0, g, 1.0)))
+            bad = nonempty[all_whole & (g > 0) & (off > tol[nonempty])]
+            if bad.size:
+                i = int(bad[0])
+                gi = int(g[np.searchsorted(nonempty, i)])
+                fail(i, "its coefficients are integers" + (
+                    f" whose sums are all multiples of {gi}" if gi > 1 else ", so C x is one"))
+    # short rows: every subset sum, within a budget
+    budget = _ENUMERATION_BUDGET
+    for k in range(1, _ENUMERATION_MAX_NNZ + 1):
+        sel = np.flatnonzero(nnz == k)
+        if sel.size == 0:
+            continue
+        bits = ((np.arange(1 << k)[None, :] >> np.arange(k)[:, None]) & 1).astype(np.float64)
+        chunk = max(1, (1 << 20) >> k)
+        for j in range(0, sel.size, chunk):
+            part = sel[j:j + chunk]
+            if part.size << k > budget:
+                return
+            budget -= part.size << k
+            coef = C.data[C.indptr[part][:, None] + np.arange(k)[None, :]]
+            miss = np.min(np.abs(coef @ bits - d[part][:, None]), axis=1)
+            bad = part[miss > tol[part]]
+            if bad.size:
+                fail(int(bad[0]), "it is not the sum of any subset of the row's coefficients")
+
+
+def _warn_if_infeasible(result: ADMMResult, eqc: Any, ineqc: Any, x: np.ndarray) -> None:
+    """Log a warning when the returned point violates the constraints."""
+    if result.feasible or result.status == CANCELLED:
+        return
+    eq_v = float(np.max(np.abs(eqc[0] @ x - eqc[1]))) if eqc is not None and eqc[1].size else 0.0
+    in_v = (float(np.max(ineqc[0] @ x - ineqc[1], initial=0.0))
+            if ineqc is not None and ineqc[1].size else 0.0)
+    log.warning("solve_bqp: no feasible point found (status %s after %d iterations): the "
+                "returned x violates the equality rows by up to %.3g and the inequality rows "
+                "by up to %.3g; the rows may contradict one another, or more iterations "
+                "(max_iter) or a larger rho_constraints may help. Check result.feasible.",
+                result.status, result.iterations, eq_v, in_v)
+
+
+def _scaled_record(rec: IterationRecord, s: float) -> IterationRecord:
+    return replace(rec, objective=rec.objective * s,
+                   objective_rounded=rec.objective_rounded * s, rho=rec.rho * s)
 
 
 def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed: Any = None,
@@ -123,15 +227,29 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     Returns
     -------
     ADMMResult
-        ``.x`` (numpy 0/1 vector over all variables), ``.objective``, ``.iterations``,
-        ``.converged``, ``.history`` and more.
+        ``.x`` (numpy 0/1 vector over all variables), ``.objective``, ``.feasible``,
+        ``.iterations``, ``.converged``, ``.history`` and more. ``.feasible`` is False when no
+        point meeting the constraints (within 1e-9) was found; ``.x`` is then the least violating
+        point seen, and a warning is logged (logger ``solver.bqp.solve``).
 
     Raises
     ------
     ValueError
-        For any malformed argument (the message says what was expected).
+        For any malformed argument (the message says what was expected), and for a constraint
+        row that no 0/1 point can meet (naming the row): an equality row whose right-hand side
+        lies outside the range of ``c'x`` over 0/1 points or is no sum of a subset of its
+        coefficients (checked exactly for rows of up to 12 entries, and by the greatest common
+        divisor for integer rows), or an inequality row whose smallest value exceeds ``d``.
     GPUUnavailableError
         For ``backend="gpu"`` without a usable GPU.
+
+    Notes
+    -----
+    The result does not depend on the scale of the problem: ``A`` and ``b`` are divided by a
+    power of two (exactly) that brings their largest entry near 1 before any tolerance is
+    applied, and the objectives reported (result, history and callback) are multiplied back, so
+    ``solve_bqp(c A, c b)`` returns the same ``x`` as ``solve_bqp(A, b)`` with ``c`` times the
+    objective, for ``c`` from 1e-30 to 1e30 and beyond. Constraints are not rescaled.
     """
     t0 = time.perf_counter()
     opts = ADMMParams.from_kwargs(**params)
@@ -144,11 +262,33 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     free = np.setdiff1d(np.arange(n), fix)
     x_start = None if x0 is None else _vector(x0, n, "x0")[free]
 
-    A_free_rows = A[free]
-    Af = A_free_rows[:, free]
-    Afc = A_free_rows[:, fix]
+    # Work at unit scale: divide A and b by a power of two (exact; 1 for problems already near
+    # unit scale), so every tolerance below (the shift's margin, the eigenvalue bound's, the flip
+    # descent's, the stopping test's) is relative to the problem's scale.
+    s = unit_scale(A.data if sp.issparse(A) else A, b)
+    b = b / s
+    owned = False  # whether the dense Af is our own copy (so it may be changed in place)
+    if sp.issparse(A):
+        if s != 1.0:
+            A = A / s
+        A_free_rows = A[free]
+        Af = A_free_rows[:, free]
+        Afc = A_free_rows[:, fix]
+        Aff = A[fix][:, fix]
+    elif fix.size:
+        A_free_rows = A[free]
+        Af, Afc, Aff = A_free_rows[:, free], A_free_rows[:, fix], A[fix][:, fix]
+        del A_free_rows
+        if s != 1.0:
+            Af /= s
+            Afc, Aff = Afc / s, Aff / s
+        owned = True
+    else:  # no n-by-n copy unless the scale or the shift needs one
+        Af, Afc, Aff = A, A[:, :0], A[:0, :0]
+        if s != 1.0:
+            Af, owned = np.divide(A, s, order="F"), True
     bf = b[free] + 2.0 * (Afc @ xf)
-    constant = float(xf @ (A[fix][:, fix] @ xf) + b[fix] @ xf)
+    constant = float(xf @ (Aff @ xf) + b[fix] @ xf)
     if eqc is not None:
         eqc = _reduce_constraint(*eqc, free, fix, xf, True, "eq")
     if ineqc is not None:
@@ -161,29 +301,47 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
 
     if free.size == 0:
         x = expand(np.zeros(0))
-        return ADMMResult(x=x.astype(np.int8), objective=constant, feasible=True, iterations=0,
-                          status=CONVERGED, time_s=time.perf_counter() - t0,
+        return ADMMResult(x=x.astype(np.int8), objective=constant * s, feasible=True,
+                          iterations=0, status=CONVERGED, time_s=time.perf_counter() - t0,
                           setup_time_s=time.perf_counter() - t0, x_continuous=x,
                           backend=be.name)
     lam_min = min_eigenvalue(Af)
     if lam_min < 0:
         alpha = -lam_min * (1 + 1e-9) + 1e-12
         log.info("A is indefinite (min eigenvalue %.3g): shifting by %.3g on the diagonal",
-                 lam_min, alpha)
-        Af = (Af + alpha * (sp.identity(Af.shape[0]) if sp.issparse(Af) else np.eye(Af.shape[0])))
+                 lam_min * s, alpha * s)
+        if sp.issparse(Af):
+            Af = Af + alpha * sp.identity(Af.shape[0])
+        else:
+            if not (owned and Af.flags.c_contiguous):
+                Af = np.array(Af, order="C")
+            Af[np.diag_indices_from(Af)] += alpha
         bf = bf - alpha
+    elif not sp.issparse(Af) and Af.shape[0] <= DENSE_EXACT_EIGEN_MAX_N:
+        # column-major, as the dense A's free block has always been passed on (the same sums,
+        # so the same results as before); a large one is used as given, sparing a copy
+        Af = np.asfortranarray(Af)
     scale = problem_scale(Af, bf)
+    run_callback = callback
+    if callback is not None and s != 1.0:  # the caller sees the objective at its scale
+        def run_callback(state: IterationState) -> bool:
+            shown = replace(state, record=_scaled_record(state.record, s))
+            return bool(callback(shown)) or shown.stop_requested
     solver = LpBoxADMM(
         GenericSystem(Af, be), bf,
         eq=None if eqc is None else sparse_operator(*eqc, be),
         ineq=None if ineqc is None else sparse_operator(*ineqc, be),
         scale=scale, constant=constant, expand=expand, params=opts, backend=be,
     )
-    result = solver.run(x0=x_start, seed=seed, callback=callback,
+    result = solver.run(x0=x_start, seed=seed, callback=run_callback,
                         setup_time_s=time.perf_counter() - t0)
     if polish and eqc is None and ineqc is None and result.status != CANCELLED:
-        xp, change, flips = one_flip_descent(Af, bf, result.x[free])
+        xp, change, flips = one_flip_descent(Af, bf, result.x[free], tol=1e-12)
         if flips:
             result.x = expand(xp).astype(np.int8)
             result.objective += change
+    if s != 1.0:
+        result.objective *= s
+        result.history = [_scaled_record(r, s) for r in result.history]
+    _warn_if_infeasible(result, eqc, ineqc, result.x[free].astype(np.float64))
     return result

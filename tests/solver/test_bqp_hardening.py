@@ -1,0 +1,165 @@
+"""``solve_bqp`` and ``ADMMParams`` on bad or extreme inputs (issue 34, items 6 to 9)."""
+
+import logging
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from solver import ADMMParams, solve_bqp
+from solver.admm import systems
+from solver.admm.params import INTEGER_FIELDS
+from solver.admm.systems import as_matrix, min_eigenvalue
+from solver.bqp import one_flip_descent
+from .conftest import brute_force
+
+
+def _indefinite(seed, n=6):
+    rng = np.random.default_rng(seed)
+    M = rng.normal(size=(n, n))
+    return (M + M.T) / 2, rng.normal(size=n)
+
+
+# --------------------------------------------------------------- item 6: scale
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_same_solution_and_scaled_objective_at_every_scale(seed):
+    A, b = _indefinite(seed)
+    ref = solve_bqp(A, b)
+    if seed < 2:  # seed 1 is the issue's example (all ones, "converged", at 1e-28 before)
+        assert ref.x @ A @ ref.x + b @ ref.x == pytest.approx(brute_force(A, b), rel=1e-12)
+    for k in (-30, -28, -24, -20, -12, -6, 6, 12, 20, 24, 30):
+        s = 10.0 ** k
+        seen = []
+        res = solve_bqp(A * s, b * s, callback=lambda st: seen.append(st.objective_rounded))
+        f = float(res.x @ A @ res.x + b @ res.x)
+        assert np.array_equal(res.x, ref.x), k
+        assert res.status == "converged"
+        assert res.objective == pytest.approx(s * f, rel=1e-12), k
+        # the history and the callback report at the caller's scale too
+        assert res.history[res.best_iteration - 1].objective_rounded == pytest.approx(
+            s * f, rel=1e-9, abs=1e-9 * s)
+        assert seen == [r.objective_rounded for r in res.history]
+
+
+def test_flip_descent_threshold_is_relative():
+    # one flip lowers the objective by 1e-20: a real improvement at this scale
+    x, change, flips = one_flip_descent(sp.csr_matrix((1, 1)), np.array([-1e-20]), np.zeros(1))
+    assert flips == 1 and x[0] == 1 and change == pytest.approx(-1e-20)
+
+
+def test_symmetry_check_is_relative():
+    with pytest.raises(ValueError, match="symmetric"):
+        as_matrix(np.array([[1.0, 2.0], [0.0, 1.0]]) * 1e-20)
+    with pytest.raises(ValueError, match="symmetric"):
+        as_matrix(sp.csr_matrix(np.array([[1.0, 2.0], [0.0, 1.0]]) * 1e-20))
+
+
+# --------------------------------------------------------------- item 7: parameters
+@pytest.mark.parametrize("name", INTEGER_FIELDS)
+@pytest.mark.parametrize("value", [10.0, 5.5, True, "5", None, 0, -3])
+def test_integer_parameters_must_be_integers(name, value):
+    with pytest.raises(ValueError, match=name) as err:
+        ADMMParams.from_kwargs(**{name: value})
+    assert "integer" in str(err.value)
+
+
+def test_integer_parameters_accept_numpy_integers():
+    p = ADMMParams.from_kwargs(max_iter=np.int64(10), stagnation_window=np.int32(3))
+    assert p.max_iter == 10 and p.stagnation_window == 3
+
+
+def test_float_max_iter_is_a_value_error_in_solve_bqp():
+    A, b = _indefinite(0)
+    for name, value in (("max_iter", 10.0), ("stagnation_window", 5.0)):
+        with pytest.raises(ValueError, match=name):
+            solve_bqp(A, b, **{name: value})
+
+
+@pytest.mark.parametrize("name, value", [
+    ("rho0", 0.0), ("rho0", "1"), ("rho0", float("inf")), ("rho_growth", 0.5),
+    ("rho_max", -1.0), ("rho_constraints", 0.0), ("gamma", 2.0), ("tol", 0.0),
+    ("stagnation_tol", -1e-9), ("pcg_tol", 0.0), ("pcg_tol", 1.0), ("p", 3.0), ("fused", 1),
+])
+def test_every_parameter_message_names_the_parameter(name, value):
+    with pytest.raises(ValueError, match=name):
+        ADMMParams.from_kwargs(**{name: value})
+
+
+# --------------------------------------------------------------- item 8: infeasible constraints
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(eq=(np.ones((1, 6)), [7.0])), r"eq row 0 is infeasible.*values in \[0, 6\]"),
+    (dict(eq=(-np.ones((1, 6)), [1.0])), r"eq row 0 is infeasible"),
+    (dict(eq=(np.vstack([np.ones(6), 2 * np.ones(6)]), [2.0, 3.0])),
+     r"eq row 1 is infeasible.*multiples of 2"),
+    (dict(eq=(np.array([[3.0, 5.0, 0, 0, 0, 0]]), [4.0])), r"eq row 0 .*not the sum of any subset"),
+    (dict(eq=(np.ones((1, 6)), [2.5])), r"eq row 0 .*integers, so C x is one"),
+    (dict(eq=(np.array([[0.5, 0.25, 0, 0, 0, 0]]), [0.5 + 0.125])), r"eq row 0 .*subset"),
+    (dict(ineq=(np.array([[1.0, 1, 0, 0, 0, 0], [1.0, -1, 0, 0, 0, 0]]), [1.0, -1.5])),
+     r"ineq row 1 is infeasible.*smallest value C\[1\] x takes is -1"),
+    (dict(eq=(np.ones((1, 6)), [1.0]), fixed=([0, 1], [1, 1])),
+     r"eq row 0 is infeasible once the fixed"),
+])
+def test_rows_no_binary_point_meets_are_refused_up_front(kwargs, match):
+    A, b = _indefinite(0)
+    with pytest.raises(ValueError, match=match):
+        solve_bqp(A, b, max_iter=100000, **kwargs)
+
+
+def test_rows_that_binary_points_meet_are_accepted(caplog):
+    A, b = _indefinite(0)
+    C = np.array([[1.0, -1, 0, 0, 0, 0], [2.0, 2, 2, 0, 0, 0], [0.5, 0.25, 0.125, 0, 0, 0]])
+    with caplog.at_level(logging.WARNING, logger="solver.bqp.solve"):
+        res = solve_bqp(A, b, eq=(C, [0.0, 4.0, 0.75]),
+                        ineq=(np.array([[-1.0, 0, 0, 1, 1, 1]]), [-1.0]))
+    assert res.feasible
+    assert not caplog.records
+
+
+def test_jointly_infeasible_rows_warn(caplog):
+    A, b = _indefinite(0)
+    C = np.array([[1.0, 1, 0, 0, 0, 0], [1.0, 1, 0, 0, 0, 0]])  # x0 + x1 = 1 and = 2
+    with caplog.at_level(logging.WARNING, logger="solver.bqp.solve"):
+        res = solve_bqp(A, b, eq=(C, [1.0, 2.0]), max_iter=30)
+    assert not res.feasible
+    assert any("no feasible point" in r.getMessage() and r.levelno == logging.WARNING
+               for r in caplog.records)
+
+
+# --------------------------------------------------------------- item 9: large dense inputs
+def _householder_matrix(eigs, seed=0):
+    """Dense symmetric ``H diag(eigs) H`` with a Householder ``H``, built in O(n^2)."""
+    w = np.random.default_rng(seed).normal(size=eigs.size)
+    w /= np.linalg.norm(w)
+    dw = eigs * w
+    A = np.diag(eigs)
+    A -= 2.0 * np.outer(w, dw) + 2.0 * np.outer(dw, w)
+    A += 4.0 * (w @ dw) * np.outer(w, w)
+    return (A + A.T) / 2
+
+
+def test_large_dense_matrix_skips_the_full_eigendecomposition(monkeypatch):
+    n = systems.DENSE_EXACT_EIGEN_MAX_N + 100
+    A = _householder_matrix(np.linspace(-3.0, 5.0, n))
+
+    def refuse(*_a, **_k):
+        raise AssertionError("full eigendecomposition of a large dense matrix")
+
+    monkeypatch.setattr(np.linalg, "eigvalsh", refuse)
+    low = min_eigenvalue(A)
+    assert -3.0 * (1 + 1e-2) <= low <= -3.0
+    res = solve_bqp(A, np.ones(n), max_iter=3, polish=False)
+    assert res.x.shape == (n,)
+
+
+def test_symmetry_check_makes_no_full_size_temporary():
+    n = 2000
+    A = np.random.default_rng(0).normal(size=(n, n))
+    A = A + A.T
+    tracemalloc.start()
+    try:
+        as_matrix(A)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < A.nbytes / 3  # blocks of at most 8 MB
