@@ -63,7 +63,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "polish": (["solver/mrf/polish/pipeline.py"],
                ["tests/solver/test_mrf_admm.py", "tests/solver/test_mrf_fusion.py",
                 "tests/solver/test_mrf_freeze.py", "tests/solver/test_constraints.py",
-                "tests/solver/test_quality.py"]),
+                "tests/solver/test_quality.py", "tests/solver/test_polish_driver.py"]),
 }
 
 # Where a group guards only part of a module: the mutants run (fnmatch patterns on mutant

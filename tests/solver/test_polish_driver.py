@@ -1,0 +1,91 @@
+"""What the polish driver (solver.mrf.polish.pipeline.polish_labels) hands its steps: the caller's
+options reach every region pass and the constrained polish, and a split move is followed by ICM
+and a region pass. (The steps' own results are tested with each step.)"""
+
+import numpy as np
+import pytest
+
+from solver.mrf import Constraints, build_problem, solve_mrf
+from solver.mrf.build.constraints import AreaBound
+from solver.mrf.build.problem import with_constraints
+from solver.mrf.options import PolishOptions
+from solver.mrf.polish import pipeline
+from tests.solver._mrf_helpers import shapes_image
+
+CUSTOM = PolishOptions(region_cap=1 / 64, region_cap_min=512, final_fusion_rounds=2,
+                       thresholds=(0.3, 0.7))
+
+
+def _case(k=3, seed=2):
+    image, _, strokes = shapes_image(seed=seed, k=k, size=48, noise=0.25)
+    p = build_problem(image, strokes, k)
+    res = solve_mrf(p, "admm", polish=False, max_iter=25, seed=seed)
+    return p, res.labels, [np.asarray(res.x_continuous).reshape(p.n, k)]
+
+
+def _spy(monkeypatch, name, log):
+    real = getattr(pipeline, name)
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        log.append((name, kwargs.get("options"), out))
+        return out
+
+    monkeypatch.setattr(pipeline, name, spy)
+
+
+def test_every_region_pass_gets_the_callers_options(monkeypatch):
+    p, labels, weights = _case()
+    log = []
+    _spy(monkeypatch, "_settle_in_place", log)
+    out = pipeline.polish_labels(p, labels, weights, options=CUSTOM)
+    assert len(log) >= 2
+    assert all(opts is CUSTOM for _, opts, _ in log)
+    assert p.energy(out) <= p.energy(labels)
+
+
+def test_a_constrained_problem_gets_the_callers_options(monkeypatch):
+    p, labels, weights = _case()
+    q = with_constraints(p, Constraints(area=(AreaBound(1, 0.05, 0.6),)))
+    seen = []
+    real = pipeline.constrained_polish
+    monkeypatch.setattr(pipeline, "constrained_polish",
+                        lambda *a, **kw: seen.append((a, kw)) or real(*a, **kw))
+    pipeline.polish_labels(q, labels, weights, options=CUSTOM)
+    assert len(seen) == 1
+    args, kwargs = seen[0]
+    assert (kwargs.get("options") if "options" in kwargs else args[3]) is CUSTOM
+
+
+def _fake_step(name, log, returns):
+    """A polish step that changes a block of the labels (as a real one may) and reports it."""
+    def step(problem, lab, *args, **kwargs):
+        log.append((name, None, returns))
+        block = lab.reshape(problem.shape)[20:26, 20:26]
+        block[...] = (block[3, 3] + 1) % problem.k
+        return returns
+    return step
+
+
+@pytest.mark.parametrize("step, returns", [
+    ("_split_moves_in_place", 1), ("_fuse_descents_in_place", True),
+    ("fuse_edge_snapped_into", True), ("fuse_level_sets_into", 3)])
+def test_each_step_that_changes_the_labels_is_followed_by_a_region_pass(monkeypatch, step,
+                                                                        returns):
+    """After a split move, a descent fusion, an edge-snapped fusion or a level-set fusion
+    changes the labels, a region pass with the caller's options looks at the result before the
+    next step (their regions can leave islands that only a region move removes)."""
+    p, labels, weights = _case()
+    log = []
+    quiet = {"_split_moves_in_place": 0, "_fuse_descents_in_place": False,
+             "fuse_edge_snapped_into": False, "fuse_level_sets_into": 0}
+    for name, none in quiet.items():  # every other step finds nothing
+        monkeypatch.setattr(pipeline, name, _fake_step(name, log, returns) if name == step
+                            else (lambda *a, _n=name, _v=none, **kw: log.append((_n, None, _v))
+                                  or _v))
+    _spy(monkeypatch, "_settle_in_place", log)
+    pipeline.polish_labels(p, labels, weights, options=CUSTOM)
+    names = [name for name, _, _ in log]
+    at = names.index(step)
+    assert names[at + 1] == "_settle_in_place", names
+    assert all(opts is CUSTOM for name, opts, _ in log if name == "_settle_in_place")
