@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from segapp.core.isolated import IsolatedReference, ReferenceStopped
+from segapp.core.isolated import shared as shared_reference
 from segapp.core.memory import check_memory
 from solver.admm.records import IterationRecord, converged
 from solver.backend import GPUUnavailableError, get_backend, gpu_errors
@@ -125,7 +127,8 @@ class SegmentationResult:
         ``(n, K)`` last continuous ADMM iterate, for warm starts.
     problem : MRFProblem
     warnings : list of str
-        Things the user should be told (e.g. the GPU fallback).
+        Things the user should be told (e.g. the GPU fallback, or an isolated reference that
+        stopped).
     build_time_s, reference_time_s : float
     """
 
@@ -196,6 +199,8 @@ def run_segmentation(
     reference: bool = True,
     notice: Callable[[str], None] | None = None,
     phase: Callable[[str], None] | None = None,
+    isolate_reference: bool | IsolatedReference = False,
+    cancelled: Callable[[], bool] | None = None,
 ) -> SegmentationResult:
     """Segment ``image`` from strokes / rectangle / hard constraints.
 
@@ -226,6 +231,17 @@ def run_segmentation(
     reference : bool
         Also solve the yardstick first (min-cut for K = 2, α-expansion otherwise; under
         constraints :func:`solver.mrf.yardstick_for`'s choice).
+    isolate_reference : bool or IsolatedReference
+        Solve the yardstick in a child process (:mod:`segapp.core.isolated`): that given, or
+        with True the process-wide one (:func:`segapp.core.isolated.shared`). A child that
+        ends (a native library's ``exit()`` when memory runs out) or runs out of memory costs
+        only the reference: the run goes on without it, and ``warnings`` says so. The child
+        is started before the model is built, so its start-up overlaps the build. False (the
+        CLI's choice, whose own exit status reports a death): in this process.
+    cancelled : callable, optional
+        Polled while an isolated reference runs; when it returns True the reference is
+        abandoned (its child ended) and the run goes on to the solve without it (whose
+        ``callback`` is then expected to stop it).
 
     Returns
     -------
@@ -258,7 +274,13 @@ def run_segmentation(
 
     ref_method = yardstick_method(params.k, level)
     h, w = np.shape(image)[:2]
-    check_memory(h * w, params.k, reference and params.solver != ref_method)
+    with_reference = reference and params.solver != ref_method
+    check_memory(h * w, params.k, with_reference)
+    isolated = None
+    if with_reference and isolate_reference:
+        isolated = (isolate_reference if isinstance(isolate_reference, IsolatedReference)
+                    else shared_reference())
+        isolated.start()  # (returns at once: the child's imports overlap the build)
     step("model")
     t0 = time.perf_counter()
     problem = build_problem(
@@ -271,11 +293,22 @@ def run_segmentation(
     ref_labels = ref_energy = ref_bound = None
     ref_detail = ""
     ref_time = 0.0
-    if reference and params.solver != ref_method:
+    if with_reference:
         step("reference")
-        ref = solve_mrf(problem, ref_method)
-        ref_labels, ref_energy, ref_time = ref.labels, ref.energy, ref.time_s
-        ref_bound, ref_detail = ref.bound, ref.detail
+        t_ref = time.perf_counter()
+        if isolated is None:
+            ref = solve_mrf(problem, ref_method)
+        else:
+            try:
+                ref = isolated.solve(problem, ref_method, cancelled=cancelled)
+            except ReferenceStopped as exc:
+                ref = None
+                warn(str(exc))
+        if ref is not None:
+            ref_labels, ref_energy, ref_time = ref.labels, ref.energy, ref.time_s
+            ref_bound, ref_detail = ref.bound, ref.detail
+            if isolated is not None:  # the phase's wall time: the child's start-up and pipe too
+                ref_time = time.perf_counter() - t_ref
     step("solve")
     if params.solver == "admm":
         backend = resolve_backend(params.backend, warn, problem.n, problem.k)

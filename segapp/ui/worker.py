@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 from PyQt6.QtCore import QObject, QThread, pyqtSignal, pyqtSlot
 
+from segapp.core.isolated import IsolatedReference
+
 log = logging.getLogger(__name__)
 
 FRAME_INTERVAL = 1.0 / 10.0   # at most ~10 frames a second
@@ -85,9 +87,12 @@ class SolveWorker(QObject):
     finished = pyqtSignal(object)
     failed = pyqtSignal(str)
 
-    def __init__(self, job: SolveJob, frame_interval: float = FRAME_INTERVAL) -> None:
+    def __init__(self, job: SolveJob, frame_interval: float = FRAME_INTERVAL,
+                 isolated: IsolatedReference | None = None) -> None:
         super().__init__()
         self.job = job
+        # the child process the reference runs in (an IsolatedReference; None: the shared one)
+        self.isolated = isolated
         self.frame_interval = frame_interval  # seconds between live frames, at least
         self._cancel = threading.Event()
         self._batch: list[Record] = []
@@ -142,10 +147,16 @@ class SolveWorker(QObject):
         from segapp.core.pipeline import run_segmentation
         job = self.job
         # (a GPU that is missing or fails is the pipeline's to handle: it runs the solve on
-        # the CPU and says so through ``notice`` at once)
+        # the CPU and says so through ``notice`` at once). The reference always runs in a
+        # child process: a native library that ends its process (PyMaxflow out of memory)
+        # then costs the reference, said in the outcome's warnings, and not the window; a
+        # cancel abandons it at once.
         return run_segmentation(job.image, job.strokes, job.params, rect=job.rect, hard=job.hard,
                                 callback=self._callback, x0=job.x0, reference=job.reference,
-                                notice=self.notice.emit, phase=self.phase.emit)
+                                notice=self.notice.emit, phase=self.phase.emit,
+                                isolate_reference=(True if self.isolated is None
+                                                   else self.isolated),
+                                cancelled=self._cancel.is_set)
 
     @pyqtSlot()
     def run(self) -> None:
@@ -249,7 +260,7 @@ def _release(thread: QThread, worker: SolveWorker, timeout_ms: int) -> None:
     thread.quit()
     if thread.wait(timeout_ms):
         return
-    # still inside a step that does not poll cancel (building the model, the reference solve)
+    # still inside a step that does not poll cancel (building the model)
     log.warning("solve still running %d ms after cancel; it finishes in the background",
                 timeout_ms)
     _stale.append((thread, worker))
@@ -275,6 +286,9 @@ class SolveController(QObject):
         super().__init__(parent)
         self._thread: QThread | None = None
         self._worker: SolveWorker | None = None
+        # the long-lived child process of the runs' references (started by the first run,
+        # reused by the next; ended by shutdown)
+        self.reference_process = IsolatedReference()
 
     @property
     def running(self) -> bool:
@@ -293,7 +307,7 @@ class SolveController(QObject):
             raise RuntimeError("a solve is already running")
         _reap_stale()
         thread = QThread()
-        worker = SolveWorker(job)
+        worker = SolveWorker(job, isolated=self.reference_process)
         worker.moveToThread(thread)
         thread.started.connect(worker.run)
         worker.frame.connect(self._on_frame)
@@ -356,11 +370,17 @@ class SolveController(QObject):
             self.failed.emit(msg)
 
     def shutdown(self, timeout_ms: int = 5000) -> None:
-        """Cancel the solve and wait for its thread (used when the window closes).
+        """Cancel the solve, end the reference's child process and wait for the solve's thread
+        (used when the window closes).
 
         A solve that does not stop within ``timeout_ms`` is left to finish in the background
-        (see :func:`wait_stale`); its signals are ignored from now on.
+        (see :func:`wait_stale`); its signals are ignored from now on. The child is ended
+        without waiting for its solve (a later run starts a fresh one), so closing the window
+        never waits for a reference.
         """
-        if self._worker is not None:
-            self._worker.cancel()
+        worker = self._worker
+        if worker is not None:
+            worker.cancel()  # (first: the reference's end then reads as a cancel, not a death)
+        self.reference_process.close()
+        if worker is not None:
             self._stop_thread(timeout_ms)

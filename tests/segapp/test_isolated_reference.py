@@ -1,0 +1,272 @@
+"""The reference (min-cut / α-expansion) in a child process (issue 34, item 1).
+
+PyMaxflow's graph reallocation calls ``exit(1)`` when memory runs out, which ended the whole
+app, unsaved work and all. The app now solves its reference in a long-lived child process
+(:mod:`segapp.core.isolated`): the same answer as in-process; a child that dies costs only the
+reference (the run shows ADMM's answer and says why there is no reference) and the next run
+gets a fresh child; a cancel abandons it; closing the window ends it without waiting.
+
+A child is made to die by swapping :data:`segapp.core.isolated.CHILD_TARGET`, the function the
+child runs, named as ``module:name`` (the child imports it fresh: it is started with spawn).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from segapp.core import isolated
+from segapp.core.constraint_text import parse_area
+from segapp.core.isolated import IsolatedReference
+from segapp.core.pipeline import SegmentParams, run_segmentation
+from solver.mrf import Constraints
+
+HERE = __name__  # the module the child imports the swapped targets from
+
+
+# ------------------------------------------------------------- targets the child may run
+def die(problem, method):  # noqa: ARG001 - as PyMaxflow does when memory runs out
+    os._exit(1)
+
+
+def out_of_memory(problem, method):  # noqa: ARG001
+    raise MemoryError
+
+
+def bad_input(problem, method):  # noqa: ARG001
+    raise ValueError("a bad input, said in one line")
+
+
+def hang(problem, method):  # noqa: ARG001 - a reference far too slow to wait for
+    time.sleep(120)
+
+
+# ------------------------------------------------------------------------------ images
+def bands(k: int, h: int = 36, w: int = 42, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``k`` vertical bands of distinct grey with noise, and a stroke in each."""
+    rng = np.random.default_rng(seed)
+    band = np.minimum(np.arange(w) * k // w, k - 1)
+    grey = np.linspace(40, 210, k)[band]
+    img = np.clip(grey[None, :] + rng.normal(0, 25, (h, w)), 0, 255).astype(np.uint8)
+    strokes = np.zeros((h, w), np.int32)
+    for lab in range(k):
+        cols = np.flatnonzero(band == lab)
+        strokes[h // 3:2 * h // 3, cols[len(cols) // 2]] = lab + 1
+    return np.dstack([img] * 3), strokes
+
+
+def alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def runner():
+    ref = IsolatedReference()
+    yield ref
+    ref.close()
+
+
+def same_reference(a, b) -> None:
+    np.testing.assert_array_equal(a.reference_labels, b.reference_labels)
+    assert a.reference_energy == b.reference_energy
+    assert a.reference_bound == b.reference_bound
+    assert a.reference_detail == b.reference_detail
+    assert a.reference_method == b.reference_method
+
+
+# ------------------------------------------------------------------------- the pipeline
+def disc(h: int = 40, w: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A bright disc on a dark background with noise, and strokes for both labels (under the
+    bound 2:0.25-0.3 the parametric min-cut settles its answer with the constrained polish,
+    which reads the Laplacian)."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w]
+    inside = (yy - h / 2) ** 2 + (xx - w / 2) ** 2 < (min(h, w) / 4) ** 2
+    img = np.clip(np.where(inside, 190, 50) + rng.normal(0, 12, (h, w)), 0, 255).astype(np.uint8)
+    strokes = np.zeros((h, w), np.int32)
+    strokes[2:5, 2:w - 2] = 1
+    strokes[h // 2 - 1:h // 2 + 2, w // 2 - 4:w // 2 + 4] = 2
+    return np.dstack([img, img, (img * 0.8).astype(np.uint8)]), strokes
+
+
+@pytest.mark.parametrize("k, area", [(2, ()), (3, ()), (2, ("1:0.4-0.5",)),
+                                     (2, ("2:0.25-0.3",))],
+                         ids=["K=2 min-cut", "K=3 expansion", "K=2 area bound",
+                              "K=2 settled area bound"])
+def test_the_isolated_reference_is_the_in_process_one(k, area, runner):
+    img, strokes = disc() if area == ("2:0.25-0.3",) else bands(k)
+    def params():
+        return SegmentParams(k=k, constraints=Constraints(area=tuple(map(parse_area, area)))
+                             if area else None)
+    here = run_segmentation(img, strokes, params())
+    there = run_segmentation(img, strokes, params(), isolate_reference=runner)
+    pid = runner.pid
+    assert alive(pid) and pid != os.getpid()  # it ran in the child
+    assert there.reference_labels is not None and there.warnings == []
+    same_reference(there, here)
+    if area:
+        assert there.reference_bound is not None  # (the parametric cut proves one)
+    np.testing.assert_array_equal(there.labels, here.labels)
+    assert there.energy == here.energy
+    # the child is kept for the next run: only the first pays its start-up
+    again = run_segmentation(img, strokes, params(), isolate_reference=runner)
+    assert runner.pid == pid
+    same_reference(again, here)
+
+
+def test_a_child_that_dies_costs_only_the_reference(runner, monkeypatch):
+    img, strokes = bands(2)
+    bare = run_segmentation(img, strokes, SegmentParams(k=2), reference=False)
+    monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:die")
+    notices: list[str] = []
+    out = run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+                           notice=notices.append)
+    # ADMM's answer, no reference, and why
+    np.testing.assert_array_equal(out.labels, bare.labels)
+    assert out.energy == bare.energy
+    assert out.reference_labels is None and out.reference_energy is None
+    assert out.reference_bound is None and out.gap is None
+    assert out.warnings == [
+        "The min-cut reference stopped: its process ended (exit status 1, out of memory?); "
+        "the result is shown without it"]
+    assert notices == out.warnings  # said at once too
+    assert runner.pid is None
+    # the next run gets a fresh child and its reference
+    monkeypatch.setattr(isolated, "CHILD_TARGET", "solver.mrf:solve_mrf")
+    again = run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner)
+    assert again.warnings == [] and alive(runner.pid)
+    same_reference(again, run_segmentation(img, strokes, SegmentParams(k=2)))
+
+
+def test_a_child_out_of_memory_costs_only_the_reference(runner, monkeypatch):
+    img, strokes = bands(3)
+    monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:out_of_memory")
+    out = run_segmentation(img, strokes, SegmentParams(k=3), isolate_reference=runner)
+    assert out.reference_labels is None and out.labels.shape == img.shape[:2]
+    assert out.warnings == ["The α-expansion reference stopped: it ran out of memory; "
+                            "the result is shown without it"]
+
+
+def test_an_error_in_the_child_is_raised_as_in_process(runner, monkeypatch):
+    img, strokes = bands(2)
+    monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:bad_input")
+    with pytest.raises(ValueError, match="a bad input, said in one line"):
+        run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner)
+    assert alive(runner.pid)  # a Python error does not cost the child
+
+
+def test_cancel_abandons_the_reference_at_once(runner, monkeypatch):
+    img, strokes = bands(2)
+    runner.start()
+    monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:hang")
+    t0 = time.monotonic()
+    out = run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+                           cancelled=lambda: time.monotonic() - t0 > 0.5,
+                           callback=lambda state: True)
+    assert time.monotonic() - t0 < 30  # not the 120 s of the reference
+    assert out.reference_labels is None and out.warnings == []
+    assert runner.pid is None  # the busy child was ended, so it holds up no later run
+
+
+# ------------------------------------------------------------------------------ the app
+@pytest.fixture
+def win(qtbot, monkeypatch):
+    from PyQt6.QtCore import QStandardPaths
+    from PyQt6.QtWidgets import QMessageBox
+
+    from segapp.ui.main_window import MainWindow
+    QStandardPaths.setTestModeEnabled(True)
+    errors: list[tuple[str, str]] = []
+    monkeypatch.setattr(QMessageBox, "critical",
+                        lambda _parent, title, text, *a, **k: errors.append((title, text)))
+    w = MainWindow(confirm_discard=False)
+    qtbot.addWidget(w)
+    w.show()
+    w.errors = errors
+    img, strokes = bands(2, 40, 40)
+    w.doc.set_image(img, "bands.png")
+    w.doc.set_layers(strokes=strokes.astype(np.uint8))
+    w.act_warm.setChecked(False)
+    yield w
+    w.solver.shutdown()
+    w.doc.dirty = False
+
+
+def run(win, qtbot):
+    before = win.outcome
+    assert win.start_run(), win.errors
+    qtbot.waitUntil(lambda: not win.running, timeout=300000)
+    assert not win.errors, win.errors
+    assert win.outcome is not None and win.outcome is not before
+    return win.outcome
+
+
+def test_the_app_runs_its_reference_in_its_child(win, qtbot, monkeypatch):
+    import segapp.core.pipeline as pipeline
+    real = pipeline.run_segmentation
+    calls: list[dict] = []
+
+    def spy(*args, **kw):
+        calls.append(kw)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(pipeline, "run_segmentation", spy)
+    assert win.params_panel.reference.isChecked()  # on by default
+    first = run(win, qtbot)
+    assert calls[-1]["isolate_reference"] is win.solver.reference_process
+    assert callable(calls[-1]["cancelled"]) and calls[-1]["cancelled"]() is False
+    pid = win.solver.reference_process.pid
+    assert alive(pid) and pid != os.getpid()
+    assert first.reference_labels is not None and first.warnings == []
+    run(win, qtbot)
+    assert win.solver.reference_process.pid == pid  # one child for the window's runs
+
+
+def test_the_app_shows_the_answer_when_the_reference_dies(win, qtbot, monkeypatch):
+    monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:die")
+    out = run(win, qtbot)
+    assert win.isVisible()  # the window lives on
+    assert out.reference_labels is None and out.labels.shape == win.doc.shape
+    note = "The min-cut reference stopped"
+    assert out.warnings and out.warnings[0].startswith(note)
+    assert note in win.results_panel.fields["backend"].text()
+    assert note in win.statusBar().currentMessage()
+    assert win.notice_label.isVisibleTo(win) and win.notice_label.text().startswith(note)
+    assert win.results_panel.fields["reference"].text() == "—"
+    # the next run: a fresh child, and the reference is back
+    monkeypatch.setattr(isolated, "CHILD_TARGET", "solver.mrf:solve_mrf")
+    again = run(win, qtbot)
+    assert again.reference_labels is not None and again.warnings == []
+
+
+def test_closing_the_window_ends_its_idle_child(win, qtbot):
+    run(win, qtbot)
+    pid = win.solver.reference_process.pid
+    assert alive(pid)
+    t0 = time.monotonic()
+    assert win.close()
+    assert time.monotonic() - t0 < 5
+    assert not alive(pid)
+
+
+def test_closing_the_window_mid_reference_does_not_wait_for_it(win, qtbot, monkeypatch):
+    monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:hang")
+    phases: list[str] = []
+    win.solver.phase.connect(phases.append)
+    assert win.start_run()
+    qtbot.waitUntil(lambda: "reference" in phases, timeout=60000)
+    qtbot.waitUntil(lambda: alive(win.solver.reference_process.pid), timeout=60000)
+    pid = win.solver.reference_process.pid
+    qtbot.wait(300)  # the child has the problem and "solves" it
+    t0 = time.monotonic()
+    assert win.close()
+    assert time.monotonic() - t0 < 10  # not the 120 s of the reference
+    assert not alive(pid) and not win.running
