@@ -26,6 +26,10 @@ PIXEL_BYTES = 200.0
 LABEL_BYTES = 200.0
 #: What the reference adds a pixel on top of the solve (its graph lives beside the model).
 REFERENCE_BYTES = 100.0
+#: The same when the reference runs in a child process (the app): the child's copy of the
+#: problem (about 60 bytes a pixel without its Laplacian) and its min-cut graph (about 200,
+#: from the 12 MP photo's peak with and without the reference).
+ISOLATED_REFERENCE_BYTES = 300.0
 
 
 class InsufficientMemoryError(ValueError):
@@ -33,7 +37,7 @@ class InsufficientMemoryError(ValueError):
     choice needs and what is available."""
 
 
-def estimate_bytes(pixels: int, k: int, reference: bool) -> float:
+def estimate_bytes(pixels: int, k: int, reference: bool, isolated: bool = False) -> float:
     """Peak resident memory of a segmentation.
 
     Parameters
@@ -44,14 +48,16 @@ def estimate_bytes(pixels: int, k: int, reference: bool) -> float:
         Labels.
     reference : bool
         Whether the min-cut / α-expansion reference runs too.
+    isolated : bool
+        The reference runs in a child process (its own copy of the problem).
 
     Returns
     -------
     float
         Bytes.
     """
-    per_pixel = PIXEL_BYTES + LABEL_BYTES * k + (REFERENCE_BYTES if reference else 0.0)
-    return BASE_BYTES + per_pixel * float(pixels)
+    extra = (ISOLATED_REFERENCE_BYTES if isolated else REFERENCE_BYTES) if reference else 0.0
+    return BASE_BYTES + (PIXEL_BYTES + LABEL_BYTES * k + extra) * float(pixels)
 
 
 def _meminfo_available() -> float | None:
@@ -101,12 +107,12 @@ def _gb(b: float) -> str:
 
 
 def check_memory(pixels: int, k: int, reference: bool,
-                 available: float | None = None) -> None:
+                 available: float | None = None, isolated: bool = False) -> None:
     """Refuse a segmentation the machine has no memory for, before anything is built.
 
     Parameters
     ----------
-    pixels, k, reference
+    pixels, k, reference, isolated
         As for :func:`estimate_bytes`.
     available : float, optional
         Bytes available (default :func:`available_bytes`, plus this process's resident memory,
@@ -123,7 +129,7 @@ def check_memory(pixels: int, k: int, reference: bool,
         if free is None:
             return
         available = free + _resident_bytes()
-    need = estimate_bytes(pixels, k, reference)
+    need = estimate_bytes(pixels, k, reference, isolated)
     if need <= available:
         return
     what = f"a {pixels / 1e6:.1f}-megapixel image with K = {k} needs about {_gb(need)}"

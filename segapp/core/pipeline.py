@@ -275,7 +275,7 @@ def run_segmentation(
     ref_method = yardstick_method(params.k, level)
     h, w = np.shape(image)[:2]
     with_reference = reference and params.solver != ref_method
-    check_memory(h * w, params.k, with_reference)
+    check_memory(h * w, params.k, with_reference, isolated=bool(isolate_reference))
     isolated = None
     if with_reference and isolate_reference:
         isolated = (isolate_reference if isinstance(isolate_reference, IsolatedReference)

@@ -73,3 +73,11 @@ def test_an_address_space_limit_is_counted():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["True", "True"]
+
+
+def test_a_reference_in_its_own_process_is_counted_with_its_copy_of_the_problem():
+    n = 10**7
+    assert estimate_bytes(n, 2, True, isolated=True) > estimate_bytes(n, 2, True) > \
+        estimate_bytes(n, 2, False)
+    # no reference, nothing to isolate
+    assert estimate_bytes(n, 2, False, isolated=True) == estimate_bytes(n, 2, False)
