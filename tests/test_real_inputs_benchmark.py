@@ -1,0 +1,72 @@
+"""The real-inputs benchmark (benchmarks/real_inputs.py): its split, its drawn inputs and a tiny
+run of the script."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+spec = importlib.util.spec_from_file_location(
+    "real_inputs", Path(__file__).resolve().parents[1] / "benchmarks" / "real_inputs.py")
+real_inputs = importlib.util.module_from_spec(spec)
+sys.modules.setdefault("real_inputs", real_inputs)  # (its dataclasses look their module up)
+spec.loader.exec_module(real_inputs)
+
+
+def test_split_is_by_image_fixed_and_balanced():
+    split = real_inputs.split_of()
+    assert set(split) == {s.name for s in real_inputs.IMAGES}
+    held = {n for n, s in split.items() if s == "heldout"}
+    # the held-out half must not move: tuning results would leak into it
+    assert held == {"coffee", "washer", "chelsea", "immunohistochemistry", "coins",
+                    "hubble_deep_field"}
+    for source in ("assets", "skimage"):
+        names = [s.name for s in real_inputs.IMAGES if s.source == source]
+        assert sum(split[n] == "heldout" for n in names) == len(names) // 2
+    for case in real_inputs.cases():
+        assert case.split == split[case.image]
+
+
+def test_case_list_spans_kinds_sizes_and_labels():
+    todo = real_inputs.cases()
+    assert {c.kind for c in todo} == set(real_inputs.KINDS)
+    assert {c.k for c in todo} == {2, 3, 4, 5}
+    assert {c.pixels for c in todo} == {10_000, 30_000, 100_000, 300_000, 1_000_000}
+    assert max(c.pixels for c in real_inputs.cases(3e6)) == 3_000_000
+    assert all(c.split == "tuning" for c in real_inputs.cases(split="tuning"))
+
+
+def test_inputs_are_deterministic_and_shaped_like_use():
+    case = real_inputs.Case("coffee", "short", 4, 30_000, "heldout")
+    img, strokes, rect = real_inputs.make_input(case, 0)
+    again = real_inputs.make_input(case, 0)[1]
+    assert rect is None and np.array_equal(strokes, again)
+    assert abs(img.shape[0] * img.shape[1] - 30_000) < 300
+    assert set(np.unique(strokes)) == {0, 1, 2, 3, 4}
+    n, _, stats, _ = cv2.connectedComponentsWithStats((strokes > 0).astype(np.uint8))
+    assert 4 <= n - 1 <= 12  # 2-3 short strokes a label (some may touch)
+    assert max(np.hypot(w, h) for _, _, w, h, _ in stats[1:]) < 60  # short: 10-40 px + width
+    case = real_inputs.Case("astronaut", "rect+strokes", 2, 10_000, "tuning")
+    img, strokes, rect = real_inputs.make_input(case, 0)
+    x, y, w, h = rect
+    assert 0 <= x and 0 <= y and x + w <= img.shape[1] and y + h <= img.shape[0]
+    assert w * h < img.shape[0] * img.shape[1]
+    assert set(np.unique(strokes)) == {0, 1, 2}
+
+
+def test_script_runs_a_tiny_setting(tmp_path):
+    assert real_inputs.main(["--quick", "--max-pixels", "1e4", "--split", "tuning",
+                             "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "real_inputs.json").read_text())
+    assert "cells" in data["settings"]["split"]["tuning"]
+    recs = data["records"]
+    assert {r["kind"] for r in recs} == set(real_inputs.KINDS)
+    for r in recs:
+        assert r["split"] == "tuning" and r["n"] <= 10_100
+        assert r["gap"] == (r["energy_admm"] - r["energy_ref"]) / abs(r["energy_ref"])
+        assert r["time_ratio"] > 0
+    md = (tmp_path / "real_inputs.md").read_text()
+    assert "| tuning | all | 2 |" in md and "## Cases" in md
