@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import fields as dataclass_fields
 
 from PyQt6.QtCore import Qt, pyqtSignal
 from PyQt6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QSlider,
     QSpinBox,
     QVBoxLayout,
@@ -26,42 +28,222 @@ BACKEND_TEXT = {"cpu": "CPU", "gpu": "GPU", "auto": "Auto"}
 COLOUR_MODEL_TEXT = {"gmm": "Gaussian mixture (GrabCut)", "histogram": "Colour histogram"}
 
 
-def _dspin(lo: float, hi: float, dec: int, step: float, special: str, tip: str) -> QDoubleSpinBox:
-    s = QDoubleSpinBox()
-    s.setRange(lo, hi)
-    s.setDecimals(dec)
-    s.setSingleStep(step)
-    s.setSpecialValueText(special)
-    s.setToolTip(tip)
-    s.setKeyboardTracking(False)
-    return s
+#: The integer fields accept at most a C int (the session file's limit, as the seed's).
+INT_MAX = 2**31 - 1
+
+#: How the invalid text of a parameter field looks (not applied; see :class:`ParamField`).
+INVALID_STYLE = "QLineEdit { color: #ff6b6b; border: 1px solid #d04848; }"
+
+
+def _number_text(v: float | int) -> str:
+    """A parameter as its field shows it: integers plainly, floats in at most 10 digits."""
+    return str(int(v)) if isinstance(v, int) else format(float(v), ".10g")
+
+
+class ParamField(QLineEdit):
+    """A number field whose empty state means "the library's default".
+
+    Empty, it shows ``placeholder`` (e.g. "default (10)", the default's value). Text is
+    checked as it is typed with ``check`` (the library's own check, raising ValueError):
+    invalid text turns red, says why in the tooltip and is never applied. A valid value is
+    committed (``valueChanged``) by Enter or leaving the field, by Up/Down (Page Up/Down: ten
+    steps of ``step``, from the value shown or from ``default``), and emptying the field (the
+    clear button, or deleting the text) commits the default at once; leaving the field with
+    invalid text puts back the committed value.
+
+    ``value()`` is what the field stands for: the valid value shown (None when empty: the
+    default), or while the text is invalid the committed value. ``setValue`` shows and commits
+    one, emitting ``valueChanged`` when it changes, like a spin box.
+    """
+
+    valueChanged = pyqtSignal(object)
+
+    def __init__(self, placeholder: str, check: Callable[[float | int], object],
+                 integer: bool = False, step: float = 1.0, default: float | None = None,
+                 tip: str = "", parent=None) -> None:
+        super().__init__(parent)
+        self.integer = integer
+        self.step = step
+        self.default = default
+        self._check = check
+        self._tip = tip
+        self._value: float | int | None = None  # committed
+        self._shown: float | int | None = None  # the valid text's value
+        self._error = ""
+        self._setting = False
+        self.setPlaceholderText(placeholder)
+        self.setClearButtonEnabled(True)
+        self.setToolTip(tip)
+        self.textChanged.connect(self._on_text)
+        self.editingFinished.connect(self._on_finished)
+
+    # -- the value
+    def value(self) -> float | int | None:
+        """The value in effect: a number, or None for the library's default."""
+        return self._value if self._error else self._shown
+
+    def setValue(self, v: float | int | None) -> None:  # noqa: N802 - Qt naming
+        """Show ``v`` (None: empty, the default) and commit it."""
+        if v is not None:
+            v = int(v) if self.integer else float(v)
+        self._setting = True
+        try:
+            self.setText("" if v is None else _number_text(v))
+        finally:
+            self._setting = False
+        self._shown = v
+        self._set_error("")
+        self._commit(v)
+
+    def is_valid(self) -> bool:
+        """Whether the text shown is valid (empty, or a value ``check`` accepts)."""
+        return not self._error
+
+    def shown_text(self) -> str:
+        """What the field shows: its text, or when empty the placeholder."""
+        return self.text() or self.placeholderText()
+
+    def parse(self, text: str) -> float | int | None:
+        """``text`` as a value (None for empty); ValueError saying why it is not valid."""
+        t = text.strip().replace(",", ".")
+        if not t:
+            return None
+        try:
+            v = float(t)
+        except ValueError:
+            raise ValueError("not a number") from None
+        if not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        if self.integer:
+            if v != int(v):
+                raise ValueError("must be a whole number")
+            v = int(v)
+            if v > INT_MAX:
+                raise ValueError(f"must be at most {INT_MAX}")
+        self._check(v)
+        return v
+
+    # -- internals
+    def _commit(self, v: float | int | None) -> None:
+        if v != self._value or (v is None) != (self._value is None):
+            self._value = v
+            self.valueChanged.emit(v)
+
+    def _set_error(self, message: str) -> None:
+        self._error = message
+        self.setStyleSheet(INVALID_STYLE if message else "")
+        self.setToolTip(self._tip + (f"\n\n✗ {message}: not applied" if message else ""))
+
+    def _on_text(self, text: str) -> None:
+        if self._setting:
+            return
+        try:
+            v = self.parse(text)
+        except ValueError as exc:
+            self._set_error(str(exc))
+            return
+        self._shown = v
+        self._set_error("")
+        if v is None:  # emptied: the default, at once
+            self._commit(None)
+
+    def _on_finished(self) -> None:
+        if self._error:  # leave the field showing what is in effect
+            self.setValue(self._value)
+        else:
+            self._commit(self._shown)
+
+    def keyPressEvent(self, e) -> None:  # noqa: N802 - Qt API
+        steps = {Qt.Key.Key_Up: 1, Qt.Key.Key_Down: -1,
+                 Qt.Key.Key_PageUp: 10, Qt.Key.Key_PageDown: -10}.get(e.key())
+        if steps is None:
+            super().keyPressEvent(e)
+            return
+        base = self.value()
+        if base is None:
+            base = self.default if self.default is not None else 0
+        v = base + steps * self.step
+        v = int(round(v)) if self.integer else round(v, 12)
+        try:
+            self._check(v)
+        except ValueError:
+            return  # a step out of range does nothing, as a spin box at its end
+        self.setValue(v)
+
+
+def _library_defaults() -> dict[str, float | int]:
+    """The numbers a parameter left empty takes: the MRF builder's λ and ADMM's own."""
+    from solver.admm.params import ADMMParams
+    from solver.mrf import DEFAULT_LAMBDA
+    d = {f.name: getattr(ADMMParams(), f.name) for f in dataclass_fields(ADMMParams)}
+    d["lam"] = DEFAULT_LAMBDA
+    return d
+
+
+def _check_admm(key: str) -> Callable[[float | int], object]:
+    """ADMM's own check of field ``key`` (:meth:`solver.ADMMParams.from_kwargs`)."""
+    from solver.admm.params import ADMMParams
+
+    def check(v):
+        try:
+            return ADMMParams.from_kwargs(**{key: v})
+        except (TypeError, ValueError) as exc:
+            text = str(exc)
+            raise ValueError(text.removeprefix(f"ADMM parameter {key} ")) from None
+    return check
+
+
+def _check_scalar(name: str) -> Callable[[float | int], object]:
+    """The MRF builder's check of λ or β (finite and non-negative)."""
+    from solver.mrf.build.checks import check_scalar
+
+    def check(v):
+        try:
+            return check_scalar(name, v)
+        except ValueError as exc:
+            raise ValueError(str(exc).removeprefix(f"{name} ").split(", got")[0]) from None
+    return check
 
 
 class ParamsPanel(QWidget):
-    """Editable solver settings; emits ``changed(SolverSettings)`` on every edit."""
+    """Editable solver settings; emits ``changed(SolverSettings)`` on every committed edit.
+
+    λ, β and ADMM's fields are :class:`ParamField`: empty means the library's default (None in
+    the settings, as sessions store it), and the field then shows that default's number.
+    """
 
     changed = pyqtSignal(object)
 
-    ADMM = (  # key, label, lo, hi, decimals, step, tooltip; the minimum means "default"
-        ("rho0", "ρ₀", 0.0, 1e4, 3, 0.5, "Initial ADMM penalty ρ. Small: x explores longer; "
-         "large: x is pulled to the box and sphere quickly."),
-        ("rho_growth", "ρ growth", 1.0, 2.0, 3, 0.01, "Factor by which ρ grows; faster growth "
-         "converges sooner to a binary x, possibly a worse one."),
-        ("gamma", "γ", 0.0, 2.0, 2, 0.1, "Step size of the dual (multiplier) updates."),
-        ("max_iter", "max iterations", 0, 100000, 0, 50, "Stop after this many ADMM iterations."),
-        ("tol", "tolerance", 0.0, 1.0, 6, 1e-4, "Stop when the primal residuals, relative to "
-         "‖x‖, fall below this."),
+    ADMM = (  # key, label, step, tooltip (an empty field: ADMM's default, shown in it)
+        ("rho0", "ρ₀", 0.1, "Initial ADMM penalty ρ, relative to the problem's scale. Small: "
+         "x explores longer; large: x is pulled to the box and sphere quickly."),
+        ("rho_growth", "ρ growth", 0.01, "Factor by which ρ grows; faster growth converges "
+         "sooner to a binary x, possibly a worse one."),
+        ("gamma", "γ", 0.1, "Step size of the dual (multiplier) updates, in (0, 2)."),
+        ("max_iter", "max iterations", 100, "Stop after this many ADMM iterations."),
+        ("tol", "tolerance", 1e-4, "Stop when the primal residuals, relative to ‖x‖, fall "
+         "below this."),
     )
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        from solver.mrf.options import CoarseToFineOptions
+        defaults = _library_defaults()
+        self.defaults = defaults
+        ctf = CoarseToFineOptions()
+        empty = "Empty (✕ or delete the text): the default. Up/Down step the value."
         lay = QVBoxLayout(self)
         model = QGroupBox("Energy")
         f = QFormLayout(model)
-        self.lam = _dspin(0.0, 1e5, 3, 0.5, "default", "Smoothness weight λ: larger gives "
-                          "smoother regions with shorter boundaries; 'default' = library default.")
-        self.beta = _dspin(0.0, 1e4, 5, 0.001, "auto", "Edge sensitivity β in exp(−β‖cᵢ−cⱼ‖²); "
-                           "'auto' sets it from the image's mean neighbour contrast.")
+        lam = defaults["lam"]
+        self.lam = ParamField(f"default ({_number_text(lam)})", _check_scalar("lambda"),
+                              step=0.5, default=lam,
+                              tip="Smoothness weight λ ≥ 0: larger gives smoother regions with "
+                              f"shorter boundaries; 0: no smoothing. {empty}")
+        self.beta = ParamField("auto (from the image)", _check_scalar("beta"), step=0.001,
+                               tip="Edge sensitivity β ≥ 0 in exp(−β‖cᵢ−cⱼ‖²); 0: edges do "
+                               "not matter. Empty: set from the image's mean neighbour "
+                               "contrast. Up/Down step the value.")
         self.colour = QComboBox()
         for key in COLOUR_MODELS:
             text = COLOUR_MODEL_TEXT.get(key, key)
@@ -74,17 +256,19 @@ class ParamsPanel(QWidget):
         lay.addWidget(model)
         admm = QGroupBox("ℓ₂-box ADMM")
         g = QFormLayout(admm)
-        self.admm: dict[str, QDoubleSpinBox | QSpinBox] = {}
-        for key, label, lo, hi, dec, step, tip in self.ADMM:
-            if dec == 0:
-                w: QDoubleSpinBox | QSpinBox = QSpinBox()
-                w.setRange(int(lo), int(hi))
-                w.setSingleStep(int(step))
-                w.setSpecialValueText("default")
-                w.setToolTip(tip)
-            else:
-                w = _dspin(lo, hi, dec, step, "default", tip)
-            w.setKeyboardTracking(False)
+        self.admm: dict[str, ParamField] = {}
+        # the slow schedule of small images (and of the coarsest level of large ones)
+        slow = (f" Images of at most {ctf.whole_max:,} px, and the coarsest level of larger "
+                f"ones, use a slower schedule unless ρ₀ or ρ growth is set: growth "
+                f"{_number_text(ctf.small_growth)}, and for K > 2 ρ₀ = "
+                f"{_number_text(ctf.small_rho0_multi)}.")
+        for key, label, step, tip in self.ADMM:
+            d = defaults[key]
+            integer = isinstance(d, int)
+            w = ParamField(f"default ({_number_text(d)})", _check_admm(key), integer=integer,
+                           step=step, default=d,
+                           tip=tip + (slow if key in ("rho0", "rho_growth") else "")
+                           + f" {empty}")
             g.addRow(label, w)
             self.admm[key] = w
         self.backend = QComboBox()
@@ -94,7 +278,7 @@ class ParamsPanel(QWidget):
         self.backend.setToolTip("Where the ADMM linear algebra runs. GPU needs CuPy and CUDA; "
                                 "without them the run falls back to the CPU.")
         self.seed = QSpinBox()
-        self.seed.setRange(0, 2**31 - 1)
+        self.seed.setRange(0, INT_MAX)
         self.seed.setToolTip("Random seed (ADMM start point, colour-model fitting).")
         g.addRow("backend", self.backend)
         g.addRow("seed", self.seed)
@@ -112,36 +296,49 @@ class ParamsPanel(QWidget):
         self.backend.currentIndexChanged.connect(self._emit)
         self._loading = False
 
+    def number_fields(self) -> dict[str, ParamField]:
+        """The number fields by settings key (``lam``, ``beta`` and ADMM's)."""
+        return {"lam": self.lam, "beta": self.beta, **self.admm}
+
     def _emit(self, *_):
         if not self._loading:
             self.changed.emit(self.settings())
 
     def settings(self) -> SolverSettings:
-        """Settings as currently shown."""
-        admm = {}
-        for key, *_ in self.ADMM:
-            w = self.admm[key]
-            if w.value() != w.minimum():
-                admm[key] = int(w.value()) if isinstance(w, QSpinBox) else float(w.value())
+        """Settings as shown (an empty field: None, the default; text that is not valid is
+        not applied: its field's committed value counts)."""
+        admm = {key: w.value() for key, w in self.admm.items() if w.value() is not None}
         return SolverSettings(
-            lam=self.lam.value() or None, beta=self.beta.value() or None,
+            lam=self.lam.value(), beta=self.beta.value(),
             colour_model=self.colour.currentData(), backend=self.backend.currentData(),
             seed=int(self.seed.value()), admm=admm)
 
     def set_settings(self, s: SolverSettings) -> None:
-        """Show ``s`` without emitting ``changed``."""
+        """Show ``s`` without emitting ``changed`` (None, or an ADMM field not given: the
+        default)."""
         self._loading = True
         try:
-            self.lam.setValue(s.lam or 0.0)
-            self.beta.setValue(s.beta or 0.0)
+            self.lam.setValue(s.lam)
+            self.beta.setValue(s.beta)
             self.colour.setCurrentIndex(max(self.colour.findData(s.colour_model), 0))
             self.backend.setCurrentIndex(max(self.backend.findData(s.backend), 0))
             self.seed.setValue(int(s.seed))
-            for key, *_ in self.ADMM:
-                w = self.admm[key]
-                w.setValue(s.admm.get(key, w.minimum()))
+            for key, w in self.admm.items():
+                w.setValue((s.admm or {}).get(key))
         finally:
             self._loading = False
+
+
+def _megabytes(nbytes: int) -> str:
+    """Bytes as the results panel shows them: "37.2 MB" (10⁶ bytes), "640 kB" below 1 MB."""
+    if nbytes < 1_000_000:
+        return f"{nbytes / 1000:.0f} kB"
+    return f"{nbytes / 1e6:.1f} MB"
+
+
+def replay_memory_text(frames: int, nbytes: int) -> str:
+    """The replay's memory line: "42 frames kept, 37.2 MB"."""
+    return f"{frames} frame{'s' if frames != 1 else ''} kept, {_megabytes(nbytes)}"
 
 
 def _fmt(v: float | None, spec: str = ".6g") -> str:
@@ -162,12 +359,12 @@ def phase_times(solve_s: float, build_s: float | None = None,
     the reference only when one was solved)."""
     parts = []
     if build_s is not None:
-        parts.append(f"model {build_s:.2f} s")
+        parts.append(f"model {build_s:.2f}")
     if reference_s:
-        parts.append(f"reference {reference_s:.2f} s")
+        parts.append(f"reference {reference_s:.2f}")
     if not parts:
         return f"{solve_s:.2f} s"
-    parts.append(f"ADMM incl. polish {solve_s:.2f} s")
+    parts.append(f"ADMM {solve_s:.2f} s")  # (its polish included: see the field's tooltip)
     total = solve_s + (build_s or 0.0) + (reference_s or 0.0)
     return f"{total:.2f} s in all\n" + " · ".join(parts)
 
@@ -246,7 +443,8 @@ class ResultsPanel(QWidget):
         v.addRow("", self.strokes)
         lay.addWidget(view)
         rep = QGroupBox("Replay")
-        r = QHBoxLayout(rep)
+        rv = QVBoxLayout(rep)
+        r = QHBoxLayout()
         self.replay = QSlider(Qt.Orientation.Horizontal)
         self.replay.setToolTip("Scrub through the stored iterations of the last run")
         self.replay.setEnabled(False)
@@ -255,7 +453,15 @@ class ResultsPanel(QWidget):
         self.replay_label.setMinimumWidth(64)
         r.addWidget(self.replay, 1)
         r.addWidget(self.replay_label)
+        rv.addLayout(r)
+        # what the replay keeps in memory (the frame store's bytes)
+        self.replay_memory = QLabel("")
+        self.replay_memory.setStyleSheet("color: #9a9aa4;")
+        rv.addWidget(self.replay_memory)
         lay.addWidget(rep)
+        #: The replay's :class:`segapp.ui.frames.FrameStore`, whose memory the panel reports
+        #: (None: the window's ``frames``, where it has one).
+        self.frame_store = None
         lay.addStretch(1)
 
     def view_mode(self) -> str:
@@ -307,7 +513,8 @@ class ResultsPanel(QWidget):
             self._form.setRowVisible(self.fields[key], shown)
 
     def set_replay_count(self, n: int) -> None:
-        """Enable the replay slider over ``n`` stored frames (at the last one)."""
+        """Enable the replay slider over ``n`` stored frames (at the last one), and say what
+        they take in memory (:meth:`show_replay_memory`)."""
         self.replay.blockSignals(True)
         self.replay.setRange(0, max(n - 1, 0))
         self.replay.setValue(max(n - 1, 0))
@@ -315,6 +522,27 @@ class ResultsPanel(QWidget):
         self.replay.setEnabled(n > 1)
         if n == 0:
             self.replay_label.setText("—")
+        self.show_replay_memory()
+
+    def _store(self):
+        from segapp.ui.frames import FrameStore
+        store = self.frame_store
+        return store if isinstance(store, FrameStore) else None
+
+    def show_replay_memory(self) -> None:
+        """The frame store's size under the replay slider ("42 frames kept, 37.2 MB", its
+        limits in the tooltip); nothing when it holds none."""
+        store = self._store()
+        if store is None or not len(store):
+            self.replay_memory.setText("")
+            self.replay_memory.setToolTip("")
+            return
+        self.replay_memory.setText(replay_memory_text(len(store), store.nbytes()))
+        self.replay_memory.setToolTip(
+            "Memory the replay holds: the run's stored iterates, downsampled, one byte per "
+            f"label and pixel; at most {store.capacity} frames and {_megabytes(store.max_bytes)} "
+            "(beyond either, every other frame is dropped, the first and the last kept). "
+            "Freed by the next run or image.")
 
     def set_replay_label(self, text: str) -> None:
         """Text next to the replay slider."""

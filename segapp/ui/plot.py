@@ -1,10 +1,12 @@
 """Live energy and residual plots (pyqtgraph)."""
 from __future__ import annotations
 
+from html import escape
+
 import numpy as np
 import pyqtgraph as pg
 from PyQt6.QtCore import Qt
-from PyQt6.QtWidgets import QVBoxLayout, QWidget
+from PyQt6.QtWidgets import QGraphicsTextItem, QVBoxLayout, QWidget
 
 BG = (30, 31, 35)
 C_CONT = (90, 170, 255)
@@ -23,8 +25,89 @@ class LogAxis(pg.AxisItem):
         return [f"1e{int(round(v))}" if abs(v - round(v)) < 1e-6 else "" for v in values]
 
 
+def _hex(colour) -> str:
+    return "#" + "".join(f"{int(c):02x}" for c in colour[:3])
+
+
+#: How a legend entry draws its line's style (box-drawing characters, in the line's colour).
+SAMPLE = {"solid": "━━", "dash": "╍╍", "dot": "┅┅"}
+
+
+class TitleRowLegend:
+    """A plot's legend written in its title row, after the title: outside the view box, so it
+    never covers a curve or a line, whatever the data do.
+
+    The entries (a line sample in the curve's colour, then its name) follow the title on one
+    line while they fit and wrap between entries when they do not; the title row takes the
+    text's height (:meth:`fit`, run on every resize and change of the entries).
+    """
+
+    def __init__(self, plot: pg.PlotWidget, title: str) -> None:
+        self.item = plot.getPlotItem()
+        self.title = title
+        # the plot's own title is hidden; this text, a child of the plot item outside its
+        # layout, takes its row (a LabelItem in the layout would widen the plot to its text)
+        self.item.setTitle(None)
+        self.text = QGraphicsTextItem(self.item)
+        self._html = ""
+        self._entries: dict[object, tuple[str, str, str]] = {}
+        self.item.geometryChanged.connect(self.fit)
+        self.item.vb.sigResized.connect(self.fit)
+
+    def add(self, key, name: str, colour, style: str = "solid") -> None:
+        """Add (or rename) the entry ``key``: ``name`` after a ``style`` sample in ``colour``."""
+        self._entries[key] = (name, _hex(colour), SAMPLE[style])
+        self.fit()
+
+    def remove(self, key) -> None:
+        """Drop the entry ``key``, if there."""
+        if self._entries.pop(key, None) is not None:
+            self.fit()
+
+    def has(self, key) -> bool:
+        """Whether ``key`` has an entry."""
+        return key in self._entries
+
+    def names(self) -> list[str]:
+        """The entries' names, in order."""
+        return [name for name, _, _ in self._entries.values()]
+
+    def html(self) -> str:
+        """The title row's text: the title, then each entry (kept whole: no break inside)."""
+        nb = "&nbsp;"
+        parts = [f"<span style='color:#c8c8d0; font-size:9pt'>{self.title}</span>"]
+        for name, colour, sample in self._entries.values():
+            parts.append(f"<span style='font-size:8pt; white-space:nowrap'>"
+                         f"<span style='color:{colour}'>{sample}</span>{nb}"
+                         f"<span style='color:#b4b4bc'>{escape(name).replace(' ', nb)}</span></span>")
+        return (nb * 2 + " ").join(parts)
+
+    def fit(self) -> None:
+        """Write the title row from the view box's left edge to the plot's right, wrapped
+        between entries where it must, and make the row as tall as the text."""
+        html = self.html()
+        if html != self._html:
+            self._html = html
+            self.text.setHtml(html)
+        left = max(self.item.vb.geometry().x() - 4, 0.0)
+        self.text.setTextWidth(max(self.item.width() - left - 4, 40.0))
+        self.text.setPos(left, 0)
+        height = float(np.ceil(self.text.boundingRect().height()))
+        if self.item.layout.rowMinimumHeight(0) != height:
+            self.item.layout.setRowFixedHeight(0, height)
+
+    def scene_rect(self):
+        """Where the title row's text (title and legend) is drawn, in scene coordinates."""
+        return self.text.mapRectToScene(self.text.boundingRect())
+
+
 class EnergyPlot(QWidget):
-    """Energy of the continuous and rounded iterates, the reference line, and residuals."""
+    """Energy of the continuous and rounded iterates, the reference line, and residuals.
+
+    Each plot's legend sits in its title row (:class:`TitleRowLegend`), outside the data; the
+    reference and lower-bound lines are named, with their values, in the energy plot's
+    legend rather than by a label on the line, which the curves (converging to it) ran under.
+    """
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -33,54 +116,47 @@ class EnergyPlot(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(2)
         self.energy = pg.PlotWidget(background=BG)
-        self.energy.setTitle("Energy", color="#c8c8d0", size="9pt")
         self.energy.setLabel("bottom", "iteration")
         self.energy.showGrid(x=True, y=True, alpha=0.15)
-        # the energies fall, so their curves end low on the right: the legend goes top right
-        leg = self.energy.addLegend(offset=(-8, 8), labelTextSize="8pt")
-        leg.setBrush(pg.mkBrush(30, 31, 35, 200))
-        self.c_cont = self.energy.plot([], [], pen=pg.mkPen(C_CONT, width=2), name="continuous x")
-        self.c_round = self.energy.plot([], [], pen=pg.mkPen(C_ROUND, width=2), name="rounded")
-        self.ref_line = pg.InfiniteLine(angle=0, movable=False,
-                                        pen=pg.mkPen(C_REF, width=1.5, style=Qt.PenStyle.DashLine),
-                                        label="reference",
-                                        # the label's left edge near the view's left: a
-                                        # centred label of a 7-digit energy ran off the plot
-                                        labelOpts={"color": C_REF, "position": 0.03,
-                                                   "anchors": [(0, 0), (0, 1)]})
+        self._leg = TitleRowLegend(self.energy, "Energy")
+        self.c_cont = self.energy.plot([], [], pen=pg.mkPen(C_CONT, width=2))
+        self.c_round = self.energy.plot([], [], pen=pg.mkPen(C_ROUND, width=2))
+        self._leg.add(self.c_cont, "continuous x", C_CONT)
+        self._leg.add(self.c_round, "rounded", C_ROUND)
+        ref_pen = pg.mkPen(C_REF, width=1.5, style=Qt.PenStyle.DashLine)
+        self.ref_line = pg.InfiniteLine(angle=0, movable=False, pen=ref_pen)
         self.ref_line.hide()
         self.energy.addItem(self.ref_line, ignoreBounds=False)
         # a constrained yardstick's lower bound on the optimum, below the reference line
-        self.bound_line = pg.InfiniteLine(angle=0, movable=False,
-                                          pen=pg.mkPen(C_BOUND, width=1,
-                                                       style=Qt.PenStyle.DotLine),
-                                          label="lower bound",
-                                          # hanging below the line at the right: clear of
-                                          # the reference's label (left, above its line)
-                                          labelOpts={"color": C_BOUND, "position": 0.97,
-                                                     "anchors": [(1, 0), (1, 0)]})
+        bound_pen = pg.mkPen(C_BOUND, width=1, style=Qt.PenStyle.DotLine)
+        self.bound_line = pg.InfiniteLine(angle=0, movable=False, pen=bound_pen)
         self.bound_line.hide()
         self.energy.addItem(self.bound_line, ignoreBounds=False)
         self.marker = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(200, 200, 200, 120))
         self.marker.hide()
         self.energy.addItem(self.marker, ignoreBounds=True)
         self.resid = pg.PlotWidget(background=BG, axisItems={"left": LogAxis("left")})
-        self.resid.setTitle("Primal residuals (log)", color="#c8c8d0", size="9pt")
         self.resid.getAxis("left").setTickSpacing(1, 1)  # decades only (data are log10)
         self.resid.showGrid(x=True, y=True, alpha=0.15)
         self.resid.setXLink(self.energy)
-        # one row along the top, in head-room the y range keeps free (see add_records)
-        rleg = self.resid.addLegend(offset=(-8, 2), labelTextSize="8pt", colCount=2)
-        rleg.setBrush(pg.mkBrush(30, 31, 35, 200))
-        self.c_box = self.resid.plot([], [], pen=pg.mkPen(C_BOX, width=1.5), name="‖x − z₁‖ box")
-        self.c_sph = self.resid.plot([], [], pen=pg.mkPen(C_SPH, width=1.5),
-                                     name="‖x − z₂‖ sphere")
+        self._rleg = TitleRowLegend(self.resid, "Primal residuals (log)")
+        self.c_box = self.resid.plot([], [], pen=pg.mkPen(C_BOX, width=1.5))
+        self.c_sph = self.resid.plot([], [], pen=pg.mkPen(C_SPH, width=1.5))
+        self._rleg.add(self.c_box, "‖x − z₁‖ box", C_BOX)
+        self._rleg.add(self.c_sph, "‖x − z₂‖ sphere", C_SPH)
         # the area bounds' and apart rows' residual, in the legend only when a run has them
         self.c_con = self.resid.plot([], [], pen=pg.mkPen(C_CON, width=1.5), connect="finite")
-        self._rleg = rleg
         lay.addWidget(self.energy, 3)
         lay.addWidget(self.resid, 2)
         self.reset()
+
+    def legends(self) -> list[TitleRowLegend]:
+        """The energy plot's and the residual plot's legends."""
+        return [self._leg, self._rleg]
+
+    def legend_names(self) -> list[str]:
+        """The energy plot's legend entries (curves, then the reference and bound lines)."""
+        return self._leg.names()
 
     def reset(self, reference: float | None = None) -> None:
         """Clear all curves; optionally set the reference energy line."""
@@ -94,7 +170,7 @@ class EnergyPlot(QWidget):
         self._bound: float | None = None
         for c in (self.c_cont, self.c_round, self.c_box, self.c_sph, self.c_con):
             c.setData([], [])
-        self._rleg.removeItem(self.c_con)
+        self._rleg.remove(self.c_con)
         self.marker.hide()
         # a run's view (zoomed, or framed by _fit_y, which turns y auto-range off) must not
         # outlive it: the next run, or a new image, starts on a blank frame that follows its data
@@ -112,19 +188,22 @@ class EnergyPlot(QWidget):
         yardstick proves one below it, its lower bound as a second, dotted one."""
         if energy is None or not np.isfinite(energy):
             self.ref_line.hide()
+            self._leg.remove(self.ref_line)
         else:
             self.ref_line.setValue(float(energy))
             self.ref_line.show()
-            self.ref_line.label.setFormat(f"{name or 'reference'} {float(energy):.6g}")
+            self._leg.add(self.ref_line, f"{name or 'reference'} {float(energy):.6g}", C_REF,
+                          "dash")
         self._ref = None if energy is None or not np.isfinite(energy) else float(energy)
         show_bound = (bound is not None and np.isfinite(bound) and self._ref is not None
                       and bound < self._ref - 1e-9 * max(1.0, abs(self._ref)))
         if show_bound:
             self.bound_line.setValue(float(bound))
-            self.bound_line.label.setFormat(f"lower bound {float(bound):.6g}")
             self.bound_line.show()
+            self._leg.add(self.bound_line, f"lower bound {float(bound):.6g}", C_BOUND, "dot")
         else:
             self.bound_line.hide()
+            self._leg.remove(self.bound_line)
         self._bound = float(bound) if show_bound else None
         self._fit_y()
 
@@ -149,8 +228,8 @@ class EnergyPlot(QWidget):
             with np.errstate(divide="ignore"):
                 self.c_con.setData(it, np.where(rc > 0, np.log10(np.where(rc > 0, rc, 1.0)),
                                                 np.nan))
-            if self._rleg.getLabel(self.c_con) is None:
-                self._rleg.addItem(self.c_con, "constraints")
+            if not self._rleg.has(self.c_con):
+                self._rleg.add(self.c_con, "constraints", C_CON)
             logs = logs + [v for v in self._rc if v > 1e-12]
         self._fit_y()
         lr = np.log10(np.asarray(logs))
@@ -158,7 +237,7 @@ class EnergyPlot(QWidget):
         if lr.size:
             lo = float(np.floor(lr.min()))
             hi = max(float(np.ceil(lr.max())), lo + 1)
-            self.resid.setYRange(lo, hi + 0.25 * (hi - lo), padding=0.02)  # + legend head-room
+            self.resid.setYRange(lo, hi, padding=0.02)  # (the legend is above the plot)
             step = max(1, int(np.ceil((hi - lo) / 5)))  # at most about six labelled decades
             self.resid.getAxis("left").setTickSpacing(step, step)
 

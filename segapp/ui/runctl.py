@@ -87,6 +87,7 @@ class RunMixin:
         self.solver.failed.connect(self.on_failed)
         self.solver.running_changed.connect(self.on_running_changed)
         self.frames = FrameStore()
+        self.results_panel.frame_store = self.frames  # (its memory line reads the store)
         self.frames_received = 0
         self.records_received = 0
         self._cancelled = False

@@ -52,7 +52,7 @@ def test_a_run_with_an_area_bound_meets_it_and_says_so(win, qtbot):
     assert win.results_panel.fields["constraints"].isVisible()
     assert win.constraints_panel.rows[1].now.text() == f"{100 * area:.1f} %"
     assert win.results_panel.fields["reference"].text().endswith("(parametric min-cut)")
-    assert win.plot._rleg.getLabel(win.plot.c_con) is not None  # the residual is plotted
+    assert win.plot._rleg.has(win.plot.c_con)  # the residual is plotted, and in the legend
     assert len(win.plot.c_con.getData()[0]) == win.plot.n_points()
     assert o.reference_bound is not None and o.reference_bound <= o.reference_energy
     assert win.plot.bound_line.isVisible() == (o.reference_bound < o.reference_energy - 1e-6)

@@ -355,7 +355,7 @@ def test_results_panel_plot_and_status_bar_state_the_run(win, qtbot):
             assert f["bound"] == _fmt(o.reference_bound) and o.reference_bound is not None
             assert f["constraints"] == "\n".join(constraint_line(r) for r in o.constraints)
         assert win.plot.ref_line.isVisible() and win.plot.ref_line.value() == ref
-        assert win.plot.ref_line.label.format == f"{name} {ref:.6g}"
+        assert f"{name} {ref:.6g}" in win.plot.legend_names()
         counts = np.bincount(o.labels.ravel() - 1, minlength=k)
         for c in range(k):
             row = win.constraints_panel.rows[c]

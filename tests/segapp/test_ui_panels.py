@@ -1,0 +1,265 @@
+"""Qt tests of the side panels and the plot (offscreen): parameter fields that show the
+library's defaults and take any valid value, the plot's legends clear of the data, and the
+replay's memory (shown, and capped)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from PyQt6.QtCore import QStandardPaths, Qt
+from PyQt6.QtWidgets import QGraphicsTextItem, QLabel
+
+from segapp.model import SolverSettings
+from segapp.ui.frames import FrameStore
+from segapp.ui.main_window import MainWindow
+from segapp.ui.panels import ParamsPanel
+from solver.admm.params import ADMMParams
+from solver.mrf import DEFAULT_LAMBDA
+from tests.segapp.test_ui import load, synthetic
+
+QStandardPaths.setTestModeEnabled(True)
+
+ADMM_KEYS = ("rho0", "rho_growth", "gamma", "max_iter", "tol")
+
+
+@pytest.fixture
+def panel(qtbot):
+    p = ParamsPanel()
+    qtbot.addWidget(p)
+    p.show()
+    qtbot.waitExposed(p)
+    return p
+
+
+@pytest.fixture
+def win(qtbot):
+    w = MainWindow(confirm_discard=False)
+    qtbot.addWidget(w)
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.solver.shutdown()
+    w.doc.dirty = False
+
+
+def fields(p):
+    return {"lam": p.lam, "beta": p.beta, **{k: p.admm[k] for k in ADMM_KEYS}}
+
+
+def shown(w) -> str:
+    """What a field shows: its text, or its placeholder when empty (a spin box: its text)."""
+    text = w.text()
+    return text or (w.placeholderText() if hasattr(w, "placeholderText") else "")
+
+
+def type_into(qtbot, w, text: str, enter: bool = True) -> None:
+    """Select everything in ``w`` and type ``text`` over it (nothing: delete it), then press
+    Enter."""
+    w.setFocus()
+    qtbot.keyClick(w, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    if text:
+        qtbot.keyClicks(w, text)
+    else:
+        qtbot.keyClick(w, Qt.Key.Key_Delete)
+    if enter:
+        qtbot.keyClick(w, Qt.Key.Key_Return)
+
+
+def test_fields_at_default_show_the_library_defaults(panel):
+    lib = ADMMParams()
+    expected = {"lam": DEFAULT_LAMBDA, **{k: getattr(lib, k) for k in ADMM_KEYS}}
+    for key, number in expected.items():
+        w = fields(panel)[key]
+        text = str(number) if isinstance(number, int) else format(number, ".10g")
+        assert shown(w) == f"default ({text})", key
+        assert w.value() is None
+    assert "auto" in shown(panel.beta) and panel.beta.value() is None
+    s = panel.settings()
+    assert s.lam is None and s.beta is None and s.admm == {}
+
+
+@pytest.mark.parametrize("key", ["lam", "beta"])
+def test_typing_zero_where_legal_gives_zero(panel, qtbot, key):
+    got = []
+    panel.changed.connect(got.append)
+    type_into(qtbot, fields(panel)[key], "0")
+    v = getattr(panel.settings(), key)
+    assert v is not None and v == 0.0
+    assert got and getattr(got[-1], key) == 0.0
+    assert shown(fields(panel)[key]) == "0"
+
+
+@pytest.mark.parametrize("key, value", [("lam", 3.5), ("beta", 0.02), ("rho0", 2.0),
+                                        ("max_iter", 77), ("tol", 1e-5)])
+def test_clearing_a_field_means_default(panel, qtbot, key, value):
+    w = fields(panel)[key]
+    type_into(qtbot, w, str(value))
+    s = panel.settings()
+    assert (getattr(s, key) if key in ("lam", "beta") else s.admm[key]) == value
+    type_into(qtbot, w, "")  # emptied: back to the default, not the old value
+    s = panel.settings()
+    assert (getattr(s, key) if key in ("lam", "beta") else s.admm.get(key)) is None
+    assert shown(w).startswith(("default", "auto"))
+
+
+@pytest.mark.parametrize("key, bad", [("lam", "-1"), ("lam", "abc"), ("beta", "-0.5"),
+                                      ("rho0", "0"), ("rho_growth", "0.5"), ("gamma", "2"),
+                                      ("max_iter", "0"), ("max_iter", "1.5"), ("tol", "-1")])
+def test_invalid_text_is_shown_invalid_and_not_applied(panel, qtbot, key, bad):
+    w = fields(panel)[key]
+    good = 5 if key == "max_iter" else 0.25 if key != "rho_growth" else 1.05
+    type_into(qtbot, w, str(good))
+    got = []
+    panel.changed.connect(got.append)
+    type_into(qtbot, w, bad, enter=False)
+    assert w.text() == bad                       # what was typed stays while editing…
+    assert not w.is_valid() and "ff6b6b" in w.styleSheet()  # …in red
+    assert "not applied" in w.toolTip()
+    s = panel.settings()
+    assert (getattr(s, key) if key in ("lam", "beta") else s.admm[key]) == good
+    assert not got
+    qtbot.keyClick(w, Qt.Key.Key_Return)           # leaving it puts the value in effect back
+    assert w.value() == good and w.is_valid() and float(w.text()) == good
+
+
+def test_up_down_step_from_the_default(panel, qtbot):
+    w = panel.admm["max_iter"]
+    w.setFocus()
+    qtbot.keyClick(w, Qt.Key.Key_Up)
+    assert panel.settings().admm["max_iter"] == ADMMParams().max_iter + 100
+    g = panel.admm["gamma"]
+    g.setValue(1.9)
+    qtbot.keyClick(g, Qt.Key.Key_Up)  # 2.0 is not a valid γ: nothing happens
+    assert panel.settings().admm["gamma"] == pytest.approx(1.9)
+
+
+def test_settings_with_none_round_trip(panel, win, qtbot, tmp_path):
+    # None (default) and 0 stay apart, through the panel and through a session file
+    s = SolverSettings(lam=None, beta=0.0, admm={"max_iter": 40})
+    panel.set_settings(s)
+    assert panel.settings() == s
+    assert shown(panel.lam).startswith("default (") and shown(panel.beta) == "0"
+    assert shown(panel.admm["rho0"]).startswith("default (")
+    panel.set_settings(SolverSettings(lam=0.0))
+    assert panel.settings().lam == 0.0 and panel.settings().beta is None
+    import cv2
+    img, _ = synthetic()
+    path = tmp_path / "img.png"
+    cv2.imwrite(str(path), img[:, :, ::-1])
+    assert win.open_path(str(path))
+    win.params_panel.set_settings(SolverSettings(lam=0.0, beta=None, admm={"gamma": 1.5}))
+    win.doc.set_settings(win.current_settings())
+    sess = tmp_path / "s.json"
+    assert win.save_session(str(sess))
+    w2 = MainWindow(confirm_discard=False)
+    qtbot.addWidget(w2)
+    assert w2.open_session(str(sess))
+    got = w2.params_panel.settings()
+    assert got.lam == 0.0 and got.beta is None and got.admm == {"gamma": 1.5}
+    assert shown(w2.params_panel.beta).startswith("auto")
+    assert shown(w2.params_panel.admm["max_iter"]) == f"default ({ADMMParams().max_iter})"
+
+
+def _texts(plot_widget, *words):
+    """Scene rectangles of the text items in ``plot_widget`` that show any of ``words``."""
+    out = []
+    for it in plot_widget.scene().items():
+        if isinstance(it, QGraphicsTextItem) and it.isVisible():
+            if any(w in it.toPlainText() for w in words):
+                out.append(it.mapRectToScene(it.boundingRect()))
+    return out
+
+
+def _check_clear(plot_widget, curves, words):
+    view = plot_widget.getViewBox()
+    box = view.mapRectToScene(view.boundingRect())
+    rects = _texts(plot_widget, *words)
+    assert rects, words
+    for r in rects:
+        assert not r.intersects(box), (words, r, box)
+        for c in curves:  # the visible part of each curve's data
+            data = view.mapRectToScene(c.boundingRect()).intersected(box)
+            assert not r.intersects(data)
+        # and whole inside the plot
+        assert plot_widget.sceneRect().contains(r) or plot_widget.rect().contains(r.toRect())
+
+
+def test_legends_and_reference_label_stay_clear_of_the_curves(win, qtbot):
+    load(win, qtbot)
+    with qtbot.waitSignal(win.solver.finished, timeout=60000):
+        win.start_run()
+    qtbot.wait(50)
+    p = win.plot
+    assert p.ref_line.isVisible() and p.n_points() > 0
+    _check_clear(p.energy, [p.c_cont, p.c_round], ("rounded", "continuous x", "min-cut"))
+    _check_clear(p.resid, [p.c_box, p.c_sph], ("box", "sphere"))
+
+
+def test_legend_wraps_in_a_narrow_plot(qtbot):
+    from types import SimpleNamespace
+
+    from segapp.ui.plot import EnergyPlot
+    plot = EnergyPlot()
+    qtbot.addWidget(plot)
+    plot.resize(260, 360)
+    plot.show()
+    qtbot.waitExposed(plot)
+    records = [SimpleNamespace(iteration=it, energy_continuous=-1.2e6 + 100.0 * it,
+                               energy_rounded=-1.0e6 - 200.0 * it, residual_box=0.1,
+                               residual_sphere=0.1, residual_constraints=0.01 / it)
+               for it in range(1, 361)]
+    plot.set_history(records, reference=-1.09867e6)
+    plot.set_reference(-1.09867e6, bound=-1.2e6, name="parametric min-cut")
+    qtbot.wait(50)
+    _check_clear(plot.energy, [plot.c_cont, plot.c_round], ("-1.09867e+06", "lower bound"))
+    assert "parametric min-cut -1.09867e+06" in plot.legend_names()
+    _check_clear(plot.resid, [plot.c_box, plot.c_sph, plot.c_con], ("constraints",))
+    for rect in _texts(plot.energy, "lower bound"):
+        assert rect.right() <= plot.energy.width() + 1
+
+
+def _memory_label(panel):
+    for lab in panel.findChildren(QLabel):
+        m = re.search(r"(\d+) frames? kept, ([\d.]+) (kB|MB)", lab.text())
+        if m and lab.isVisible():
+            return int(m[1]), float(m[2]) * (1e3 if m[3] == "kB" else 1e6), m[3]
+    return None
+
+
+def test_results_show_the_replay_memory(win, qtbot):
+    load(win, qtbot)
+    with qtbot.waitSignal(win.solver.finished, timeout=60000):
+        win.start_run()
+    store = win.frames
+    assert len(store) >= 2 and store.nbytes() == sum(f.nbytes for f in store.frames) > 0
+    got = _memory_label(win.results_panel)
+    assert got is not None
+    n, size, unit = got
+    assert n == len(store)
+    assert abs(size - store.nbytes()) <= (500 if unit == "kB" else 5e4)
+    win.forget_run()  # a new image frees the replay, and the row says nothing
+    assert _memory_label(win.results_panel) is None
+
+
+def test_frame_store_stays_under_its_byte_cap(qtbot):
+    rng = np.random.default_rng(0)
+    frame = 32 * 32 * 3  # bytes of one stored frame
+    store = FrameStore(capacity=1000, max_side=32, max_bytes=10 * frame + 100)
+    for it in range(1, 301):
+        store.add(it, rng.random((32, 32, 3)))
+        assert store.nbytes() == sum(f.nbytes for f in store.frames) <= store.max_bytes
+        assert store.iterations[0] == 1 and store.iterations[-1] == it
+        assert len(store) >= min(it, 2)
+    assert 5 <= len(store) <= 10
+    assert all(a < b for a, b in zip(store.iterations, store.iterations[1:]))
+    it, probs = store.get(len(store) - 1)  # replay still reads every frame
+    assert it == 300 and probs.shape == (32, 32, 3) and probs.dtype == np.float32
+    # a frame larger than half the cap is stored coarser: the first and the last still fit
+    big = FrameStore(max_side=32, max_bytes=frame)
+    for it in range(1, 6):
+        big.add(it, rng.random((32, 32, 3)))
+        assert big.nbytes() <= big.max_bytes and big.iterations[0] == 1
+    assert big.iterations[-1] == 5 and len(big) >= 2
+    assert big.frames[0].shape == (16, 16, 3)
