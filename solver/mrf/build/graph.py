@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from solver.backend.threads import threaded
-from solver.mrf.build.colour_kernels import (contrast_to_weights, edge_squared_differences,
-                                             grid_edge_list)
+from solver.mrf.build.colour_kernels import (_edge_count, contrast_to_weights,
+                                             edge_squared_differences, grid_edge_list)
 from solver.mrf.build.grid_kernels import _is_grid_edge_list, grid_laplacian_csr, laplacian_csr
 from solver.mrf.build.pyramid_kernels import cell_laplacian_csr, is_cell_edge_list
 
@@ -26,7 +27,9 @@ __all__ = [
     "estimate_beta",
     "grid_edges",
     "image_to_float",
+    "edge_ends",
     "laplacian",
+    "own_grid",
 ]
 
 logger = logging.getLogger(__name__)
@@ -175,7 +178,24 @@ def estimate_beta(image: np.ndarray) -> float:
     return _beta_from_contrast(edge_contrast(image_to_float(image)))
 
 
-@dataclass(frozen=True)
+class _Ends:
+    """:attr:`GridGraph.i` and :attr:`GridGraph.j`: the array stored, or where none is (a graph of
+    the grid's own edge list), that list made afresh."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, "_" + name
+
+    def __get__(self, obj: GridGraph | None, owner: type | None = None) -> np.ndarray | None:
+        if obj is None:
+            return None  # (the dataclass's default: no ends stored)
+        got = obj.__dict__[self.slot]
+        return obj.edge_ends()[0 if self.name == "i" else 1] if got is None else got
+
+    def __set__(self, obj: GridGraph, value: np.ndarray | None) -> None:
+        obj.__dict__[self.slot] = value
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class GridGraph:
     """Weighted 8-neighbour grid graph.
 
@@ -186,7 +206,13 @@ class GridGraph:
     i, j : numpy.ndarray
         int32 flat indices of the ends of each undirected edge (``i < j``); half the memory of
         int64 (a 24 MP photo has 96M edges), and enough: the Laplacian's 32-bit CSR indices
-        already limit an image to under 2**31 / 9 pixels.
+        already limit an image to under 2**31 / 9 pixels. A graph made without them (both
+        None; :attr:`is_grid`), as :func:`build_grid_graph` makes every graph, has the grid's
+        own edge list (:func:`grid_edges`, the weights in its order), made at the first access
+        of ``i`` or ``j`` and kept until :meth:`forget_ends` (which an ADMM solve calls: its
+        path never reads them, and kept they are 32 bytes a pixel at its memory peak;
+        docs/decisions.md, Memory). They are not pickled. ``dataclasses.replace`` on such a
+        graph stores them.
     weights : numpy.ndarray
         float64 edge weights ``W_ij``.
     beta : float
@@ -194,15 +220,72 @@ class GridGraph:
     """
 
     shape: tuple[int, int]
-    i: np.ndarray
-    j: np.ndarray
-    weights: np.ndarray
-    beta: float
+    i: np.ndarray | None = _Ends()
+    j: np.ndarray | None = _Ends()
+    weights: np.ndarray = None  # type: ignore[assignment]  # (required: checked below)
+    beta: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.weights is None:
+            raise TypeError("GridGraph needs its edge weights")
+        if (self.__dict__["_i"] is None) != (self.__dict__["_j"] is None):
+            raise ValueError("give both edge ends i and j, or neither (the grid's own edges)")
+        if self.is_grid:
+            h, w = _check_shape(self.shape)
+            m = _edge_count(h, w, np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64))
+            if np.shape(self.weights) != (m,):
+                raise ValueError(f"a {h} x {w} grid has {m} edges, got weights of shape "
+                                 f"{np.shape(self.weights)}")
+
+    def __repr__(self) -> str:
+        ends = "the grid's own edges" if self.is_grid else "its own edge ends"
+        return (f"GridGraph(shape={tuple(self.shape)}, {np.size(self.weights)} edges, "
+                f"beta={self.beta!r}, {ends})")
+
+    @property
+    def is_grid(self) -> bool:
+        """Whether the edges are the grid's own list, :func:`grid_edges` (no ends stored)."""
+        return self.__dict__["_i"] is None
+
+    def edge_ends(self, keep: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """``(i, j)``: the ends stored, or the grid's own (one pass for both), kept with the
+        graph unless ``keep`` is false (a caller that needs them once)."""
+        if not self.is_grid:
+            return self.__dict__["_i"], self.__dict__["_j"]
+        made = self.__dict__.get("_made")
+        if made is None:
+            i, j, _ = grid_edges(self.shape)
+            made = (i, j)
+            if keep:
+                self.__dict__["_made"] = made
+        return made
+
+    def forget_ends(self) -> None:
+        """Drop the grid's edge ends made for an access of ``i`` or ``j`` (made again when
+        asked for); nothing for a graph that stores its own."""
+        self.__dict__.pop("_made", None)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_made", None)  # (made again where needed: the grid's own list)
+        return state
 
     @property
     def n(self) -> int:
         """Number of nodes (pixels)."""
         return self.shape[0] * self.shape[1]
+
+
+def own_grid(graph: Any) -> bool:
+    """Whether ``graph`` is a :class:`GridGraph` of the grid's own edge list with no ends stored
+    (any other object with ``shape``, ``i``, ``j`` and ``weights`` is not)."""
+    return isinstance(graph, GridGraph) and graph.is_grid
+
+
+def edge_ends(graph: Any, keep: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(i, j)`` of a :class:`GridGraph` (:meth:`GridGraph.edge_ends`; by default not kept
+    with it) or of any object with ``i`` and ``j``."""
+    return graph.edge_ends(keep) if isinstance(graph, GridGraph) else (graph.i, graph.j)
 
 
 def build_grid_graph(
@@ -240,11 +323,13 @@ def build_grid_graph(
     beta = float(beta)
     if not np.isfinite(beta) or beta < 0:
         raise ValueError(f"beta must be finite and non-negative, got {beta}")
-    i, j, _ = grid_edges((h, w))
+    if h * w >= 2**31:
+        raise ValueError(f"image too large for 32-bit pixel indices: {h * w} pixels")
     # (in place: the contrasts become the weights)
     threaded(contrast_to_weights, contrast, h, w, np.asarray(NEIGHBOUR_OFFSETS, dtype=np.int64),
              beta, bool(diagonal_distance))
-    return GridGraph(shape=(h, w), i=i, j=j, weights=contrast, beta=beta)
+    # (the edges are the grid's own list, in the weights' order: not stored, see GridGraph)
+    return GridGraph(shape=(h, w), weights=contrast, beta=beta)
 
 
 def laplacian(graph: GridGraph) -> sp.csr_matrix:
@@ -270,15 +355,18 @@ def laplacian(graph: GridGraph) -> sp.csr_matrix:
         raise ValueError(f"image too large for a 32-bit sparse index: {n} pixels")
     h, w = (int(s) for s in graph.shape)
     weights = np.asarray(graph.weights, np.float64)
-    gi, gj = np.asarray(graph.i), np.asarray(graph.j)
-    if _is_grid_edge_list(gi, gj, h, w):
+    grid = own_grid(graph)
+    gi = gj = None
+    if not grid:
+        gi, gj = (np.asarray(e) for e in edge_ends(graph))
+    if grid or _is_grid_edge_list(gi, gj, h, w):
         # (every built grid graph: read the matrix straight from the weights, same values)
         indptr, indices, data = threaded(grid_laplacian_csr, weights, h, w)
     elif is_cell_edge_list(gi, gj, h, w):  # (every coarse level, likewise)
         indptr, indices, data = threaded(cell_laplacian_csr, weights, h, w)
     else:
-        indptr, indices, data, bad = laplacian_csr(np.asarray(graph.i, np.int32),
-                                                   np.asarray(graph.j, np.int32), weights, (h, w))
+        indptr, indices, data, bad = laplacian_csr(np.asarray(gi, np.int32),
+                                                   np.asarray(gj, np.int32), weights, (h, w))
         if bad:
             raise ValueError(f"{bad} edges of the graph are not 8-neighbour pixel pairs")
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))

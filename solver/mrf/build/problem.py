@@ -16,8 +16,9 @@ from solver.mrf.build.checks import MAX_LABELS, check_rect, check_scalar, label_
 from solver.mrf.build.constraints import ConstraintReport, Constraints, LevelConstraints
 from solver.mrf.build.constraints import report as constraint_report
 from solver.mrf.build.colour import fit_colour_models, unary_costs
-from solver.mrf.build.graph import GridGraph, build_grid_graph, image_to_float, laplacian
-from solver.mrf.build.grid_kernels import potts_energy
+from solver.mrf.build.graph import (GridGraph, build_grid_graph, edge_ends, image_to_float,
+                                    laplacian, own_grid)
+from solver.mrf.build.grid_kernels import grid_potts_energy, potts_energy
 
 __all__ = [
     "DEFAULT_LAMBDA", "MAX_LABELS", "MRFProblem", "build_problem", "problem_from_unary",
@@ -114,7 +115,12 @@ class MRFProblem:
         """
         lab = self._flat_labels(labels)
         g = self.graph
-        return float(potts_energy(g.i, g.j, g.weights, self.unary, lab - 1, float(self.lam)))
+        if own_grid(g):  # (the grid's own edges, in order, without their ends' arrays)
+            h, w = (int(s) for s in self.shape)
+            return float(grid_potts_energy(g.weights, h, w, self.unary, lab - 1,
+                                           float(self.lam)))
+        gi, gj = edge_ends(g)
+        return float(potts_energy(gi, gj, g.weights, self.unary, lab - 1, float(self.lam)))
 
     def continuous_energy(self, x: np.ndarray) -> float:
         """``lam * x^T (I_K kron L) x + d^T x`` for a relaxed assignment.

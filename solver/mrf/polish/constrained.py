@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import ndimage
 
+from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import constrained_kernels as ck
@@ -121,7 +122,7 @@ def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, sta
     w, counts, lo, hi, apart = state
     k = problem.k
     g = problem.graph
-    gi, gj = np.asarray(g.i, np.int64), np.asarray(g.j, np.int64)
+    gi, gj = (np.asarray(e, np.int64) for e in edge_ends(g))
     cut = 2.0 * problem.lam * np.asarray(g.weights)
     pinned_pixel = ~movable
     preferred = np.argmin(problem.unary, axis=1)

@@ -43,7 +43,8 @@ class Snapshot(NamedTuple):
     weights : numpy.ndarray
         ``(m, K)`` float32 label weights of those pixels.
     fixed : numpy.ndarray
-        ``(n,)`` int labels (1..K) of the other pixels, 0 at ``pixels``.
+        ``(n,)`` int labels (1..K) of the other pixels, 0 at ``pixels`` (int8 as the solver
+        keeps them and the kernels take them; other integer dtypes are converted).
     """
 
     pixels: np.ndarray
@@ -55,7 +56,7 @@ class Snapshot(NamedTuple):
         """A snapshot with weights on every pixel, from an ``(n, K)`` array."""
         w = np.asarray(weights, dtype=np.float32)
         w = w.reshape(-1, w.shape[-1])
-        return cls(np.arange(w.shape[0], dtype=np.int64), w, np.zeros(w.shape[0], np.int32))
+        return cls(np.arange(w.shape[0], dtype=np.int64), w, np.zeros(w.shape[0], np.int8))
 
     def dense(self) -> np.ndarray:
         """The ``(n, K)`` float32 label weights of every pixel."""
@@ -69,13 +70,14 @@ class Snapshot(NamedTuple):
 
 def snapshot_arrays(snap: Snapshot | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(pixels, weights, fixed)`` of a snapshot (or of ``(n, K)`` dense weights) with the
-    dtypes the fusion kernels take: int64, contiguous float32, int32 (the solver's own dtype
-    for fixed labels, so a snapshot's ``(n,)`` array is passed without a copy)."""
+    dtypes the fusion kernels take: int64, contiguous float32, int8 (the dtype the solver keeps
+    a snapshot's fixed labels in, so its ``(n,)`` array is passed without a copy; labels are at
+    most 32)."""
     if not isinstance(snap, Snapshot):
         snap = Snapshot.from_dense(snap)
     return (np.asarray(snap.pixels, dtype=np.int64),
             np.ascontiguousarray(snap.weights, dtype=np.float32),
-            np.asarray(snap.fixed, dtype=np.int32))
+            np.asarray(snap.fixed, dtype=np.int8))
 
 
 class Workspace:
@@ -102,8 +104,15 @@ class Workspace:
 
     def fusion(self) -> tuple[np.ndarray, ...]:
         """Work arrays of the fusion kernels
-        (:func:`solver.mrf.polish.region_kernels.fusion_scratch`)."""
-        return self._get("fusion", lambda: region_kernels.fusion_scratch(self.n))
+        (:func:`solver.mrf.polish.region_kernels.fusion_scratch`); its fourth to seventh are
+        the region moves' set (:meth:`region`), shared."""
+        def make() -> tuple[np.ndarray, ...]:
+            if "region" not in self._sets:
+                return region_kernels.fusion_scratch(self.n)
+            ix = region_kernels.index_dtype(self.n)  # (the arrays fusion_scratch makes)
+            return (np.empty(self.n, ix), np.zeros(self.n, ix), np.zeros(self.n, np.bool_),
+                    *self._sets["region"], np.zeros(self.n, np.bool_), np.full(self.n, -1, ix))
+        return self._get("fusion", make)
 
     def descent(self) -> tuple[np.ndarray, ...]:
         """Work arrays of descent fusion
@@ -112,16 +121,27 @@ class Workspace:
                                                                             self.fusion()))
 
     def region(self) -> tuple[np.ndarray, ...]:
-        """Work arrays of region moves (:func:`solver.mrf.polish.region_kernels.region_scratch`)."""
-        return self._get("region", lambda: region_kernels.region_scratch(self.n))
+        """Work arrays of region moves (:func:`solver.mrf.polish.region_kernels.region_scratch`):
+        the fusion set's fourth to seventh arrays, which have the same dtypes, sizes and
+        contents between calls (a region map of -1, a pixel order, component starts, a pixel
+        list), so the two steps, which never run at once, share them: 16 bytes a pixel less at
+        a large photo's memory peak, the final polish (docs/decisions.md, Memory)."""
+        def make() -> tuple[np.ndarray, ...]:
+            if "fusion" in self._sets:
+                return tuple(self._sets["fusion"][3:7])
+            return region_kernels.region_scratch(self.n)
+        return self._get("region", make)
 
     def labels(self, name: str) -> np.ndarray:
-        """An ``(n,)`` int64 array for labels, one per ``name`` (its contents are the caller's)."""
-        return self._get("labels:" + name, lambda: np.empty(self.n, np.int64))
+        """An ``(n,)`` int32 array for labels (the dtype of :func:`icm_kernels.zero_based`), one
+        per ``name`` (its contents are the caller's)."""
+        return self._get("labels:" + name, lambda: np.empty(self.n, np.int32))
 
     def preferred(self) -> np.ndarray:
-        """``(n,)`` each pixel's cheapest label by its data alone (0-based)."""
-        return self._get("preferred", lambda: np.argmin(self._unary, axis=1))
+        """``(n,)`` int8 each pixel's cheapest label by its data alone (0-based; K is at most
+        32, and int8 is an eighth of argmin's int64, kept through the polish)."""
+        return self._get("preferred",
+                         lambda: np.argmin(self._unary, axis=1).astype(np.int8))
 
     def prefers(self, b: int) -> np.ndarray:
         """``(n,)`` bool: the pixels whose cheapest label by their data is ``b`` (0-based)."""
@@ -151,7 +171,7 @@ class FixedDisagreement:
         self._found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def __call__(self, fixed: np.ndarray) -> np.ndarray:
-        """The disagreeing pixels of ``fixed`` (``(n,)`` int32, 1-based, 0 where not fixed) in
+        """The disagreeing pixels of ``fixed`` (``(n,)`` int8, 1-based, 0 where not fixed) in
         index order, int64."""
         got = self._found.get(id(fixed))
         if got is None or got[0] is not fixed:  # (the array is kept, so its id stays its own)

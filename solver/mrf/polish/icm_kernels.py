@@ -46,8 +46,11 @@ def graph_arrays(problem: Any) -> tuple[np.ndarray, ...]:
 
 
 def zero_based(labels: np.ndarray) -> np.ndarray:
-    """``(n,)`` int64 0-based copy of 1-based labels, as the kernels take them (one pass)."""
-    return np.subtract(np.asarray(labels).reshape(-1), 1, dtype=np.int64, casting="unsafe")
+    """``(n,)`` int32 0-based copy of 1-based labels, as the kernels take them (one pass).
+
+    int32, not int64: a large photo's polish holds several such arrays at its memory peak, and
+    the kernels give the same results with either (docs/decisions.md, Memory)."""
+    return np.subtract(np.asarray(labels).reshape(-1), 1, dtype=np.int32, casting="unsafe")
 
 
 def one_based(lab: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -206,7 +206,7 @@ def fuse_edge_snapped_into(problem: MRFProblem, lab: np.ndarray,
     the number of regions taken."""
     k = problem.k
     fuse_into = descent_fuser(problem, lab, workspace)
-    none_fixed = np.zeros(problem.n, np.int32)  # (proposals only at the listed pixels)
+    none_fixed = np.zeros(problem.n, np.int8)  # (proposals only at the listed pixels)
     once = np.array([0.5])
     moved = 0
     for radius in RADII if radii is None else radii:

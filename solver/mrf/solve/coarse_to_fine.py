@@ -169,7 +169,9 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
                 blocks[li] = None
             revisit = grown = None
             sub = fix_outside(level, up, band)
-            start = np.eye(level.k)[up.ravel() - 1] if x0 is None else x0
+            # (a warm start x0 as given; else ADMM starts from up's one-hot weights, made by
+            # run's start_labels on the free pixels only, not as an (n, K) array)
+            start = x0
             band = x0 = None
         lp = params
         if coarsest and slow_coarsest:
@@ -179,26 +181,34 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
                 "offset": len(history), "level": li,
                 "max_iter_total": solver.params.max_iter * len(levels)}
         res = solver.run(x0=start, seed=seed if coarsest else None, callback=callback,
-                         polish=False, view=view)
+                         polish=False, view=view,
+                         start_labels=up if start is None and not coarsest else None)
         history += [replace(r, iteration=r.iteration + view["offset"]) for r in res.history]
         start = view = None
+        free_count, backend_name = solver.free.size, solver.backend.name
         labels = res.labels
         stopped = res.status == CANCELLED
         if li == 0:
             energy_admm = res.energy  # (run without polish: the energy of ADMM's labels)
         if stopped:
             break
+        # the solver's system and the band problem are dropped before the polish, the peak of a
+        # large photo's memory: only its snapshots, free count and backend are needed after
+        # (docs/decisions.md, Memory)
+        snapshots = solver.snapshot_weights() if li > 0 or polish else []
+        solver = sub = None
         if li > 0 or polish:
             unpolished = np.asarray(labels).ravel()
             # outside the band ADMM's labels are the warm start, an ICM fixed point
-            labels = pipeline.polish_labels(level, labels, solver.snapshot_weights(),
+            labels = pipeline.polish_labels(level, labels, snapshots,
                                             split=li == 0, since=up, options=options.polish)
+            snapshots = None
             if c2f.warm_fusion and up is not None and level.constraints is None:
                 labels = _fuse_warm_start(level, labels, up, options.polish)
             revisit = unpolished != np.asarray(labels).ravel() if li > 0 else None
         if log.isEnabledFor(logging.INFO):  # (the energy costs a pass over the image)
             log.info("coarse-to-fine level %d (%d pixels, %d free): energy %.6g after %d "
-                     "iterations", li, level.n, solver.free.size, level.energy(labels),
+                     "iterations", li, level.n, free_count, level.energy(labels),
                      res.iterations)
     fine = np.asarray(labels).ravel().astype(np.int32)
     if li > 0 and maps[li] is None:
@@ -212,7 +222,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     if x_cont is not None and li > 0:
         x_cont = x_cont[maps[li]]
     # (the last level's status; a cancel at a coarser level is a cancel of the whole solve)
-    return MRFResult(fine, problem.energy(fine), "admm", solver.backend.name, len(history),
+    return MRFResult(fine, problem.energy(fine), "admm", backend_name, len(history),
                      time.perf_counter() - t0, res.status, history, x_cont, res.admm,
                      energy_admm if energy_admm is not None else problem.energy(fine),
                      problem.constraint_report(fine))

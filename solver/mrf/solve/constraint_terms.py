@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solver.admm.sums import BoxWithSums, round_k2_sums, round_onehot_sums
+from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
 
 
@@ -71,7 +72,7 @@ def apart_rows(problem: MRFProblem, free: np.ndarray, hard: np.ndarray
     pos = np.full(problem.n, -1, np.int64)
     pos[free] = np.arange(free.size)
     g = problem.graph
-    ends = (np.asarray(g.i, np.int64), np.asarray(g.j, np.int64))
+    ends = tuple(np.asarray(e, np.int64) for e in edge_ends(g))
     rows, cols, rhs = [], [], []
     r = 0
     pairs = [(a, b) for a in range(k) for b in range(k) if a != b and c.apart[a, b]]

@@ -110,6 +110,11 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     if method == "admm":
+        # (edge ends a yardstick asked the graph for: ADMM never reads them; docs/decisions.md,
+        # Memory)
+        forget = getattr(problem.graph, "forget_ends", None)
+        if forget is not None:
+            forget()
         if backend == "auto":
             backend = auto_backend(problem.n, problem.k)
         admm_params = ADMMParams.from_kwargs(**params)

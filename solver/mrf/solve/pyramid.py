@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from solver.backend.threads import threaded
-from solver.mrf.build.graph import GridGraph, laplacian
+from solver.mrf.build.graph import GridGraph, edge_ends, laplacian, own_grid
 from solver.mrf.build.grid_kernels import _is_grid_edge_list, coarsen_edges
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.build.pyramid_kernels import coarsen_grid_edges
@@ -71,13 +71,18 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
                       for c in range(k)], axis=1)
     g = problem.graph
     h, w = (int(s) for s in problem.shape)
-    gi, gj = np.asarray(g.i, np.int32), np.asarray(g.j, np.int32)
     gw = np.asarray(g.weights, np.float64)
-    if factor == 2 and _is_grid_edge_list(gi, gj, h, w):
+    grid = own_grid(g)
+    gi = gj = None
+    if not grid:
+        gi, gj = (np.asarray(e, np.int32) for e in edge_ends(g))
+    if factor == 2 and (grid or _is_grid_edge_list(gi, gj, h, w)):
         # (a photo's own graph: the same arrays, summed block row by block row on threads)
         lo, hi, weights = threaded(coarsen_grid_edges, gw, h, w)
         bad = 0
     else:
+        if gi is None:
+            gi, gj = edge_ends(g)
         lo, hi, weights, bad = coarsen_edges(gi, gj, gw, (h, w), factor)
     if bad:
         raise ValueError(f"{bad} edges of the graph are not 8-neighbour pixel pairs")

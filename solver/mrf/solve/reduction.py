@@ -286,8 +286,14 @@ class MRFADMM:
     # -------------------------------------------------------------- solve
     def run(self, *, x0: np.ndarray | None = None, seed: int | None = None,
             callback: Callable[[MRFIterationState], bool | None] | None = None,
-            polish: bool = True, view: dict[str, Any] | None = None) -> MRFResult:
+            polish: bool = True, view: dict[str, Any] | None = None,
+            start_labels: np.ndarray | None = None) -> MRFResult:
         """Run ADMM; see :func:`solver.mrf.solve_mrf` for the arguments.
+
+        ``start_labels`` (``(H, W)`` or ``(n,)`` labels in 1..K) is a warm start given as a
+        labelling: the same run as ``x0`` = its one-hot weights, without making those for the
+        whole image (16 bytes a pixel for K = 2; the coarse-to-fine solver's band levels start
+        so).
 
         ``view`` holds extra :class:`MRFIterationState` fields (pixel map, iteration offset,
         level) that let a coarse level report in full-image terms. ``time_s`` includes set-up.
@@ -298,7 +304,12 @@ class MRFADMM:
         would keep at most ``options.early_fixing.tail_fraction`` of the free pixels.
         """
         t_start = time.perf_counter()
+        if x0 is not None and start_labels is not None:
+            raise ValueError("give x0 or start_labels, not both")
+        warm = x0 is not None or start_labels is not None
         start = None if x0 is None else self.start_vector(x0)
+        if start_labels is not None:  # (one-hot weights are 0 and 1: the same vector exactly)
+            start = self._onehot(start_labels)
         if start is None and seed is None:
             # the centre of the feasible set: 1/2 for K = 2, 1/K for each one-hot group
             start = np.full(self.admm.n, 1.0 / self.problem.k)
@@ -311,7 +322,7 @@ class MRFADMM:
                              constraints=self.problem.constraint_report(labels))
         fixing = self.options.early_fixing
         # a warm start counts as the check before the first pause (``warm_start_check``)
-        previous = start if fixing.warm_start_check and x0 is not None else None
+        previous = start if fixing.warm_start_check and warm else None
         active, state = self, None
         history: list[IterationRecord] = []
         best: tuple[float, int, MRFADMM, np.ndarray] | None = None  # objective, iteration, x
@@ -331,8 +342,7 @@ class MRFADMM:
                 break
             state = res.state
             x_now = active.backend.to_numpy(state.x)
-            if previous is not None and (x0 is not None
-                                         or state.rho >= fixing.min_rho * self._scale):
+            if previous is not None and (warm or state.rho >= fixing.min_rho * self._scale):
                 done = settled(x_now, previous, self.problem.k, fixing.delta)
                 if done.all():  # every pixel settled: that labelling is the answer
                     x_cont, status = self._weights_on_free(active, x_now), SETTLED
@@ -378,12 +388,23 @@ class MRFADMM:
         """The LpBoxADMM callback of one piece of a run: snapshots, then the user's callback."""
         def inner_cb(state: IterationState) -> bool | None:
             if state.record.iteration in self.options.polish.snapshot_iterations:
-                self.snapshots.append((active.free, active._fixed_labels,
+                self.snapshots.append((active.free, active._snapshot_fixed(),
                                        active.backend.to_numpy(state.x).astype(np.float32)))
             if callback is not None:
                 return callback(MRFIterationState(state, active, **(view or {})))
             return None
         return inner_cb
+
+    def _snapshot_fixed(self) -> np.ndarray:
+        """This piece's fixed labels as the snapshots keep them: ``(n,)`` int8 (K is at most
+        32), made once per piece. A run's snapshots come from several pieces (early fixing),
+        each with its own fixed labels, and they are kept through the polish: int8 copies are
+        a quarter of the pieces' int32 arrays, which go with their pieces."""
+        fixed = self.__dict__.get("_fixed_small")
+        if fixed is None:
+            fixed = self._fixed_labels.astype(np.int8)
+            self._fixed_small = fixed
+        return fixed
 
     def _onehot(self, labels: np.ndarray) -> np.ndarray:
         """A labelling as a vector over this problem's free variables."""
