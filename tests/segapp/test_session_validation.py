@@ -14,7 +14,6 @@ from PyQt6.QtWidgets import QMessageBox
 
 from segapp.core.session import load_session, save_session
 from segapp.model import K_MAX, K_MIN, Document, SolverSettings
-from segapp.ui.main_window import MainWindow
 
 QStandardPaths.setTestModeEnabled(True)
 
@@ -171,18 +170,6 @@ def test_a_good_session_loads_whole(good):
 
 
 # ---------------------------------------------------------------- in the window
-
-@pytest.fixture
-def win(qtbot):
-    w = MainWindow(confirm_discard=False)
-    qtbot.addWidget(w)
-    w.resize(1000, 700)
-    w.show()
-    qtbot.waitExposed(w)
-    yield w
-    w.solver.shutdown()
-    w.doc.dirty = False
-
 
 @pytest.fixture
 def working(win, tmp_path):

@@ -9,6 +9,7 @@ from PyQt6.QtTest import QTest  # noqa: E402
 from PyQt6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 
 from segapp.ui.main_window import MainWindow  # noqa: E402
+from tests.segapp.conftest import pace_iterations  # noqa: E402
 
 QStandardPaths.setTestModeEnabled(True)
 
@@ -25,18 +26,6 @@ def synthetic(h=40, w=40, seed=0):
     strokes[2:5, 2:w - 2] = 1
     strokes[h // 2 - 1:h // 2 + 2, w // 2 - 4:w // 2 + 4] = 2
     return rgb, strokes
-
-
-@pytest.fixture
-def win(qtbot):
-    w = MainWindow(confirm_discard=False)
-    qtbot.addWidget(w)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    yield w
-    w.solver.shutdown()
-    w.doc.dirty = False
 
 
 def load(win, qtbot, strokes=True, **kw):
@@ -167,8 +156,7 @@ def test_exports(win, qtbot, tmp_path):
 
 
 def test_cancel_keeps_everything(win, qtbot, monkeypatch):
-    from .test_ui_lifecycle import _pace_iterations
-    _pace_iterations(monkeypatch)
+    pace_iterations(monkeypatch)
     _, s = load(win, qtbot, h=60, w=60)
     win.params_panel.admm["max_iter"].setValue(100000)
     win.params_panel.admm["tol"].setValue(1e-6)

@@ -4,12 +4,11 @@ in sessions."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from PyQt6.QtWidgets import QMessageBox  # noqa: E402
 
 from segapp.ui.main_window import MainWindow  # noqa: E402
-from tests.segapp.test_ui import load, win  # noqa: E402, F401  (the window fixture)
+from tests.segapp.test_ui import load  # noqa: E402
 
 
 def _bound(win, label, lo, hi, unit="%"):

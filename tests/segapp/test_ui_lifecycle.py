@@ -21,6 +21,7 @@ from PyQt6.QtWidgets import QApplication  # noqa: E402
 
 from segapp.ui.app import python_owned_qobjects  # noqa: E402
 from segapp.ui.main_window import MainWindow  # noqa: E402
+from tests.segapp.conftest import pace_iterations, slow_job  # noqa: E402
 
 QStandardPaths.setTestModeEnabled(True)
 
@@ -41,36 +42,12 @@ def test_demo_screenshot_leaves_nothing_for_the_app_teardown(qapp, tmp_path):
                 if id(w) not in windows_before and isinstance(w, MainWindow)]
 
 
-def _slow_job(h=60, w=60):
-    rng = np.random.default_rng(0)
-    img = np.clip(np.where(np.add.outer(np.arange(h), np.arange(w)) < h, 60, 190)
-                  + rng.normal(0, 10, (h, w)), 0, 255).astype(np.uint8)
-    strokes = np.zeros((h, w), np.uint8)
-    strokes[2:4, 2:10] = 1
-    strokes[-4:-2, -10:-2] = 2
-    return img, strokes
-
-
-def _pace_iterations(monkeypatch, seconds=0.002):
-    """Make every ADMM iteration of the GUI's solves take at least ``seconds``: the solver got
-    fast enough that a 60x60 job could end before a test closed or cancelled it."""
-    import time as _time
-
-    from segapp.ui.worker import SolveWorker
-    real = SolveWorker._callback
-
-    def paced(self, state):
-        _time.sleep(seconds)
-        return real(self, state)
-    monkeypatch.setattr(SolveWorker, "_callback", paced)
-
-
 def test_closing_the_window_mid_solve_stops_the_thread_and_its_signals(qtbot, monkeypatch):
-    _pace_iterations(monkeypatch)
+    pace_iterations(monkeypatch)
     win = MainWindow(confirm_discard=False)
     qtbot.addWidget(win)
     win.show()
-    img, strokes = _slow_job()
+    img, strokes = slow_job()
     win.doc.set_image(np.dstack([img] * 3), "slow.png")
     win.doc.set_layers(strokes=strokes)
     win.params_panel.admm["max_iter"].setValue(100000)

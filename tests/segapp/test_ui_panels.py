@@ -32,18 +32,6 @@ def panel(qtbot):
     return p
 
 
-@pytest.fixture
-def win(qtbot):
-    w = MainWindow(confirm_discard=False)
-    qtbot.addWidget(w)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    yield w
-    w.solver.shutdown()
-    w.doc.dirty = False
-
-
 def fields(p):
     return {"lam": p.lam, "beta": p.beta, **{k: p.admm[k] for k in ADMM_KEYS}}
 

@@ -26,7 +26,7 @@ import pytest
 from PyQt6.QtCore import QPointF, QRectF, QStandardPaths, Qt
 from PyQt6.QtGui import QColor, QImage, QPainter
 from PyQt6.QtTest import QTest
-from PyQt6.QtWidgets import QFileDialog, QMessageBox
+from PyQt6.QtWidgets import QFileDialog
 
 from segapp.core.colouring import (
     MAGENTA,
@@ -35,7 +35,6 @@ from segapp.core.colouring import (
     palette,
     probabilities_rgb,
 )
-from segapp.ui.main_window import MainWindow
 
 QStandardPaths.setTestModeEnabled(True)
 
@@ -73,23 +72,6 @@ def two_discs(h: int = 40, w: int = 56, seed: int = 1) -> tuple[np.ndarray, np.n
 
 
 # ------------------------------------------------------------------------------- window
-@pytest.fixture
-def win(qtbot, monkeypatch):
-    """A shown main window; error dialogs are collected in ``win.errors`` instead of shown."""
-    errors: list[tuple[str, str]] = []
-    monkeypatch.setattr(QMessageBox, "critical",
-                        lambda _parent, title, text, *a, **k: errors.append((title, text)))
-    w = MainWindow(confirm_discard=False)
-    qtbot.addWidget(w)
-    w.resize(1200, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    w.errors = errors
-    yield w
-    w.solver.shutdown()
-    w.doc.dirty = False
-
-
 def open_image(win, qtbot, image: np.ndarray, strokes: np.ndarray | None = None) -> None:
     win.doc.set_image(image, "synthetic.png")
     if strokes is not None:

@@ -18,9 +18,8 @@ import pytest
 
 from PyQt6.QtCore import QStandardPaths
 from PyQt6.QtGui import QStatusTipEvent
-from PyQt6.QtWidgets import QApplication, QMessageBox
+from PyQt6.QtWidgets import QApplication
 
-from segapp.ui.main_window import MainWindow
 
 QStandardPaths.setTestModeEnabled(True)
 
@@ -35,23 +34,6 @@ def disc_image(h: int = 40, w: int = 40, seed: int = 0) -> tuple[np.ndarray, np.
     strokes[2:5, 2:w - 2] = 1
     strokes[h // 2 - 1:h // 2 + 2, w // 2 - 4:w // 2 + 4] = 2
     return np.dstack([img, img, (img * 0.8).astype(np.uint8)]), strokes
-
-
-@pytest.fixture
-def win(qtbot, monkeypatch):
-    """A shown main window; error dialogs are collected in ``win.errors`` instead of shown."""
-    errors: list[tuple[str, str]] = []
-    monkeypatch.setattr(QMessageBox, "critical",
-                        lambda _parent, title, text, *a, **k: errors.append((title, text)))
-    w = MainWindow(confirm_discard=False)
-    qtbot.addWidget(w)
-    w.resize(1200, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    w.errors = errors
-    yield w
-    w.solver.shutdown()
-    w.doc.dirty = False
 
 
 def open_image(win, qtbot, image=None, strokes=None) -> None:

@@ -5,7 +5,6 @@ with a usable plot, and the opacity slider acts on the live result during a run.
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from PyQt6.QtWidgets import QApplication, QDockWidget, QToolTip
 
 from segapp.core.colouring import display_rgb
 from segapp.ui.main_window import MainWindow
+from tests.segapp.conftest import pace_iterations, slow_job
 
 QStandardPaths.setTestModeEnabled(True)
 
@@ -28,18 +28,6 @@ def picture(h: int, w: int, seed: int = 0) -> np.ndarray:
     disc = (yy - h / 2) ** 2 + (xx - w / 2) ** 2 < (min(h, w) / 3) ** 2
     img = np.clip(np.where(disc, 190, 60) + rng.normal(0, 10, (h, w)), 0, 255).astype(np.uint8)
     return np.dstack([img] * 3)
-
-
-@pytest.fixture
-def win(qtbot):
-    w = MainWindow(confirm_discard=False)
-    qtbot.addWidget(w)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    yield w
-    w.solver.shutdown()
-    w.doc.dirty = False
 
 
 def open_picture(win, qtbot, h: int, w: int) -> None:
@@ -202,27 +190,6 @@ def test_the_window_keeps_its_size_on_a_large_screen(qtbot, monkeypatch):
 
 
 # ------------------------------------------------------------------------------- opacity
-def _pace_iterations(monkeypatch, seconds=0.002):
-    """Every ADMM iteration of the GUI's solves takes at least ``seconds``."""
-    from segapp.ui.worker import SolveWorker
-    real = SolveWorker._callback
-
-    def paced(self, state):
-        time.sleep(seconds)
-        return real(self, state)
-    monkeypatch.setattr(SolveWorker, "_callback", paced)
-
-
-def _slow_job(h=60, w=60):
-    rng = np.random.default_rng(0)
-    img = np.clip(np.where(np.add.outer(np.arange(h), np.arange(w)) < h, 60, 190)
-                  + rng.normal(0, 10, (h, w)), 0, 255).astype(np.uint8)
-    strokes = np.zeros((h, w), np.uint8)
-    strokes[2:4, 2:10] = 1
-    strokes[-4:-2, -10:-2] = 2
-    return np.dstack([img] * 3), strokes
-
-
 def _shown(canvas, image: np.ndarray, pixels) -> np.ndarray:
     """The viewport's RGB at the centres of image ``pixels`` [(x, y), ...]."""
     grabbed = canvas.viewport().grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
@@ -235,8 +202,9 @@ def _shown(canvas, image: np.ndarray, pixels) -> np.ndarray:
 
 
 def test_opacity_slider_acts_on_the_live_result_during_a_run(win, qtbot, monkeypatch):
-    _pace_iterations(monkeypatch)
-    img, strokes = _slow_job()
+    pace_iterations(monkeypatch)
+    img, strokes = slow_job()
+    img = np.dstack([img] * 3)
     win.doc.set_image(img, "slow.png")
     win.doc.set_layers(strokes=strokes)
     win.canvas.fit_to_window()

@@ -1,0 +1,52 @@
+"""Shared fixtures of the app's tests: a shown main window, and solves slow enough to act on
+while they run."""
+
+import time
+
+import numpy as np
+import pytest
+from PyQt6.QtWidgets import QMessageBox
+
+from segapp.ui.main_window import MainWindow
+
+
+@pytest.fixture
+def win(qtbot, monkeypatch):
+    """A shown 1280 x 800 main window; error dialogs are collected in ``win.errors`` (as
+    ``(title, text)``) instead of shown, so a test that expects none can say so."""
+    errors: list[tuple[str, str]] = []
+    monkeypatch.setattr(QMessageBox, "critical",
+                        lambda _parent, title, text, *a, **k: errors.append((title, text)))
+    w = MainWindow(confirm_discard=False)
+    qtbot.addWidget(w)
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    w.errors = errors
+    yield w
+    w.solver.shutdown()
+    w.doc.dirty = False
+
+
+def pace_iterations(monkeypatch, seconds: float = 0.002) -> None:
+    """Make every ADMM iteration of the GUI's solves take at least ``seconds``: the solver is
+    fast enough that a 60x60 job could end before a test closed or cancelled it."""
+    from segapp.ui.worker import SolveWorker
+    real = SolveWorker._callback
+
+    def paced(self, state):
+        time.sleep(seconds)
+        return real(self, state)
+    monkeypatch.setattr(SolveWorker, "_callback", paced)
+
+
+def slow_job(h: int = 60, w: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """A grey ``(h, w)`` image split along a diagonal, with a short stroke per label: a solve
+    that (paced) runs long enough to act on."""
+    rng = np.random.default_rng(0)
+    img = np.clip(np.where(np.add.outer(np.arange(h), np.arange(w)) < h, 60, 190)
+                  + rng.normal(0, 10, (h, w)), 0, 255).astype(np.uint8)
+    strokes = np.zeros((h, w), np.uint8)
+    strokes[2:4, 2:10] = 1
+    strokes[-4:-2, -10:-2] = 2
+    return img, strokes
