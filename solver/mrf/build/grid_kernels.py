@@ -292,14 +292,19 @@ def potts_energy(i, j, w, unary, lab, lam):  # pragma: no cover
             cut += part
             part = 0.0
     cut += part
+    return lam * (2.0 * cut) + _data_term(unary, lab)
+
+
+@_jit
+def _data_term(unary, lab):  # pragma: no cover
+    """``sum_p unary[p, lab[p]]``, in blocks of 4096 as the cut is (the energies' data term)."""
     data, part = 0.0, 0.0
     for p in range(lab.size):
         part += unary[p, lab[p]]
         if (p & 4095) == 4095:
             data += part
             part = 0.0
-    data += part
-    return lam * (2.0 * cut) + data
+    return data + part
 
 
 @_jit
@@ -322,11 +327,4 @@ def grid_potts_energy(w, h, width, unary, lab, lam):  # pragma: no cover
                     part = 0.0
                 e += 1
     cut += part
-    data, part = 0.0, 0.0
-    for p in range(lab.size):
-        part += unary[p, lab[p]]
-        if (p & 4095) == 4095:
-            data += part
-            part = 0.0
-    data += part
-    return lam * (2.0 * cut) + data
+    return lam * (2.0 * cut) + _data_term(unary, lab)
