@@ -32,6 +32,10 @@ REFERENCE_BYTES = 100.0
 ISOLATED_REFERENCE_BYTES = 300.0
 
 
+#: What a refusal says when the image would fit without the reference (a front end may offer it).
+WITHOUT_REFERENCE = "leave out the reference"
+
+
 class InsufficientMemoryError(ValueError):
     """The machine has too little memory for a segmentation; the message says how much each
     choice needs and what is available."""
@@ -103,7 +107,7 @@ def available_bytes() -> float | None:
 
 
 def _gb(b: float) -> str:
-    return f"{b / 1e9:.1f} GB"
+    return f"{b / 1e9:.1f} GB" if b >= 1e9 else f"{b / 1e6:.0f} MB"
 
 
 def check_memory(pixels: int, k: int, reference: bool,
@@ -132,13 +136,14 @@ def check_memory(pixels: int, k: int, reference: bool,
     need = estimate_bytes(pixels, k, reference, isolated)
     if need <= available:
         return
-    what = f"a {pixels / 1e6:.1f}-megapixel image with K = {k} needs about {_gb(need)}"
+    size = f"{pixels / 1e6:.1f}-megapixel" if pixels >= 100_000 else f"{pixels}-pixel"
+    what = f"a {size} image with K = {k} needs about {_gb(need)}"
     if reference:
         alone = estimate_bytes(pixels, k, False)
         what += " with the reference"
         if alone <= available:
-            what += f" ({_gb(alone)} without it: leave out the reference)"
-    raise InsufficientMemoryError(f"{what}, but {_gb(available)} are available; "
+            what += f" ({_gb(alone)} without it: {WITHOUT_REFERENCE})"
+    raise InsufficientMemoryError(f"{what}, but {_gb(available)} is available; "
                                   "use a smaller copy of the image")
 
 

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 from PyQt6.QtCore import QTimer
-from PyQt6.QtWidgets import QLabel, QProgressBar
+from PyQt6.QtWidgets import QLabel, QMessageBox, QProgressBar
 
 from segapp.core.colouring import disagreement_rgba, labels_rgb, palette, probabilities_rgb
 from segapp.ui.frames import FrameStore
@@ -360,9 +360,21 @@ class RunMixin:
         self.update_actions()
 
     def on_failed(self, message: str) -> None:
-        """Report a failed solve; strokes are untouched."""
+        """Report a failed solve; strokes are untouched. Where the image would fit in memory
+        without the reference, offer to run again without it."""
+        from segapp.core.memory import WITHOUT_REFERENCE
         self._end_of_run()
         self.canvas.set_result(None)
+        if WITHOUT_REFERENCE in message and self.params_panel.reference.isChecked():
+            log.warning("Cannot segment: %s", message)
+            answer = QMessageBox.question(
+                self, "Not enough memory", f"{message}.\n\nRun without the reference?",
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
+            self.update_actions()
+            if answer == QMessageBox.StandardButton.Yes:
+                self.params_panel.reference.setChecked(False)
+                self.start_run()
+            return
         self.error("Cannot segment", message)
         self.update_actions()
 

@@ -59,7 +59,7 @@ def test_the_cli_refuses_in_one_line_and_writes_nothing(monkeypatch, tmp_path, c
     rc = main(["segment", str(img), "--rect", "10,10,100,100", "--out",
                str(tmp_path / "l.png"), "--report", str(tmp_path / "r.json")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "megapixel" in err[0] and "available" in err[0]
+    assert rc == 2 and len(err) == 1 and "60000-pixel image" in err[0] and "available" in err[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.png"]
 
 
@@ -81,3 +81,41 @@ def test_a_reference_in_its_own_process_is_counted_with_its_copy_of_the_problem(
         estimate_bytes(n, 2, False)
     # no reference, nothing to isolate
     assert estimate_bytes(n, 2, False, isolated=True) == estimate_bytes(n, 2, False)
+
+
+def test_the_app_offers_to_run_without_the_reference(win, qtbot, monkeypatch):
+    """A refusal that the image would fit without the reference: the app asks, and on yes runs
+    again with the reference off, keeping the strokes."""
+    from PyQt6.QtWidgets import QMessageBox
+
+    from tests.segapp.test_ui import load
+    load(win, qtbot)
+    strokes = win.doc.strokes.copy()
+    need = estimate_bytes(win.doc.image.shape[0] * win.doc.image.shape[1], 2, True,
+                          isolated=True)
+    alone = estimate_bytes(win.doc.image.shape[0] * win.doc.image.shape[1], 2, False)
+    monkeypatch.setattr(memory, "available_bytes", lambda: (need + alone) / 2)
+    monkeypatch.setattr(memory, "_resident_bytes", lambda: 0.0)
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question",
+                        lambda *a, **k: asked.append(a[2]) or QMessageBox.StandardButton.Yes)
+    assert win.params_panel.reference.isChecked()
+    win.start_run()
+    qtbot.waitUntil(lambda: win.outcome is not None and not win.running, timeout=60000)
+    assert len(asked) == 1 and "leave out the reference" in asked[0]
+    assert not win.params_panel.reference.isChecked()
+    assert win.outcome.reference_energy is None and win.errors == []
+    assert (win.doc.strokes == strokes).all()
+
+
+def test_a_refusal_that_nothing_helps_is_an_error_dialog(win, qtbot, monkeypatch):
+    from PyQt6.QtWidgets import QMessageBox
+
+    from tests.segapp.test_ui import load
+    load(win, qtbot)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1e6)
+    monkeypatch.setattr(memory, "_resident_bytes", lambda: 0.0)
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: pytest.fail("no offer"))
+    win.start_run()
+    qtbot.waitUntil(lambda: not win.running and bool(win.errors), timeout=60000)
+    assert "1600-pixel image with K = 2" in win.errors[0][1] and win.outcome is None
