@@ -3,9 +3,10 @@
     minimise  x'Ax + b'x   over x in {0,1}^n,  C1 x = d1,  C2 x <= d2
 
 with ``{0,1}^n = [0,1]^n ∩ {||x - 1/2||_2^2 = n/4}``, the split ``x = z1 (box) = z2 (sphere)`` and
-the slack ``C2 x + z3 = d2, z3 >= 0``. Each iteration solves one positive-definite linear system
-for ``x`` by warm-started PCG, projects ``z1, z2, z3``, takes dual steps of size ``gamma`` and grows
-the penalties geometrically up to a cap.
+the slack ``C2 x + z3 = d2, z3 >= 0``. An optional ℓ1 term ``sum_r w_r |(C0 x - d0)_r|`` (the
+paper's §5) takes one more split ``z0 = C0 x - d0`` (:class:`L1Split`). Each iteration solves
+one positive-definite linear system for ``x`` by warm-started PCG, projects ``z1, z2, z3``, takes
+dual steps of size ``gamma`` and grows the penalties geometrically up to a cap.
 
 :class:`LpBoxADMM` separates set-up (operators, preconditioner, transfers to the backend) from
 iterating, so a re-solve after a change of ``b`` or of the start point is cheap.
@@ -65,6 +66,8 @@ class ADMMState:
         Iterations done so far.
     recent : list of float
         Rounded objectives of the last iterations (for the stagnation test).
+    z0, y0 : array or None
+        The ℓ1 split's copy ``z0 = C0 x - d0`` and its dual (None without an ℓ1 term).
     """
 
     x: Any
@@ -78,6 +81,60 @@ class ADMMState:
     rho: float
     iteration: int
     recent: list[float]
+    z0: Any = None
+    y0: Any = None
+
+
+def soft_threshold(v: Any, t: Any, xp: Any) -> Any:
+    """``sign(v) max(|v| - t, 0)`` elementwise: the proximal operator of ``t |.|``."""
+    return xp.sign(v) * xp.maximum(xp.abs(v) - t, 0.0)
+
+
+@dataclass
+class L1Split:
+    """An ℓ1 term ``sum_r w_r |(C0 x - d0)_r|`` of the objective, handled by the split
+    ``C0 x - d0 = z0`` of the paper's §5 (ℓ1-regularised discrete problems).
+
+    Its augmented Lagrangian part ``w ||z0||_1 + y0'(C0 x - d0 - z0) + rho0/2 ||C0 x - d0 - z0||^2``
+    adds ``rho0 C0'C0`` to the x-update's system and ``C0'(rho0 (z0 + d0) - y0)`` to its
+    right-hand side; then ``z0 = S_{w / rho0}(C0 x - d0 + y0 / rho0)`` (soft threshold) and
+    ``y0 += gamma rho0 (C0 x - d0 - z0)``. The penalty is ``rho0 = ratio * rho1`` and so grows
+    with the others.
+
+    Attributes
+    ----------
+    op : LinearOperatorPair
+        ``C0`` (``matvec``/``rmatvec``/``col_sq``) with ``d = d0`` (zeros for ``w ||C0 x||_1``).
+    weight : float or array
+        ``w``: one non-negative weight, or one per row (on the backend).
+    ratio : float
+        ``rho0 / rho1`` (> 0).
+    """
+
+    op: LinearOperatorPair
+    weight: Any
+    ratio: float = 1.0
+
+    def value(self, x: Any, backend: Backend) -> float:
+        """``sum_r w_r |(C0 x - d0)_r|``."""
+        a = backend.xp.abs(self.op.matvec(x) - self.op.d)
+        if isinstance(self.weight, (int, float)):
+            return float(self.weight) * float(backend.xp.sum(a))
+        return backend.dot(self.weight, a)
+
+    def system_operator(self, ineq: LinearOperatorPair | None, rho_ineq: float,
+                        rho0: float) -> tuple[LinearOperatorPair, float]:
+        """``(op, rho)`` such that ``rho op'op = rho_ineq C2'C2 + rho0 C0'C0``: what the
+        x-update system takes in the place of the inequality rows."""
+        op = self.op
+        if ineq is None:
+            return op, rho0
+        ratio = rho0 / rho_ineq
+        both = LinearOperatorPair(
+            matvec=lambda v: (ineq.matvec(v), op.matvec(v)),
+            rmatvec=lambda t: ineq.rmatvec(t[0]) + ratio * op.rmatvec(t[1]),
+            d=ineq.d, col_sq=ineq.col_sq + ratio * op.col_sq)
+        return both, rho_ineq
 
 
 class LpBoxADMM:
@@ -116,6 +173,10 @@ class LpBoxADMM:
     rounding : callable, optional
         ``rounding(x) -> xr``: the binary point of an iterate (on the backend), for a caller
         whose constraints the default rounding does not keep (area bounds).
+    l1 : L1Split, optional
+        An ℓ1 term added to the objective (the paper's §5), by the split ``z0 = C0 x - d0``;
+        every objective reported (records, result) includes it. The run then takes the generic
+        loop (not the compiled step of :mod:`solver.admm.steps`).
     """
 
     def __init__(self, system: Any, b: Any, *, eq: LinearOperatorPair | None = None,
@@ -123,7 +184,8 @@ class LpBoxADMM:
                  constant: float = 0.0, expand: Callable[[np.ndarray], np.ndarray] | None = None,
                  params: ADMMParams | None = None, backend: Backend | str = "cpu",
                  simplex_groups: int | None = None, fixed_norm_sq: float = 0.0,
-                 z1_set: Any = None, rounding: Callable[[Any], Any] | None = None) -> None:
+                 z1_set: Any = None, rounding: Callable[[Any], Any] | None = None,
+                 l1: L1Split | None = None) -> None:
         self.backend = get_backend(backend)
         self.system = system
         self.b = self.backend.asarray(b, dtype=np.float64)
@@ -137,12 +199,17 @@ class LpBoxADMM:
         self.fixed_norm_sq = float(fixed_norm_sq)
         self.z1_set = z1_set
         self.rounding = rounding
+        self.l1 = l1
 
     # ------------------------------------------------------------------ helpers
     def objective(self, x: Any) -> float:
-        """``x'Ax + b'x + constant`` for a vector over the free variables."""
+        """``x'Ax + b'x + constant`` (plus the ℓ1 term, if any) for a vector over the free
+        variables."""
         be = self.backend
-        return self.system.quad(x) + be.dot(self.b, x) + self.constant
+        value = self.system.quad(x) + be.dot(self.b, x) + self.constant
+        if self.l1 is not None:
+            value += self.l1.value(x, be)
+        return value
 
     def round(self, x: Any) -> Any:
         """Round to a binary point; one-hot groups (if any) take their largest entry (or the
@@ -200,9 +267,11 @@ class LpBoxADMM:
         return self.backend.asarray(rng.random(self.n))
 
     def _generic_step(self, x: Any, z1: Any, z2: Any, z3: Any, y1: Any, y2: Any, y3: Any,
-                      y4: Any, rho: float, rc: float, fused: bool) -> tuple:
+                      y4: Any, rho: float, rc: float, fused: bool,
+                      l1: list | None = None) -> tuple:
         """One iteration's x-, z- and dual updates (duals in place); returns ``(x, z1, z2, z3,
-        r1, r2, constraint residual, CG iterations, x'Ax or None)``."""
+        r1, r2, constraint residual, CG iterations, x'Ax or None)``. ``l1`` is the ℓ1 split's
+        ``[z0, y0]`` (updated in place: ``z0`` replaced, ``y0`` stepped), with an ℓ1 term."""
         be, P, eq, ineq = self.backend, self.params, self.eq, self.ineq
         if fused:
             rhs = cpu_kernels.admm_rhs(z1, z2, y1, y2, self.b, rho)
@@ -212,7 +281,14 @@ class LpBoxADMM:
             rhs += eq.rmatvec(rc * eq.d - y3)
         if ineq is not None:
             rhs += ineq.rmatvec(rc * (ineq.d - z3) - y4)
-        sol = self.system.solve(rhs, x, 2.0 * rho, eq, rc, ineq, rc, P.pcg_tol, P.pcg_maxiter)
+        sys_ineq, rho_ineq = ineq, rc
+        if l1 is not None:
+            r0 = rho * self.l1.ratio
+            op = self.l1.op
+            rhs += op.rmatvec(r0 * (l1[0] + op.d) - l1[1])
+            sys_ineq, rho_ineq = self.l1.system_operator(ineq, rc, r0)
+        sol = self.system.solve(rhs, x, 2.0 * rho, eq, rc, sys_ineq, rho_ineq, P.pcg_tol,
+                                P.pcg_maxiter)
         x = sol.x
         if fused:
             z1, z2, d1, d2, xx = cpu_kernels.box_sphere_update(x, y1, y2, rho, P.gamma)
@@ -237,6 +313,12 @@ class LpBoxADMM:
             r4 = c2x + z3 - ineq.d
             y4 += P.gamma * rc * r4
             cres = max(cres, be.norm(r4) / max(be.norm(ineq.d), 1.0))
+        if l1 is not None:
+            u = self.l1.op.matvec(x) - self.l1.op.d
+            l1[0] = soft_threshold(u + l1[1] / r0, self.l1.weight / r0, be.xp)
+            r0v = u - l1[0]
+            l1[1] += P.gamma * r0 * r0v
+            cres = max(cres, be.norm(r0v) / max(be.norm(u), 1.0))
         return x, z1, z2, z3, r1, r2, cres, sol.iterations, sol.quad
 
     # ------------------------------------------------------------------ main loop
@@ -280,6 +362,9 @@ class LpBoxADMM:
             y4 = xp.zeros(ineq.m) if ineq is not None else None
             z3 = project_nonneg(ineq.d - ineq.matvec(x)) if ineq is not None else None
             rho, start, recent = P.rho0 * self.scale, 0, []
+            l1 = None
+            if self.l1 is not None:  # z0 = C0 x - d0 (the split holds), y0 = 0
+                l1 = [self.l1.op.matvec(x) - self.l1.op.d, xp.zeros(self.l1.op.m)]
         else:
             if resume.x.shape != (self.n,):
                 raise ValueError(f"resume state has {resume.x.shape[0]} variables, "
@@ -287,6 +372,11 @@ class LpBoxADMM:
             x, z1, z2, y1, y2 = resume.x, resume.z1, resume.z2, resume.y1, resume.y2
             y3, z3, y4 = resume.y3, resume.z3, resume.y4
             rho, start, recent = resume.rho, resume.iteration, list(resume.recent)
+            l1 = None
+            if self.l1 is not None:
+                if resume.z0 is None:
+                    raise ValueError("resume state has no ℓ1 split (z0, y0) for this ℓ1 term")
+                l1 = [resume.z0, resume.y0]
         rho_cap = P.rho_max * self.scale
         history: list[IterationRecord] = []
         best = (math.inf, math.inf, None, 0)  # (violation, objective, x, iteration)
@@ -297,7 +387,8 @@ class LpBoxADMM:
         fused = not be.is_gpu and plain_box
         step_fn = (fused_step(self.system, self.b, eq, ineq, be, self.simplex_groups, P.gamma,
                               P.pcg_tol, P.pcg_maxiter)
-                   if P.fused and plain_box and self.rounding is None else None)
+                   if P.fused and plain_box and self.rounding is None and self.l1 is None
+                   else None)
         for it in range(start + 1, P.max_iter + 1):
             rc = rho * P.rho_constraints
             if step_fn is not None:  # the MRF's forms: three compiled passes per iteration
@@ -310,12 +401,16 @@ class LpBoxADMM:
                 obj_x = step.quad + step.bx + self.constant
             else:
                 x, z1, z2, z3, r1, r2, cres, cg_its, quad = self._generic_step(
-                    x, z1, z2, z3, y1, y2, y3, y4, rho, rc, fused)
+                    x, z1, z2, z3, y1, y2, y3, y4, rho, rc, fused, l1)
                 xr = self.round(x)
                 obj_r = rounded_quad(xr) + be.dot(self.b, xr) + self.constant
                 viol = self.violation(xr)
                 obj_x = (self.objective(x) if quad is None
                          else quad + be.dot(self.b, x) + self.constant)
+                if l1 is not None:
+                    obj_r += self.l1.value(xr, be)
+                    if quad is not None:  # objective() already counts it
+                        obj_x += self.l1.value(x, be)
             if (viol, obj_r) < best[:2]:
                 best = (viol, obj_r, xr, it)
             if self.z1_set is not None:
@@ -352,6 +447,7 @@ class LpBoxADMM:
             time_s=setup_time_s + elapsed, setup_time_s=setup_time_s, history=history,
             x_continuous=x_cont, best_iteration=best_it, backend=self.backend.name,
             # kept only for a paused run, so a finished result holds no solver-sized arrays
-            state=(ADMMState(x, z1, z2, y1, y2, y3, z3, y4, rho, start + len(history), recent)
+            state=(ADMMState(x, z1, z2, y1, y2, y3, z3, y4, rho, start + len(history), recent,
+                             *(l1 if l1 is not None else ()))
                    if status == PAUSED else None),
         )

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from solver.admm.loop import LpBoxADMM
+from solver.admm.loop import L1Split, LpBoxADMM
 from solver.admm.params import ADMMParams
 from solver.admm.records import (
     CANCELLED,
@@ -173,6 +173,83 @@ def _check_rows(C: sp.csr_matrix, d: np.ndarray, equality: bool, name: str, fixe
                 fail(int(bad[0]), "it is not the sum of any subset of the row's coefficients")
 
 
+def _l1_term(l1: Any, n: int) -> tuple[sp.csr_matrix, np.ndarray] | None:
+    """Validate ``l1 = (C, weight)``: C sparse/dense with n columns, weight a non-negative
+    number or one per row of C. Returns ``(C, w)`` with ``w`` a 0-d or (m,) float array."""
+    if l1 is None:
+        return None
+    try:
+        C, w = l1
+    except (TypeError, ValueError):
+        raise ValueError("l1 must be a pair (C, weight)") from None
+    C = sp.csr_matrix(C, dtype=np.float64)
+    if C.shape[1] != n:
+        raise ValueError(f"l1: C must have {n} columns, got shape {C.shape}")
+    if not np.all(np.isfinite(C.data)):
+        raise ValueError("l1: C has non-finite entries")
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim != 0 and w.shape != (C.shape[0],):
+        raise ValueError(f"l1: weight must be a number or have {C.shape[0]} entries (one per row "
+                         f"of C), got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("l1: weight must be finite and non-negative")
+    return C, w
+
+
+def _l1_values(C: sp.csr_matrix, d: np.ndarray, w: np.ndarray, x: np.ndarray) -> float:
+    """``sum_r w_r |(C x - d)_r|``."""
+    a = np.abs(C @ x - d)
+    return float(w * a.sum()) if w.ndim == 0 else float(w @ a)
+
+
+def _l1_flip_descent(A: Any, b: np.ndarray, C: sp.csr_matrix, d: np.ndarray, w: np.ndarray,
+                     x: np.ndarray, tol: float) -> tuple[np.ndarray, float, int]:
+    """Greedy single flips while they lower ``x'Ax + b'x + sum_r w_r |(C x - d)_r|``.
+
+    Each round computes every variable's flip gain (one pass over the non-zeros of ``A`` and
+    ``C``) and flips, best first, the improving variables no two of which share a row of ``C``
+    or an entry of ``A`` (so each gain is still exact when its flip is made); rounds repeat until
+    no flip gains more than ``tol``. Returns ``(x, objective change <= 0, flips)``.
+    """
+    x = np.asarray(x, dtype=np.float64).copy()
+    n = x.size
+    Acsc = sp.csc_matrix(A)
+    diag = Acsc.diagonal()
+    Cc = sp.csc_matrix(C)
+    cols = np.repeat(np.arange(n), np.diff(Cc.indptr))
+    wr = (np.full(C.shape[0], float(w)) if w.ndim == 0 else w)[Cc.indices]
+    # variables that interact: share a row of C or an entry of A
+    pattern = (abs(Cc).T @ abs(Cc) + abs(Acsc)).tocsr()
+    ax = np.asarray(Acsc @ x).ravel()
+    u = C @ x - d
+    change, flips = 0.0, 0
+    for _ in range(n):
+        delta = 1.0 - 2.0 * x
+        gain = delta * (2.0 * ax + b) + diag
+        gain += np.bincount(cols, weights=wr * (np.abs(u[Cc.indices] + delta[cols] * Cc.data)
+                                                - np.abs(u[Cc.indices])), minlength=n)
+        cand = np.flatnonzero(gain < -tol)
+        if cand.size == 0:
+            break
+        cand = cand[np.argsort(gain[cand], kind="stable")]
+        blocked = np.zeros(n, dtype=bool)
+        for i in cand:
+            if blocked[i]:
+                continue
+            blocked[pattern.indices[pattern.indptr[i]:pattern.indptr[i + 1]]] = True
+            blocked[i] = True
+            lo, hi = Cc.indptr[i], Cc.indptr[i + 1]
+            u[Cc.indices[lo:hi]] += delta[i] * Cc.data[lo:hi]
+            lo, hi = Acsc.indptr[i], Acsc.indptr[i + 1]
+            ax[Acsc.indices[lo:hi]] += delta[i] * Acsc.data[lo:hi]
+            x[i] += delta[i]
+            change += float(gain[i])
+            flips += 1
+    if flips:
+        log.debug("l1 flip descent: %d flips, objective change %.6g", flips, change)
+    return x, change, flips
+
+
 def _warn_if_infeasible(result: ADMMResult, eqc: Any, ineqc: Any, x: np.ndarray) -> None:
     """Log a warning when the returned point violates the constraints."""
     if result.feasible or result.status == CANCELLED:
@@ -195,8 +272,10 @@ def _scaled_record(rec: IterationRecord, s: float) -> IterationRecord:
 def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed: Any = None,
               x0: Any = None, seed: int | None = None, backend: str = "cpu",
               callback: Callable[[IterationState], bool | None] | None = None,
-              polish: bool = True, **params: Any) -> ADMMResult:
-    """Minimise ``x'Ax + b'x`` over ``x in {0,1}^n`` by ℓ2-box ADMM.
+              polish: bool = True, l1: Any = None, rho_l1: float = 1.0,
+              **params: Any) -> ADMMResult:
+    """Minimise ``x'Ax + b'x`` (plus ``w ||C x||_1`` with ``l1``) over ``x in {0,1}^n`` by
+    ℓ2-box ADMM.
 
     Parameters
     ----------
@@ -220,7 +299,20 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
         ``callback(state)`` after every iteration; return True to stop.
     polish : bool
         For problems without equality/inequality constraints, finish with a greedy one-flip
-        descent from ADMM's best binary point (never makes it worse; see ``solver.bqp.descent``).
+        descent from ADMM's best binary point (never makes it worse; see ``solver.bqp.descent``;
+        with ``l1``, single flips that count the ℓ1 term).
+    l1 : tuple (C, weight), optional
+        An ℓ1 term ``sum_r w_r |(C x)_r|`` added to the objective (the paper's §5: total
+        variation with ``C`` a difference operator, ℓ1 trend filtering with second differences).
+        ``C`` is a sparse (or dense) matrix with ``n`` columns; ``weight`` a non-negative number
+        or one per row of ``C``. It is handled by the extra split ``z0 = C x`` (soft-threshold
+        update of ``z0``, dual step for its multiplier ``y0``; see
+        :class:`solver.admm.loop.L1Split`), so the run takes the generic (non-compiled) loop.
+        Every objective reported (result, history, callback) includes the term. None (the
+        default) leaves the solver exactly as without it.
+    rho_l1 : float
+        Penalty of the split ``z0 = C x`` relative to ``rho1`` (it grows with it); > 0. Used only
+        with ``l1``.
     **params
         Fields of :class:`solver.ADMMParams`.
 
@@ -249,7 +341,8 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     power of two (exactly) that brings their largest entry near 1 before any tolerance is
     applied, and the objectives reported (result, history and callback) are multiplied back, so
     ``solve_bqp(c A, c b)`` returns the same ``x`` as ``solve_bqp(A, b)`` with ``c`` times the
-    objective, for ``c`` from 1e-30 to 1e30 and beyond. Constraints are not rescaled.
+    objective, for ``c`` from 1e-30 to 1e30 and beyond. Constraints are not rescaled. With
+    ``l1`` its weight is divided by the same power of two (and counted in choosing it).
     """
     t0 = time.perf_counter()
     opts = ADMMParams.from_kwargs(**params)
@@ -257,6 +350,10 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     n = A.shape[0]
     b = _vector(b, n, "b")
     eqc, ineqc = _constraint(eq, n, "eq"), _constraint(ineq, n, "ineq")
+    l1c = _l1_term(l1, n)
+    if l1c is not None and (isinstance(rho_l1, bool) or not isinstance(rho_l1, (int, float))
+                            or not np.isfinite(rho_l1) or rho_l1 <= 0):
+        raise ValueError(f"rho_l1 must be a finite number > 0, got {rho_l1!r}")
     fix, xf = _fixed(fixed, n)
     be = get_backend(backend)
     free = np.setdiff1d(np.arange(n), fix)
@@ -265,7 +362,8 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     # Work at unit scale: divide A and b by a power of two (exact; 1 for problems already near
     # unit scale), so every tolerance below (the shift's margin, the eigenvalue bound's, the flip
     # descent's, the stopping test's) is relative to the problem's scale.
-    s = unit_scale(A.data if sp.issparse(A) else A, b)
+    s = (unit_scale(A.data if sp.issparse(A) else A, b) if l1c is None
+         else unit_scale(A.data if sp.issparse(A) else A, b, l1c[1]))
     b = b / s
     owned = False  # whether the dense Af is our own copy (so it may be changed in place)
     if sp.issparse(A):
@@ -293,6 +391,18 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
         eqc = _reduce_constraint(*eqc, free, fix, xf, True, "eq")
     if ineqc is not None:
         ineqc = _reduce_constraint(*ineqc, free, fix, xf, False, "ineq")
+    l1_split = None  # (C over the free variables, d0, weight at unit scale): w |C x - d0|
+    if l1c is not None:
+        C0, w0 = l1c
+        w0 = w0 / s
+        off = C0[:, fix] @ xf
+        C0 = C0[:, free].tocsr()
+        keep = np.diff(C0.indptr) > 0
+        # rows over fixed variables only are constants
+        constant += (float(w0 * np.abs(off[~keep]).sum()) if w0.ndim == 0
+                     else float(w0[~keep] @ np.abs(off[~keep])))
+        if np.any(keep):
+            l1_split = (C0[keep], -off[keep], w0 if w0.ndim == 0 else w0[keep])
 
     def expand(v: np.ndarray) -> np.ndarray:
         out = np.empty(n, dtype=np.float64)
@@ -332,10 +442,20 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
         eq=None if eqc is None else sparse_operator(*eqc, be),
         ineq=None if ineqc is None else sparse_operator(*ineqc, be),
         scale=scale, constant=constant, expand=expand, params=opts, backend=be,
+        **({} if l1_split is None else {"l1": L1Split(
+            sparse_operator(l1_split[0], l1_split[1], be),
+            float(l1_split[2]) if l1_split[2].ndim == 0 else be.asarray(l1_split[2]),
+            float(rho_l1))}),
     )
     result = solver.run(x0=x_start, seed=seed, callback=run_callback,
                         setup_time_s=time.perf_counter() - t0)
-    if polish and eqc is None and ineqc is None and result.status != CANCELLED:
+    if (polish and l1_split is not None and eqc is None and ineqc is None
+            and result.status != CANCELLED):
+        xp, change, flips = _l1_flip_descent(Af, bf, *l1_split, result.x[free], tol=1e-12)
+        if flips:
+            result.x = expand(xp).astype(np.int8)
+            result.objective += change
+    elif polish and eqc is None and ineqc is None and result.status != CANCELLED:
         xp, change, flips = one_flip_descent(Af, bf, result.x[free], tol=1e-12)
         if flips:
             result.x = expand(xp).astype(np.int8)
