@@ -59,7 +59,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
                   ["tests/solver/test_admm.py", "tests/solver/test_mrf_admm.py",
                    "tests/solver/test_mrf_freeze.py", "tests/solver/test_quality.py",
                    "tests/solver/test_fused_step.py", "tests/solver/test_constraints.py",
-                   "tests/solver/test_admm_generic.py"]),
+                   "tests/solver/test_admm_generic.py", "tests/solver/test_problem_tv.py"]),
     "polish": (["solver/mrf/polish/pipeline.py"],
                ["tests/solver/test_mrf_admm.py", "tests/solver/test_mrf_fusion.py",
                 "tests/solver/test_mrf_freeze.py", "tests/solver/test_constraints.py",
