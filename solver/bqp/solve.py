@@ -264,6 +264,15 @@ def _warn_if_infeasible(result: ADMMResult, eqc: Any, ineqc: Any, x: np.ndarray)
                 result.status, result.iterations, eq_v, in_v)
 
 
+#: Relative size of an eigenvalue that is zero up to rounding (of the largest absolute row sum).
+_ROUNDING = 1e-11
+
+
+def _row_sum_bound(A: Any) -> float:
+    """The largest absolute row sum of ``A`` (a bound on its spectral radius)."""
+    return float(np.max(np.asarray(abs(A).sum(axis=1)).ravel())) if A.shape[0] else 0.0
+
+
 def _scaled_record(rec: IterationRecord, s: float) -> IterationRecord:
     return replace(rec, objective=rec.objective * s,
                    objective_rounded=rec.objective_rounded * s, rho=rec.rho * s)
@@ -416,6 +425,11 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
                           setup_time_s=time.perf_counter() - t0, x_continuous=x,
                           backend=be.name)
     lam_min = min_eigenvalue(Af)
+    # a singular PSD A (a graph Laplacian) comes back from the eigensolver a rounding error
+    # below zero; shifting by that would leave b a rounding error too, and the penalties,
+    # which scale with b (problem_scale), with it: ADMM then never meets the constraints
+    if lam_min < 0 and -lam_min <= _ROUNDING * _row_sum_bound(Af):
+        lam_min = 0.0
     if lam_min < 0:
         alpha = -lam_min * (1 + 1e-9) + 1e-12
         log.info("A is indefinite (min eigenvalue %.3g): shifting by %.3g on the diagonal",

@@ -1,4 +1,4 @@
-"""``solve_bqp`` and ``ADMMParams`` on bad or extreme inputs (issue 34, items 6 to 9)."""
+"""``solve_bqp`` and ``ADMMParams`` on bad or extreme inputs: scale, parameter types, infeasible rows, large dense matrices, singular matrices."""
 
 import logging
 import tracemalloc
@@ -163,3 +163,18 @@ def test_symmetry_check_makes_no_full_size_temporary():
     finally:
         tracemalloc.stop()
     assert peak < A.nbytes / 3  # blocks of at most 8 MB
+
+
+def test_a_singular_psd_matrix_is_not_shifted_by_its_rounding_error():
+    """A graph Laplacian's zero eigenvalue comes back a rounding error below zero; shifting by
+    that left b (and with it the penalties' scale) a rounding error, and ADMM never met the
+    constraints: 30 nodes, b = 0, exactly 10 ones."""
+    import scipy.sparse as sp
+    n = 30
+    W = sp.random(n, n, density=0.3, random_state=1)
+    W = W + W.T
+    L = (sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W).tocsr()
+    res = solve_bqp(L, np.zeros(n), eq=(np.ones((1, n)), np.array([10.0])))
+    assert res.feasible and int(res.x.sum()) == 10
+    x = res.x.astype(float)
+    assert res.objective == pytest.approx(x @ (L @ x))
