@@ -1,0 +1,265 @@
+"""Graph matching (solver.problems.matching): the construction, the BQP, the baselines against
+brute force on tiny instances, ADMM's answers, and the example script's records."""
+
+import importlib.util
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from solver.problems import matching as gm
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def matchings(n1, n2):
+    """Every matching that matches all nodes of the smaller side, as 0/1 vectors."""
+    if n1 <= n2:
+        for cols in itertools.permutations(range(n2), n1):
+            X = np.zeros((n1, n2))
+            X[np.arange(n1), cols] = 1
+            yield X.ravel()
+    else:
+        for rows in itertools.permutations(range(n1), n2):
+            X = np.zeros((n1, n2))
+            X[rows, np.arange(n2)] = 1
+            yield X.ravel()
+
+
+def brute_force(problem):
+    """The best score over all matchings (M >= 0, so a full matching of the smaller side is
+    among the maximisers)."""
+    return max(problem.score(x) for x in matchings(problem.n1, problem.n2))
+
+
+def tiny(seed, nodes=4, outliers=0, noise=0.02):
+    return gm.make_problem(nodes, noise=noise, outliers=outliers, seed=seed)
+
+
+# --------------------------------------------------------------------------- construction
+@pytest.mark.parametrize("outliers", [0, 3])
+def test_affinity_matrix_is_symmetric_non_negative_and_has_no_same_node_terms(outliers):
+    p = gm.make_problem(6, noise=0.02, outliers=outliers, seed=1)
+    n1, n2 = p.n1, p.n2
+    assert p.M.shape == (n1 * n2, n1 * n2) and sp.issparse(p.M)
+    assert abs(p.M - p.M.T).max() < 1e-15
+    assert p.M.data.min() > 0 and p.M.data.max() <= 1.0
+    rows, cols = p.M.nonzero()
+    i, a, j, b = rows // n2, rows % n2, cols // n2, cols % n2
+    assert np.all(i != j) and np.all(a != b)
+    # the entries are the Gaussian of the edge-length difference, cut at 3 sigma
+    d1 = np.linalg.norm(p.points1[i] - p.points1[j], axis=1)
+    d2 = np.linalg.norm(p.points2[a] - p.points2[b], axis=1)
+    np.testing.assert_allclose(np.asarray(p.M[rows, cols]).ravel(),
+                               np.exp(-((d1 - d2) / 0.05) ** 2), rtol=1e-12)
+    assert np.all(np.abs(d1 - d2) < 3 * 0.05)
+
+
+def test_truth_is_a_matching_into_the_inliers():
+    p = gm.make_problem(7, outliers=4, seed=2)
+    assert p.n1 == 7 and p.n2 == 11
+    assert len(set(p.truth.tolist())) == 7 and p.truth.min() >= 0 and p.truth.max() < 11
+    assert gm.is_partial_permutation(p.truth_vector(), p.n1, p.n2)
+    assert p.accuracy(p.truth_vector()) == 1.0
+    # without noise and deformation the true partners are rigid copies
+    q = gm.make_problem(7, outliers=4, deformation=0.0, seed=2)
+    d1 = np.linalg.norm(q.points1[:, None] - q.points1[None], axis=2)
+    d2 = np.linalg.norm(q.points2[q.truth][:, None] - q.points2[q.truth][None], axis=2)
+    np.testing.assert_allclose(d1, d2, atol=1e-12)
+
+
+@pytest.mark.parametrize("nodes,outliers", [(5, 0), (4, 2)])
+def test_ground_truth_scores_highest_on_a_noiseless_instance(nodes, outliers):
+    for seed in range(3):
+        p = gm.make_problem(nodes, outliers=outliers, deformation=0.0, seed=seed)
+        best = brute_force(p)
+        assert p.score(p.truth_vector()) == pytest.approx(best, rel=1e-12)
+
+
+def test_same_seed_same_instance_and_bad_arguments():
+    a, b = gm.make_problem(5, noise=0.01, outliers=2, seed=7), gm.make_problem(
+        5, noise=0.01, outliers=2, seed=7)
+    assert (a.M != b.M).nnz == 0 and np.array_equal(a.truth, b.truth)
+    for kwargs in ({"nodes": 0}, {"nodes": 3, "outliers": -1}, {"nodes": 3, "noise": -0.1}):
+        with pytest.raises(ValueError):
+            gm.make_problem(**kwargs)
+    with pytest.raises(ValueError, match="sigma"):
+        gm.affinity_matrix(np.zeros((2, 2)), np.zeros((2, 2)), sigma=0.0)
+
+
+# --------------------------------------------------------------------------- the BQP
+def test_laplacian_form_is_psd_and_equals_minus_the_score_on_binary_points():
+    p = tiny(3, nodes=4, outliers=1)
+    L, b = gm.laplacian_bqp(p.M)
+    assert np.linalg.eigvalsh(L.toarray())[0] > -1e-10
+    assert L.nnz <= p.M.nnz + p.n
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = (rng.random(p.n) < 0.3).astype(float)
+        assert x @ (L @ x) + b @ x == pytest.approx(-p.score(x), abs=1e-9)
+
+
+@pytest.mark.parametrize("n1,n2", [(2, 4), (3, 3), (4, 2)])
+@pytest.mark.parametrize("equality", [True, False])
+def test_assignment_constraints_admit_exactly_the_matchings(n1, n2, equality):
+    eq, ineq = gm.assignment_constraints(n1, n2, equality=equality)
+
+    def meets(x):
+        ok = True
+        if eq is not None:
+            ok &= bool(np.all(np.abs(eq[0] @ x - eq[1]) < 1e-12))
+        if ineq is not None:
+            ok &= bool(np.all(ineq[0] @ x <= ineq[1] + 1e-12))
+        return ok
+
+    for x in itertools.product([0, 1], repeat=n1 * n2):
+        x = np.array(x, dtype=float)
+        X = x.reshape(n1, n2)
+        valid = gm.is_partial_permutation(x, n1, n2)
+        full = valid and X.sum() == min(n1, n2)
+        assert meets(x) == (full if equality else valid)
+
+
+def test_is_partial_permutation():
+    assert gm.is_partial_permutation(np.eye(3).ravel(), 3, 3)
+    assert gm.is_partial_permutation(np.zeros(6), 2, 3)
+    assert not gm.is_partial_permutation(np.ones(4), 2, 2)
+    assert not gm.is_partial_permutation(np.array([0.5, 0, 0, 1]), 2, 2)
+    assert not gm.is_partial_permutation(np.zeros(5), 2, 3)
+
+
+# --------------------------------------------------------------------------- baselines
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 3)])
+def test_hungarian_against_brute_force(shape):
+    rng = np.random.default_rng(sum(shape))
+    for _ in range(5):
+        S = rng.random(shape)
+        x = gm.hungarian(S)
+        assert gm.is_partial_permutation(x, *shape) and x.sum() == min(shape)
+        best = max(float(S.ravel() @ y) for y in matchings(*shape))
+        assert float(S.ravel() @ x) == pytest.approx(best)
+
+
+def test_spectral_matching_rounds_the_leading_eigenvector():
+    for seed in range(3):
+        p = tiny(seed, nodes=4, outliers=1)
+        r = gm.spectral_matching(p)
+        w, V = np.linalg.eigh(p.M.toarray())
+        v = r.info["eigenvector"]
+        assert np.all(v >= 0)
+        assert v @ (p.M @ v) == pytest.approx(w[-1], rel=1e-9)
+        assert r.feasible and r.x.sum() == p.n1
+        best = max(float(v @ y) for y in matchings(p.n1, p.n2))
+        assert float(v @ r.x) == pytest.approx(best)
+        assert r.objective <= brute_force(p) + 1e-9
+    # the sparse (ARPACK) path agrees with the dense one
+    p = gm.make_problem(9, noise=0.01, seed=4)
+    v = gm.leading_eigenvector(p.M)
+    assert v @ (p.M @ v) == pytest.approx(np.linalg.eigvalsh(p.M.toarray())[-1], rel=1e-7)
+
+
+@pytest.mark.parametrize("outliers", [0, 1])
+def test_ipfp_against_brute_force(outliers):
+    for seed in range(4):
+        p = tiny(seed, nodes=4, outliers=outliers, noise=0.03)
+        best = brute_force(p)
+        sm = gm.spectral_matching(p)
+        for x0 in (sm.x, None):
+            r = gm.ipfp(p, x0)
+            assert r.feasible and r.x.sum() == p.n1
+            assert r.objective == pytest.approx(p.score(r.x))
+            assert r.objective <= best + 1e-9
+        assert gm.ipfp(p, sm.x).objective >= sm.objective - 1e-9
+    clean = gm.make_problem(5, outliers=1, deformation=0.0, seed=0)
+    assert gm.ipfp(clean).objective == pytest.approx(brute_force(clean))
+
+
+def test_swap_descent_ends_in_a_local_optimum_on_any_symmetric_matrix():
+    rng = np.random.default_rng(5)
+    for n1, n2 in ((4, 4), (3, 5), (5, 3)):
+        n = n1 * n2
+        R = sp.random(n, n, density=0.5, random_state=rng, data_rvs=rng.random)
+        M = sp.csr_matrix(R + R.T)  # with diagonal and same-node entries, to test every term
+        x0 = gm.hungarian(rng.random((n1, n2)))
+        x, moves = gm.swap_descent(M, x0, n1, n2)
+        f = float(x @ (M @ x))
+        assert gm.is_partial_permutation(x, n1, n2)
+        assert f >= float(x0 @ (M @ x0)) - 1e-12
+        X = x.reshape(n1, n2).astype(float)
+        T = (lambda Z: Z) if n1 <= n2 else (lambda Z: Z.T)  # rows: the smaller side
+        # no swap of two partners and no move to a free node improves it
+        for y in matchings(n1, n2):
+            Y = y.reshape(n1, n2)
+            changed = np.flatnonzero(np.any(T(Y) != T(X), axis=1))
+            same_used = np.array_equal(T(Y).sum(axis=0), T(X).sum(axis=0))
+            if len(changed) == 1 or (len(changed) == 2 and same_used):
+                assert float(y @ (M @ y)) <= f + 1e-9
+    with pytest.raises(ValueError):
+        gm.swap_descent(sp.identity(4, format="csr"), np.ones(4), 2, 2)
+
+
+# --------------------------------------------------------------------------- ADMM
+@pytest.mark.parametrize("form", gm.ADMM_FORMS)
+def test_admm_answers_are_matchings_at_most_the_optimum(form):
+    for seed in range(3):
+        p = tiny(seed, nodes=4, outliers=seed % 2, noise=0.03)
+        best = brute_force(p)
+        sm = gm.spectral_matching(p)
+        r = gm.admm_matching(p, sm.x, form=form)
+        assert r.feasible and r.info["admm_feasible"] and r.x.sum() == p.n1
+        assert r.objective == pytest.approx(p.score(r.x))
+        assert r.info["admm_objective"] <= r.objective + 1e-9 <= best + 2e-9
+    clean = gm.make_problem(5, outliers=1, deformation=0.0, seed=1)
+    r = gm.admm_matching(clean, gm.spectral_matching(clean).x, form=form)
+    assert r.objective == pytest.approx(brute_force(clean)) and r.accuracy == 1.0
+
+
+def test_admm_at_least_spectral_matching_on_a_few_seeds():
+    for seed in range(4):
+        p = gm.make_problem(8, noise=0.02, outliers=2, seed=seed)
+        res = gm.solve_all(p)
+        assert all(r.feasible for r in res.values())
+        assert res["admm"].objective >= res["sm"].objective - 1e-9
+        assert res["admm"].info["admm_objective"] >= res["sm"].objective - 1e-9
+        assert res["admm"].time_s >= res["sm"].time_s
+
+
+def test_admm_variants_and_arguments():
+    p = tiny(2, nodes=4, outliers=2)
+    r = gm.admm_matching(p, equality=False, polish=False, max_iter=300)  # the paper's C2 x <= 1
+    assert r.feasible and r.info["moves"] == 0
+    assert r.objective == pytest.approx(r.info["admm_objective"])
+    with pytest.raises(ValueError, match="form"):
+        gm.admm_matching(p, form="dense")
+    with pytest.raises(ValueError, match="max_iter"):
+        gm.admm_matching(p, max_iter=0)
+
+
+# --------------------------------------------------------------------------- the example
+def test_example_writes_the_pinned_records(tmp_path):
+    spec = importlib.util.spec_from_file_location("graph_matching_example",
+                                                  ROOT / "examples" / "graph_matching.py")
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    out = tmp_path / "gm.json"
+    assert ex.main(["--nodes", "4", "--runs", "2", "--noise", "0,0.02", "--outliers", "0,50%",
+                    "--json", str(out)]) == 0
+    records = json.loads(out.read_text())
+    assert len(records) == 3 * 2 * 2 * 2
+    pinned = {"method", "nodes", "noise", "outliers", "run", "objective", "accuracy", "time_s",
+              "feasible"}
+    assert all(pinned <= set(r) for r in records)
+    assert {r["method"] for r in records} == {"admm", "ipfp", "sm"}
+    assert {r["outliers"] for r in records} == {0, 2}
+    assert all(r["feasible"] for r in records)
+    md = out.with_suffix(".md").read_text()
+    assert "| 4 | 0.02 | 2 | IPFP |" in md and "Met in" in md
+    again = tmp_path / "again.json"
+    ex.main(["--nodes", "4", "--runs", "2", "--noise", "0,0.02", "--outliers", "0,50%",
+             "--json", str(again)])
+    strip = [{k: v for k, v in r.items() if k != "time_s"} for r in records]
+    assert strip == [{k: v for k, v in r.items() if k != "time_s"}
+                     for r in json.loads(again.read_text())]
