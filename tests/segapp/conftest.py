@@ -5,9 +5,12 @@ import time
 
 import numpy as np
 import pytest
+from PyQt6.QtCore import QStandardPaths
 from PyQt6.QtWidgets import QMessageBox
 
 from segapp.ui.main_window import MainWindow
+
+QStandardPaths.setTestModeEnabled(True)  # (recent files and settings stay out of the user's)
 
 
 @pytest.fixture
@@ -50,3 +53,27 @@ def slow_job(h: int = 60, w: int = 60) -> tuple[np.ndarray, np.ndarray]:
     strokes[2:4, 2:10] = 1
     strokes[-4:-2, -10:-2] = 2
     return img, strokes
+
+
+def disc_image(h: int = 40, w: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A bright disc on a dark background with noise, and strokes for both labels."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w]
+    disc = (yy - h / 2) ** 2 + (xx - w / 2) ** 2 < (min(h, w) / 4) ** 2
+    img = np.clip(np.where(disc, 190, 50) + rng.normal(0, 12, (h, w)), 0, 255).astype(np.uint8)
+    strokes = np.zeros((h, w), np.uint8)
+    strokes[2:5, 2:w - 2] = 1
+    strokes[h // 2 - 1:h // 2 + 2, w // 2 - 4:w // 2 + 4] = 2
+    return np.dstack([img, img, (img * 0.8).astype(np.uint8)]), strokes
+
+
+def run_to_end(win, qtbot):
+    """Press Run and wait until the solve has ended (a cold kernel cache compiles for a minute
+    or more); the new outcome, after checking the run started and showed no error."""
+    before = win.outcome
+    win.act_run.trigger()
+    assert win.running, f"Run did not start: {win.errors}"
+    qtbot.waitUntil(lambda: not win.running, timeout=300000)
+    assert not win.errors, f"the run failed: {win.errors}"
+    assert win.outcome is not None and win.outcome is not before
+    return win.outcome

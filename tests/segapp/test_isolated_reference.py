@@ -22,6 +22,7 @@ from segapp.core.constraint_text import parse_area
 from segapp.core.isolated import IsolatedReference
 from segapp.core.pipeline import SegmentParams, run_segmentation
 from solver.mrf import Constraints
+from tests.segapp.conftest import run_to_end as run
 
 HERE = __name__  # the module the child imports the swapped targets from
 
@@ -178,35 +179,13 @@ def test_cancel_abandons_the_reference_at_once(runner, monkeypatch):
 
 # ------------------------------------------------------------------------------ the app
 @pytest.fixture
-def win(qtbot, monkeypatch):
-    from PyQt6.QtCore import QStandardPaths
-    from PyQt6.QtWidgets import QMessageBox
-
-    from segapp.ui.main_window import MainWindow
-    QStandardPaths.setTestModeEnabled(True)
-    errors: list[tuple[str, str]] = []
-    monkeypatch.setattr(QMessageBox, "critical",
-                        lambda _parent, title, text, *a, **k: errors.append((title, text)))
-    w = MainWindow(confirm_discard=False)
-    qtbot.addWidget(w)
-    w.show()
-    w.errors = errors
+def win(win):
+    """The shared window with a two-band image and its strokes, warm start off."""
     img, strokes = bands(2, 40, 40)
-    w.doc.set_image(img, "bands.png")
-    w.doc.set_layers(strokes=strokes.astype(np.uint8))
-    w.act_warm.setChecked(False)
-    yield w
-    w.solver.shutdown()
-    w.doc.dirty = False
-
-
-def run(win, qtbot):
-    before = win.outcome
-    assert win.start_run(), win.errors
-    qtbot.waitUntil(lambda: not win.running, timeout=300000)
-    assert not win.errors, win.errors
-    assert win.outcome is not None and win.outcome is not before
-    return win.outcome
+    win.doc.set_image(img, "bands.png")
+    win.doc.set_layers(strokes=strokes.astype(np.uint8))
+    win.act_warm.setChecked(False)
+    return win
 
 
 def test_the_app_runs_its_reference_in_its_child(win, qtbot, monkeypatch):

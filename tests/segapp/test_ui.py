@@ -9,23 +9,10 @@ from PyQt6.QtTest import QTest  # noqa: E402
 from PyQt6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 
 from segapp.ui.main_window import MainWindow  # noqa: E402
+from tests.segapp.conftest import disc_image as synthetic  # noqa: E402
 from tests.segapp.conftest import pace_iterations  # noqa: E402
 
 QStandardPaths.setTestModeEnabled(True)
-
-
-def synthetic(h=40, w=40, seed=0):
-    """A bright disc on a dark background with noise, plus strokes for both labels."""
-    rng = np.random.default_rng(seed)
-    yy, xx = np.mgrid[0:h, 0:w]
-    disc = (yy - h / 2) ** 2 + (xx - w / 2) ** 2 < (min(h, w) / 4) ** 2
-    img = np.where(disc, 190, 50) + rng.normal(0, 12, (h, w))
-    img = np.clip(img, 0, 255).astype(np.uint8)
-    rgb = np.dstack([img, img, (img * 0.8).astype(np.uint8)])
-    strokes = np.zeros((h, w), np.uint8)
-    strokes[2:5, 2:w - 2] = 1
-    strokes[h // 2 - 1:h // 2 + 2, w // 2 - 4:w // 2 + 4] = 2
-    return rgb, strokes
 
 
 def load(win, qtbot, strokes=True, **kw):

@@ -35,6 +35,7 @@ from segapp.core.colouring import (
     palette,
     probabilities_rgb,
 )
+from tests.segapp.conftest import run_to_end as run
 
 QStandardPaths.setTestModeEnabled(True)
 
@@ -78,18 +79,6 @@ def open_image(win, qtbot, image: np.ndarray, strokes: np.ndarray | None = None)
         win.doc.set_layers(strokes=strokes)
     win.canvas.fit_to_window()
     qtbot.wait(10)
-
-
-def run(win, qtbot):
-    """Press Run (the Segment menu's action) and wait until the solve has ended; the outcome
-    (the first run on a machine with a cold kernel cache compiles for a minute or more)."""
-    before = win.outcome
-    win.act_run.trigger()
-    assert win.running, f"Run did not start: {win.errors}"
-    qtbot.waitUntil(lambda: not win.running, timeout=300000)  # a cold numba cache compiles
-    assert not win.errors, f"the run failed: {win.errors}"
-    assert win.outcome is not None and win.outcome is not before
-    return win.outcome
 
 
 def drag(win, points) -> None:

@@ -20,20 +20,11 @@ from PyQt6.QtCore import QStandardPaths
 from PyQt6.QtGui import QStatusTipEvent
 from PyQt6.QtWidgets import QApplication
 
+from tests.segapp.conftest import disc_image
+from tests.segapp.conftest import run_to_end as run
+
 
 QStandardPaths.setTestModeEnabled(True)
-
-
-def disc_image(h: int = 40, w: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A bright disc on a dark background with noise, and strokes for both labels."""
-    rng = np.random.default_rng(seed)
-    yy, xx = np.mgrid[0:h, 0:w]
-    disc = (yy - h / 2) ** 2 + (xx - w / 2) ** 2 < (min(h, w) / 4) ** 2
-    img = np.clip(np.where(disc, 190, 50) + rng.normal(0, 12, (h, w)), 0, 255).astype(np.uint8)
-    strokes = np.zeros((h, w), np.uint8)
-    strokes[2:5, 2:w - 2] = 1
-    strokes[h // 2 - 1:h // 2 + 2, w // 2 - 4:w // 2 + 4] = 2
-    return np.dstack([img, img, (img * 0.8).astype(np.uint8)]), strokes
 
 
 def open_image(win, qtbot, image=None, strokes=None) -> None:
@@ -43,17 +34,6 @@ def open_image(win, qtbot, image=None, strokes=None) -> None:
     if strokes is not None:
         win.doc.set_layers(strokes=strokes)
     qtbot.wait(10)
-
-
-def run(win, qtbot):
-    """Press Run and wait for the outcome."""
-    before = win.outcome
-    win.act_run.trigger()
-    assert win.running, f"Run did not start: {win.errors}"
-    qtbot.waitUntil(lambda: not win.running, timeout=300000)  # a cold numba cache compiles
-    assert not win.errors, f"the run failed: {win.errors}"
-    assert win.outcome is not None and win.outcome is not before
-    return win.outcome
 
 
 def spy_x0(monkeypatch) -> list:
