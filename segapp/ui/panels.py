@@ -174,7 +174,7 @@ class ParamField(QLineEdit):
 def _library_defaults() -> dict[str, float | int]:
     """The numbers a parameter left empty takes: the MRF builder's λ and ADMM's own."""
     from solver.admm.params import ADMMParams
-    from solver.mrf import DEFAULT_LAMBDA
+    from solver.mrf.options import DEFAULT_LAMBDA
     d = {f.name: getattr(ADMMParams(), f.name) for f in dataclass_fields(ADMMParams)}
     d["lam"] = DEFAULT_LAMBDA
     return d

@@ -26,7 +26,7 @@ _WHERE = {
     "AUTO_GPU_PIXELS": "solver.mrf.solve.dispatch",
     "COLOUR_MODELS": "solver.mrf.build.colour",
     "CoarseToFineOptions": "solver.mrf.options",
-    "DEFAULT_LAMBDA": "solver.mrf.build.problem",
+    "DEFAULT_LAMBDA": "solver.mrf.options",
     "EarlyFixingOptions": "solver.mrf.options",
     "GaussianMixtureModel": "solver.mrf.build.colour",
     "GridGraph": "solver.mrf.build.graph",

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: The smoothness weight λ when none is given (here, a leaf module, so a front end can show it
+#: without loading the model's kernels; :mod:`solver.mrf.build.problem` uses it).
+DEFAULT_LAMBDA: float = 10.0
+
 #: Iterations (1-based, per ADMM run) whose continuous iterate is kept for the polish's
 #: level-set fusion: dense early, when the iterate is still the smooth relaxation.
 SNAPSHOT_ITERATIONS = frozenset((1, 2, 3, 5, 8, 12, 17, 25, 35, 50, 70, 100, 140, 200))

@@ -19,6 +19,7 @@ from solver.mrf.build.colour import fit_colour_models, unary_costs
 from solver.mrf.build.graph import (GridGraph, build_grid_graph, edge_ends, image_to_float,
                                     laplacian, own_grid)
 from solver.mrf.build.grid_kernels import grid_potts_energy, potts_energy
+from solver.mrf.options import DEFAULT_LAMBDA  # (the default λ; see build_problem's reasoning)
 
 __all__ = [
     "DEFAULT_LAMBDA", "MAX_LABELS", "MRFProblem", "build_problem", "problem_from_unary",
@@ -27,8 +28,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Default smoothness weight; see :func:`build_problem` for the reasoning.
-DEFAULT_LAMBDA: float = 10.0
 #: Largest smoothness weight accepted: 1e5 times the default, far past where every labelling
 #: but a constant one costs more than any data term; beyond it the energies (up to 8 lambda a
 #: pixel) lose the data terms to rounding and eventually overflow.
