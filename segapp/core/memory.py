@@ -82,13 +82,8 @@ def _address_space_left() -> float | None:
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY:
         return None
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
-                return max(0.0, soft - float(line.split()[1]) * 1024.0)
-    except (OSError, ValueError, IndexError):
-        pass
-    return float(soft)
+    mapped = _status_bytes("VmSize")
+    return float(soft) if mapped is None else max(0.0, soft - mapped)
 
 
 def available_bytes() -> float | None:
@@ -147,11 +142,17 @@ def check_memory(pixels: int, k: int, reference: bool,
                                   "use a smaller copy of the image")
 
 
-def _resident_bytes() -> float:
+def _status_bytes(field: str) -> float | None:
+    """A size this process's ``/proc/self/status`` gives in kB (``VmSize``, ``VmRSS``), in
+    bytes; None where it cannot be read."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return float(line.split()[1]) * 1024.0
     except (OSError, ValueError, IndexError):
-        pass
-    return 0.0
+        return None
+    return None
+
+
+def _resident_bytes() -> float:
+    return _status_bytes("VmRSS") or 0.0
