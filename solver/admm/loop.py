@@ -4,7 +4,8 @@
 
 with ``{0,1}^n = [0,1]^n ∩ {||x - 1/2||_2^2 = n/4}``, the split ``x = z1 (box) = z2 (sphere)`` and
 the slack ``C2 x + z3 = d2, z3 >= 0``. An optional ℓ1 term ``sum_r w_r |(C0 x - d0)_r|`` (the
-paper's §5) takes one more split ``z0 = C0 x - d0`` (:class:`L1Split`). Each iteration solves
+paper's §5) takes one more split ``z0 = C0 x - d0`` (:class:`solver.admm.splits.L1Split`), and
+so do rows held by a projected copy (:class:`solver.admm.splits.PairSplit`). Each iteration solves
 one positive-definite linear system for ``x`` by warm-started PCG, projects ``z1, z2, z3``, takes
 dual steps of size ``gamma`` and grows the penalties geometrically up to a cap.
 
@@ -39,6 +40,7 @@ from solver.admm.records import (
     IterationRecord,
     IterationState,
 )
+from solver.admm.splits import L1Split, PairSplit, soft_threshold  # noqa: F401 (re-exported)
 from solver.admm.steps import cpu_kernels, fused_step
 from solver.admm.systems import LinearOperatorPair
 from solver.backend import Backend, get_backend
@@ -85,58 +87,6 @@ class ADMMState:
     y0: Any = None
 
 
-def soft_threshold(v: Any, t: Any, xp: Any) -> Any:
-    """``sign(v) max(|v| - t, 0)`` elementwise: the proximal operator of ``t |.|``."""
-    return xp.sign(v) * xp.maximum(xp.abs(v) - t, 0.0)
-
-
-@dataclass
-class L1Split:
-    """An ℓ1 term ``sum_r w_r |(C0 x - d0)_r|`` of the objective, handled by the split
-    ``C0 x - d0 = z0`` of the paper's §5 (ℓ1-regularised discrete problems).
-
-    Its augmented Lagrangian part ``w ||z0||_1 + y0'(C0 x - d0 - z0) + rho0/2 ||C0 x - d0 - z0||^2``
-    adds ``rho0 C0'C0`` to the x-update's system and ``C0'(rho0 (z0 + d0) - y0)`` to its
-    right-hand side; then ``z0 = S_{w / rho0}(C0 x - d0 + y0 / rho0)`` (soft threshold) and
-    ``y0 += gamma rho0 (C0 x - d0 - z0)``. The penalty is ``rho0 = ratio * rho1`` and so grows
-    with the others.
-
-    Attributes
-    ----------
-    op : LinearOperatorPair
-        ``C0`` (``matvec``/``rmatvec``/``col_sq``) with ``d = d0`` (zeros for ``w ||C0 x||_1``).
-    weight : float or array
-        ``w``: one non-negative weight, or one per row (on the backend).
-    ratio : float
-        ``rho0 / rho1`` (> 0).
-    """
-
-    op: LinearOperatorPair
-    weight: Any
-    ratio: float = 1.0
-
-    def value(self, x: Any, backend: Backend) -> float:
-        """``sum_r w_r |(C0 x - d0)_r|``."""
-        a = backend.xp.abs(self.op.matvec(x) - self.op.d)
-        if isinstance(self.weight, (int, float)):
-            return float(self.weight) * float(backend.xp.sum(a))
-        return backend.dot(self.weight, a)
-
-    def system_operator(self, ineq: LinearOperatorPair | None, rho_ineq: float,
-                        rho0: float) -> tuple[LinearOperatorPair, float]:
-        """``(op, rho)`` such that ``rho op'op = rho_ineq C2'C2 + rho0 C0'C0``: what the
-        x-update system takes in the place of the inequality rows."""
-        op = self.op
-        if ineq is None:
-            return op, rho0
-        ratio = rho0 / rho_ineq
-        both = LinearOperatorPair(
-            matvec=lambda v: (ineq.matvec(v), op.matvec(v)),
-            rmatvec=lambda t: ineq.rmatvec(t[0]) + ratio * op.rmatvec(t[1]),
-            d=ineq.d, col_sq=ineq.col_sq + ratio * op.col_sq)
-        return both, rho_ineq
-
-
 class LpBoxADMM:
     """ℓp-box ADMM on a prepared problem (see :func:`solver.solve_bqp` for the usual entry).
 
@@ -177,6 +127,9 @@ class LpBoxADMM:
         An ℓ1 term added to the objective (the paper's §5), by the split ``z0 = C0 x - d0``;
         every objective reported (records, result) includes it. The run then takes the generic
         loop (not the compiled step of :mod:`solver.admm.steps`).
+    split : PairSplit, optional
+        Rows held by the same kind of split, ``z0`` projected on each row's half-plane (not
+        with ``l1``); a rounded iterate that breaks a row counts as infeasible.
     """
 
     def __init__(self, system: Any, b: Any, *, eq: LinearOperatorPair | None = None,
@@ -185,7 +138,9 @@ class LpBoxADMM:
                  params: ADMMParams | None = None, backend: Backend | str = "cpu",
                  simplex_groups: int | None = None, fixed_norm_sq: float = 0.0,
                  z1_set: Any = None, rounding: Callable[[Any], Any] | None = None,
-                 l1: L1Split | None = None) -> None:
+                 l1: L1Split | None = None, split: PairSplit | None = None) -> None:
+        if l1 is not None and split is not None:
+            raise ValueError("give an l1 term or a pair split, not both")
         self.backend = get_backend(backend)
         self.system = system
         self.b = self.backend.asarray(b, dtype=np.float64)
@@ -199,7 +154,7 @@ class LpBoxADMM:
         self.fixed_norm_sq = float(fixed_norm_sq)
         self.z1_set = z1_set
         self.rounding = rounding
-        self.l1 = l1
+        self.split = l1 if l1 is not None else split
 
     # ------------------------------------------------------------------ helpers
     def objective(self, x: Any) -> float:
@@ -207,8 +162,8 @@ class LpBoxADMM:
         variables."""
         be = self.backend
         value = self.system.quad(x) + be.dot(self.b, x) + self.constant
-        if self.l1 is not None:
-            value += self.l1.value(x, be)
+        if self.split is not None:
+            value += self.split.value(x, be)
         return value
 
     def round(self, x: Any) -> Any:
@@ -250,6 +205,8 @@ class LpBoxADMM:
             v = max(v, float(xp.max(self.ineq.matvec(x) - self.ineq.d)))
         if self.z1_set is not None:
             v = max(v, self.z1_set.violation(self.backend.to_numpy(x)))
+        if self.split is not None:
+            v = max(v, self.split.violation(x, self.backend))
         return max(v, 0.0)
 
     def _initial_x(self, x0: Any, seed: int | None) -> Any:
@@ -268,10 +225,10 @@ class LpBoxADMM:
 
     def _generic_step(self, x: Any, z1: Any, z2: Any, z3: Any, y1: Any, y2: Any, y3: Any,
                       y4: Any, rho: float, rc: float, fused: bool,
-                      l1: list | None = None) -> tuple:
+                      extra: list | None = None) -> tuple:
         """One iteration's x-, z- and dual updates (duals in place); returns ``(x, z1, z2, z3,
-        r1, r2, constraint residual, CG iterations, x'Ax or None)``. ``l1`` is the ℓ1 split's
-        ``[z0, y0]`` (updated in place: ``z0`` replaced, ``y0`` stepped), with an ℓ1 term."""
+        r1, r2, constraint residual, CG iterations, x'Ax or None)``. ``extra`` is the extra
+        split's ``[z0, y0]`` (updated in place: ``z0`` replaced, ``y0`` stepped)."""
         be, P, eq, ineq = self.backend, self.params, self.eq, self.ineq
         if fused:
             rhs = cpu_kernels.admm_rhs(z1, z2, y1, y2, self.b, rho)
@@ -282,11 +239,11 @@ class LpBoxADMM:
         if ineq is not None:
             rhs += ineq.rmatvec(rc * (ineq.d - z3) - y4)
         sys_ineq, rho_ineq = ineq, rc
-        if l1 is not None:
-            r0 = rho * self.l1.ratio
-            op = self.l1.op
-            rhs += op.rmatvec(r0 * (l1[0] + op.d) - l1[1])
-            sys_ineq, rho_ineq = self.l1.system_operator(ineq, rc, r0)
+        if extra is not None:
+            r0 = rho * self.split.ratio
+            op = self.split.op
+            rhs += op.rmatvec(r0 * (extra[0] + op.d) - extra[1])
+            sys_ineq, rho_ineq = self.split.system_operator(ineq, rc, r0)
         sol = self.system.solve(rhs, x, 2.0 * rho, eq, rc, sys_ineq, rho_ineq, P.pcg_tol,
                                 P.pcg_maxiter)
         x = sol.x
@@ -313,11 +270,11 @@ class LpBoxADMM:
             r4 = c2x + z3 - ineq.d
             y4 += P.gamma * rc * r4
             cres = max(cres, be.norm(r4) / max(be.norm(ineq.d), 1.0))
-        if l1 is not None:
-            u = self.l1.op.matvec(x) - self.l1.op.d
-            l1[0] = soft_threshold(u + l1[1] / r0, self.l1.weight / r0, be.xp)
-            r0v = u - l1[0]
-            l1[1] += P.gamma * r0 * r0v
+        if extra is not None:
+            u = self.split.op.matvec(x) - self.split.op.d
+            extra[0] = self.split.prox(u + extra[1] / r0, r0, be.xp)
+            r0v = u - extra[0]
+            extra[1] += P.gamma * r0 * r0v
             cres = max(cres, be.norm(r0v) / max(be.norm(u), 1.0))
         return x, z1, z2, z3, r1, r2, cres, sol.iterations, sol.quad
 
@@ -362,9 +319,9 @@ class LpBoxADMM:
             y4 = xp.zeros(ineq.m) if ineq is not None else None
             z3 = project_nonneg(ineq.d - ineq.matvec(x)) if ineq is not None else None
             rho, start, recent = P.rho0 * self.scale, 0, []
-            l1 = None
-            if self.l1 is not None:  # z0 = C0 x - d0 (the split holds), y0 = 0
-                l1 = [self.l1.op.matvec(x) - self.l1.op.d, xp.zeros(self.l1.op.m)]
+            extra = None
+            if self.split is not None:  # z0 = C0 x - d0 (the split holds), y0 = 0
+                extra = [self.split.op.matvec(x) - self.split.op.d, xp.zeros(self.split.op.m)]
         else:
             if resume.x.shape != (self.n,):
                 raise ValueError(f"resume state has {resume.x.shape[0]} variables, "
@@ -372,11 +329,11 @@ class LpBoxADMM:
             x, z1, z2, y1, y2 = resume.x, resume.z1, resume.z2, resume.y1, resume.y2
             y3, z3, y4 = resume.y3, resume.z3, resume.y4
             rho, start, recent = resume.rho, resume.iteration, list(resume.recent)
-            l1 = None
-            if self.l1 is not None:
+            extra = None
+            if self.split is not None:
                 if resume.z0 is None:
-                    raise ValueError("resume state has no ℓ1 split (z0, y0) for this ℓ1 term")
-                l1 = [resume.z0, resume.y0]
+                    raise ValueError("resume state has no split (z0, y0) for this split")
+                extra = [resume.z0, resume.y0]
         rho_cap = P.rho_max * self.scale
         history: list[IterationRecord] = []
         best = (math.inf, math.inf, None, 0)  # (violation, objective, x, iteration)
@@ -387,7 +344,7 @@ class LpBoxADMM:
         fused = not be.is_gpu and plain_box
         step_fn = (fused_step(self.system, self.b, eq, ineq, be, self.simplex_groups, P.gamma,
                               P.pcg_tol, P.pcg_maxiter)
-                   if P.fused and plain_box and self.rounding is None and self.l1 is None
+                   if P.fused and plain_box and self.rounding is None and self.split is None
                    else None)
         for it in range(start + 1, P.max_iter + 1):
             rc = rho * P.rho_constraints
@@ -401,16 +358,16 @@ class LpBoxADMM:
                 obj_x = step.quad + step.bx + self.constant
             else:
                 x, z1, z2, z3, r1, r2, cres, cg_its, quad = self._generic_step(
-                    x, z1, z2, z3, y1, y2, y3, y4, rho, rc, fused, l1)
+                    x, z1, z2, z3, y1, y2, y3, y4, rho, rc, fused, extra)
                 xr = self.round(x)
                 obj_r = rounded_quad(xr) + be.dot(self.b, xr) + self.constant
                 viol = self.violation(xr)
                 obj_x = (self.objective(x) if quad is None
                          else quad + be.dot(self.b, x) + self.constant)
-                if l1 is not None:
-                    obj_r += self.l1.value(xr, be)
+                if extra is not None:
+                    obj_r += self.split.value(xr, be)
                     if quad is not None:  # objective() already counts it
-                        obj_x += self.l1.value(x, be)
+                        obj_x += self.split.value(x, be)
             if (viol, obj_r) < best[:2]:
                 best = (viol, obj_r, xr, it)
             if self.z1_set is not None:
@@ -448,6 +405,6 @@ class LpBoxADMM:
             x_continuous=x_cont, best_iteration=best_it, backend=self.backend.name,
             # kept only for a paused run, so a finished result holds no solver-sized arrays
             state=(ADMMState(x, z1, z2, y1, y2, y3, z3, y4, rho, start + len(history), recent,
-                             *(l1 if l1 is not None else ()))
+                             *(extra if extra is not None else ()))
                    if status == PAUSED else None),
         )

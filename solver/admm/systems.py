@@ -34,7 +34,9 @@ class LinearOperatorPair:
     ``group_size`` is set when the groups are consecutive runs of that size covering every
     variable (``x.reshape(-1, group_size)``), which lets the CPU round in one compiled pass.
     ``norm_sq`` bounds the largest eigenvalue of ``C'C`` from above (for the linearised x-update
-    of :meth:`OneHotKronSystem.solve`).
+    of :meth:`OneHotKronSystem.solve`). ``label_diag`` (length ``k``), when set, says that
+    ``C'C = I ⊗ diag(label_diag)`` exactly for a pixel-major layout of ``k`` labels, which
+    :meth:`OneHotKronSystem.solve` then takes exactly, keeping its split.
     """
 
     matvec: Any
@@ -44,6 +46,7 @@ class LinearOperatorPair:
     groups: Any = None
     group_size: int | None = None
     norm_sq: float | None = None
+    label_diag: Any = None
 
     @property
     def m(self) -> int:
@@ -336,8 +339,14 @@ class OneHotKronSystem:
         at ``x0``, the current iterate: ``rho_ineq C'C`` is replaced by ``rho_ineq tau I`` with
         ``tau >= ||C'C||`` (``ineq.norm_sq``) and the right-hand side gains
         ``rho_ineq (tau x0 - C'C x0)``, a proximal-linear x-update that keeps the split exact.
+        Rows whose ``C'C`` is a per-label diagonal (``ineq.label_diag``) enter exactly instead:
+        see :meth:`_label_matrix_solve`.
         """
         xp, k = self.backend.xp, self.k
+        if ineq is not None and ineq.label_diag is not None:
+            return self._label_matrix_solve(rhs, x0, rho, rho_eq if eq is not None else 0.0,
+                                            rho_ineq * np.asarray(ineq.label_diag, float),
+                                            tol, maxiter)
         shift = np.full(k, float(rho))
         if ineq is not None:
             if x0 is None or ineq.norm_sq is None:
@@ -368,6 +377,39 @@ class OneHotKronSystem:
         U = res.x
         W = xp.concatenate([U[:, 1:], -U[:, 1:].sum(axis=1, keepdims=True)], axis=1)
         x = (U[:, :1] + W).ravel()
+        return PCGResult(x=x, iterations=res.iterations, residual=res.residual,
+                         converged=res.converged)
+
+
+    def _label_matrix_solve(self, rhs: Any, x0: Any, rho: float, rho_eq: float,
+                            diag: np.ndarray, tol: float, maxiter: int) -> PCGResult:
+        """``(2 L⊗I + I⊗M) x = rhs`` with the label matrix ``M = rho I + rho_eq 11' +
+        diag(diag)``: with ``M = Q Λ Q'``, the columns of ``R Q`` (``R`` the right-hand side as
+        ``(n, k)``) are ``k`` independent systems ``(2L + λ_j I) u_j``, solved as one block CG;
+        then ``X = U Q'``. ``L⊗I`` and ``I⊗M`` commute, so this is exact.
+        """
+        xp, k = self.backend.xp, self.k
+        M = rho * np.eye(k) + rho_eq * np.ones((k, k)) + np.diag(diag)
+        lam, Q = np.linalg.eigh(M)
+        Qb = xp.asarray(Q)
+        R = rhs.reshape(-1, k)
+        X0 = None if x0 is None else x0.reshape(-1, k) @ Qb
+        if self._compiled is not None:
+            res = self._compiled.pcg(2.0, lam, np.ascontiguousarray((R @ Q).T),
+                                     None if X0 is None else np.ascontiguousarray(X0.T),
+                                     tol, maxiter)
+            U = res.x.T
+        else:
+            shift = xp.asarray(lam)
+            inv = 1.0 / (self._diag2[:, None] + shift[None, :])
+
+            def matvec(V: Any) -> Any:
+                return 2.0 * (self._L @ V) + V * shift[None, :]
+
+            res = pcg(matvec, R @ Qb, inv_diag=inv, x0=X0, tol=tol, maxiter=maxiter,
+                      backend=self.backend)
+            U = res.x
+        x = (U @ Qb.T).ravel()
         return PCGResult(x=x, iterations=res.iterations, residual=res.residual,
                          converged=res.converged)
 

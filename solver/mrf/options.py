@@ -173,11 +173,21 @@ class SolveOptions:
     polish : PolishOptions
     early_fixing : EarlyFixingOptions
     coarse_to_fine : CoarseToFineOptions
+    apart : {"split", "rows"}
+        How ADMM holds apart pairs: ``"split"``, a copy of each row's two entries projected on
+        its half-plane (the x-update keeps its split along label directions); ``"rows"``,
+        exact inequality rows with slack in the x-update (CG on the whole pixel-major system).
+        Measured side by side: docs/decisions.md, "Area bounds and apart pairs".
+    apart_ratio : float
+        The split's penalty over the box and sphere penalty (0.3: best of 0.03-3 on the
+        K = 3 nesting samples at 1e4 pixels, docs/decisions.md).
     """
 
     polish: PolishOptions = field(default_factory=PolishOptions)
     early_fixing: EarlyFixingOptions = field(default_factory=EarlyFixingOptions)
     coarse_to_fine: CoarseToFineOptions = field(default_factory=CoarseToFineOptions)
+    apart: str = "split"
+    apart_ratio: float = 0.3
 
 
 DEFAULT_OPTIONS = SolveOptions()

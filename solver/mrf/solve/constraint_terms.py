@@ -21,7 +21,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from solver.admm.splits import PairSplit
 from solver.admm.sums import BoxWithSums, round_k2_sums, round_onehot_sums
+from solver.admm.systems import sparse_operator
 from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
 
@@ -108,3 +110,61 @@ def rounding(area: BoxWithSums, backend) -> callable:
     if not backend.is_gpu:
         return round_host
     return lambda x: backend.asarray(round_host(backend.to_numpy(x)))
+
+
+def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: float,
+                backend) -> PairSplit | None:
+    """The apart rows as a :class:`solver.admm.splits.PairSplit` over the free variables
+    (pixel-major, K columns), or None without apart pairs.
+
+    For each apart pair ``{a, b}`` and each ordered neighbouring pair ``(p, q)`` (both orders of
+    every edge): ``x_pa + x_qb <= 1`` when both are free, ``x_pa <= 0`` (``x_qb <= 0``) when the
+    other is fixed to ``b`` (``a``), ``<= 1`` when it is fixed elsewhere. Rows ``<= 1`` on one
+    entry hold anyway; they, and as many more as a pixel lacks neighbours below the largest
+    degree ``D``, are kept so that every free variable of label ``a`` is in exactly ``D`` rows
+    per pair it belongs to: then ``C0'C0 = I ⊗ diag(c)`` and the one-hot x-update keeps its
+    split (``label_diag``).
+    """
+    c = problem.constraints
+    if c is None or not c.has_apart:
+        return None
+    k = problem.k
+    pos = np.full(problem.n, -1, np.int64)
+    pos[free] = np.arange(free.size)
+    i, j = (np.asarray(e, np.int64) for e in edge_ends(problem.graph))
+    p = np.concatenate([i, j])  # every ordered neighbouring pair
+    q = np.concatenate([j, i])
+    deg = np.bincount(p, minlength=problem.n)
+    most = int(deg.max()) if deg.size else 0
+    fp, fq = pos[p] >= 0, pos[q] >= 0
+    firsts, seconds, bounds = [], [], []
+    counts = np.zeros(k)
+    pad = np.repeat(free, most - deg[free])  # the free pixels' missing neighbours
+    for a, b in zip(*np.nonzero(np.triu(c.apart))):
+        counts[a] += most
+        counts[b] += most
+        both = np.flatnonzero(fp & fq)
+        firsts.append(pos[p[both]] * k + a)
+        seconds.append(pos[q[both]] * k + b)
+        bounds.append(np.ones(both.size))
+        # one entry: p free with q fixed, and q free with p fixed
+        for mine, other, lab, partner in ((p, q, a, b), (q, p, b, a)):
+            one = np.flatnonzero((pos[mine] >= 0) & (pos[other] < 0))
+            firsts.append(pos[mine[one]] * k + lab)
+            seconds.append(np.full(one.size, -1))
+            bounds.append(np.where(hard[other[one]] == partner + 1, 0.0, 1.0))
+        for lab in (a, b):
+            firsts.append(pos[pad] * k + lab)
+            seconds.append(np.full(pad.size, -1))
+            bounds.append(np.ones(pad.size))
+    first, second = np.concatenate(firsts), np.concatenate(seconds)
+    m = first.size
+    has2 = second >= 0
+    rows = np.concatenate([2 * np.arange(m), 2 * np.flatnonzero(has2) + 1])
+    cols = np.concatenate([first, second[has2]])
+    C = sp.csr_matrix((np.ones(cols.size), (rows, cols)), shape=(2 * m, free.size * k))
+    op = sparse_operator(C, np.zeros(2 * m), backend)
+    op.label_diag = counts
+    return PairSplit(op, backend.asarray(has2.astype(np.float64)),
+                     backend.asarray(np.concatenate(bounds)), float(ratio),
+                     rows=None if backend.is_gpu else (first, second))

@@ -41,7 +41,7 @@ from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.pipeline import polish_labels
 from solver.mrf.solve import reduction_kernels as kernels
-from solver.mrf.solve.constraint_terms import apart_rows, area_set, rounding
+from solver.mrf.solve.constraint_terms import apart_rows, apart_split, area_set, rounding
 from solver.mrf.solve.early_fixing import (
     check_interval,
     one_hot_distance,
@@ -137,8 +137,15 @@ class MRFADMM:
         self._fixed_norm_sq = 0.0  # of the variables early fixing removed
         # area bounds as the set z1 is projected on, apart pairs as inequality rows
         self._area = area_set(problem, self.free, hard)
-        self._apart = apart_rows(problem, self.free, hard)
-        if self._apart is not None:
+        self._apart = self._split = None
+        if options.apart not in ("split", "rows"):
+            raise ValueError(f"options.apart must be 'split' or 'rows', got {options.apart!r}")
+        if options.apart == "rows":
+            self._apart = apart_rows(problem, self.free, hard)
+        else:
+            self._split = apart_split(problem, self.free, hard, options.apart_ratio,
+                                      self.backend)
+        if self._apart is not None or self._split is not None:
             self.early_fixing = False  # (the rows would have to be restricted at every pause)
         self._build()
         self._fixed_labels = hard
@@ -166,7 +173,7 @@ class MRFADMM:
                               fixed_norm_sq=self._fixed_norm_sq,
                               ineq=None if self._apart is None else sparse_operator(*self._apart,
                                                                                     be),
-                              z1_set=self._area,
+                              z1_set=self._area, split=self._split,
                               rounding=None if self._area is None else rounding(self._area, be))
 
     def _restricted(self, keep: np.ndarray, x: np.ndarray) -> MRFADMM:
@@ -209,7 +216,7 @@ class MRFADMM:
             area = self._area.restricted(keep, fixed_sums)
         child.__dict__.update(
             problem=replace(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
-            options=self.options, _area=area, _apart=None,
+            options=self.options, _area=area, _apart=None, _split=None,
             backend=self.backend, params=self.params, free=self.free[keep], snapshots=[],
             _fixed_labels=hard, _scale=self._scale,
             _fixed_norm_sq=self._fixed_norm_sq + float(rows.size),  # |xr|^2: its ones

@@ -1,0 +1,152 @@
+"""Apart pairs held by a split (``z0 = C0 x`` projected on half-planes): the projection, the
+rows against the constraint they stand for, the exact one-hot x-update with a per-label
+diagonal, the margin moves of the polish, and the split against the exact rows end to end."""
+
+import itertools
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from solver.admm.splits import PairSplit
+from solver.admm.systems import OneHotKronSystem, onehot_operator, sparse_operator
+from solver.backend import CPU
+from solver.mrf import Constraints, SolveOptions, solve_mrf, with_constraints
+from solver.mrf.build.constraints import touching_pairs
+from solver.mrf.polish import margin_kernels as mk
+from solver.mrf.polish.constrained import constrained_polish, level_state
+from solver.mrf.polish import icm_kernels as kernels
+from solver.mrf.solve.constraint_terms import apart_split
+from solver.reference.nested import nested_mincut
+
+from ._mrf_helpers import random_problem
+from .test_constraints import _tiny, brute
+
+
+def _split(second, bound, compiled):
+    m = len(bound)
+    rows = (np.zeros(m, np.int64), np.where(np.asarray(second) > 0, 1, -1)) if compiled else None
+    op = sparse_operator(sp.csr_matrix((2 * m, 2)), np.zeros(2 * m), CPU)
+    return PairSplit(op, np.asarray(second, float), np.asarray(bound, float), rows=rows)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_pair_projection_is_the_closest_point_of_each_half_plane(compiled):
+    rng = np.random.default_rng(0)
+    second = (rng.random(400) < 0.7).astype(float)
+    bound = rng.choice([0.0, 1.0], 400)
+    split = _split(second, bound, compiled)
+    v = rng.normal(0.5, 0.8, 800)
+    z = split.prox(v, 1.0, np)
+    V, Z = v.reshape(-1, 2), z.reshape(-1, 2)
+    assert np.all(Z[:, 0] + second * Z[:, 1] <= bound + 1e-12)  # in the set
+    assert np.array_equal(Z[second == 0, 1], V[second == 0, 1])  # no second entry: untouched
+    # the closest point: any other point of the half-plane on a grid around it is farther
+    for r in range(0, 400, 37):
+        a = np.array([1.0, second[r]])
+        d2 = ((Z[r] - V[r]) ** 2).sum()
+        for dx, dy in itertools.product(np.linspace(-0.5, 0.5, 11), repeat=2):
+            q = Z[r] + [dx, dy]
+            if a @ q <= bound[r]:
+                assert ((q - V[r]) ** 2).sum() >= d2 - 1e-12
+
+
+@pytest.mark.parametrize("hard_fraction", [0.0, 0.3])
+def test_the_split_rows_hold_exactly_when_no_apart_labels_touch(hard_fraction):
+    """On every labelling of a small grid, the rows' largest excess is 0 exactly when no two
+    neighbours carry apart labels, and C0'C0 is the per-label diagonal the system is told."""
+    p = _tiny((3, 3), 3, 1, Constraints(apart=((1, 3),)), hard_fraction=hard_fraction)
+    hard = np.asarray(p.hard).ravel()
+    free = np.flatnonzero(hard == 0)
+    split = apart_split(p, free, hard, 0.3, CPU)
+    C = split.op  # (its matrix is checked through products)
+    k, m = p.k, free.size
+    eye = np.eye(m * k)
+    CtC = np.stack([C.rmatvec(C.matvec(eye[:, c])) for c in range(m * k)], axis=1)
+    assert np.array_equal(CtC, np.kron(np.eye(m), np.diag(split.op.label_diag)))
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        lab = np.where(hard > 0, hard, rng.integers(1, k + 1, p.n))
+        x = np.zeros((m, k))
+        x[np.arange(m), lab[free] - 1] = 1.0
+        touch = any(True for _ in touching_pairs(lab.reshape(p.shape), p.constraints.apart))
+        for fast in (True, False):
+            s = split if fast else replace(split, rows=None)
+            assert (s.violation(x.ravel(), CPU) > 0) == touch
+
+
+def test_the_one_hot_system_solves_a_per_label_diagonal_exactly():
+    p = random_problem((9, 11), k=4, seed=2)
+    L = p.laplacian.tocsr()
+    k, n = 4, p.n
+    system = OneHotKronSystem(L, k, CPU)
+    eq = onehot_operator(n, k, CPU)
+    diag = np.array([8.0, 0.0, 16.0, 8.0])
+    ineq = replace(eq, label_diag=diag)  # (only label_diag is read for the rows' part)
+    rng = np.random.default_rng(1)
+    rhs = rng.normal(size=n * k)
+    rho, rho_eq, rho_in = 2.5, 0.7, 0.3
+    sol = system.solve(rhs, None, rho, eq, rho_eq, ineq, rho_in, 1e-13, 500)
+    M = rho * np.eye(k) + rho_eq * np.ones((k, k)) + rho_in * np.diag(diag)
+    full = 2.0 * sp.kron(L, sp.identity(k)) + sp.kron(sp.identity(n), M)
+    exact = spla.spsolve(full.tocsc(), rhs)
+    assert np.abs(sol.x - exact).max() <= 1e-8 * np.abs(exact).max()
+
+
+def _nest_start():
+    """A 9 x 9 nesting (labels 1 and 3 apart) whose hard centre is label 3, data everywhere
+    for label 1, and a start that fills the middle 5 x 5 with label 3 inside a ring of 2."""
+    p = random_problem((9, 9), k=3, seed=5)
+    unary = np.zeros((81, 3))
+    unary[:, 1] = 1.2  # (no single pixel or whole region of 3 can move to a cheaper label)
+    unary[:, 2] = 1.0
+    hard = np.zeros((9, 9), np.int32)
+    hard[4, 4] = 3
+    p = replace(p, unary=unary, hard=hard.ravel(), lam=0.01)
+    p = with_constraints(p, Constraints(apart=((1, 3),)))
+    start = np.ones((9, 9), np.int32)
+    start[1:8, 1:8] = 2
+    start[2:7, 2:7] = 3
+    return p, start
+
+
+def test_a_margin_move_takes_a_region_across_a_label_it_must_not_touch():
+    p, start = _nest_start()
+    assert p.feasible(start)
+    lab = kernels.zero_based(start)
+    movable = np.asarray(p.hard).ravel() == 0
+    args = (*kernels.csr_arrays(p), p.unary, 2.0 * p.lam, lab, movable, *level_state(p, lab))
+    moves = mk.margin_moves(*args, p.n)
+    out = kernels.one_based(lab, p.shape)
+    assert moves >= 1
+    assert p.feasible(out)
+    assert p.energy(out) < p.energy(start)
+    # the inner region is gone but for the hard centre, kept off label 1 by a ring of 2
+    assert (out == 3).sum() == 1
+    assert np.all(out[3:6, 3:6][np.array([[1, 1, 1], [1, 0, 1], [1, 1, 1]], bool)] == 2)
+
+
+def test_the_constrained_polish_leaves_that_start_at_the_layered_optimum():
+    p, start = _nest_start()
+    out = constrained_polish(p, start)
+    ref = nested_mincut(p)
+    assert p.feasible(out)
+    assert p.energy(out) <= ref.energy + 1e-9 * abs(ref.energy)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_split_and_the_exact_rows_both_keep_labels_apart(seed):
+    p = _tiny((3, 4), 3, seed, Constraints(apart=((1, 3),)), hard_fraction=0.1 * (seed % 2))
+    best, _ = brute(p)
+    for how in ("split", "rows"):
+        res = solve_mrf(p, "admm", options=SolveOptions(apart=how))
+        assert p.feasible(res.labels) and res.feasible
+        assert res.energy <= best + 0.02 * abs(best) + 1e-6
+
+
+def test_an_unknown_apart_mode_is_refused():
+    p = _tiny((3, 4), 3, 0, Constraints(apart=((1, 3),)))
+    with pytest.raises(ValueError, match="options.apart must be 'split' or 'rows'"):
+        solve_mrf(p, "admm", options=SolveOptions(apart="both"))
