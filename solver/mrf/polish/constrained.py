@@ -5,8 +5,9 @@ A constrained problem's labelling from ADMM's rounding may break a bound by a fe
 leave a few pixels of apart labels side by side, so the polish starts with a repair (the
 cheapest single-pixel moves that remove the conflicts, then those that bring each area within
 its bounds). From then on every move is exact, lowers the energy and keeps every constraint:
-ICM that takes a pixel's best feasible label, whole-region moves to the best feasible label,
-and exchanges of two boundary pixels between two labels, which leave both areas where they
+ICM that takes a pixel's best feasible label, whole-region moves to the best feasible label
+(also with a margin of a third label where the region touches one apart from the new label,
+:mod:`solver.mrf.polish.margin_kernels`), and exchanges of two boundary pixels between two labels, which leave both areas where they
 were (with an area pinned, no single pixel can move). See
 :mod:`solver.mrf.polish.constrained_kernels`.
 
@@ -28,6 +29,7 @@ from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import constrained_kernels as ck
 from solver.mrf.polish import icm_kernels as kernels
+from solver.mrf.polish import margin_kernels as mk
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +232,8 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
     cap = options.cap(problem.n)
     for r in range(MAX_ROUNDS):
         step = _region_moves(problem, lab, movable, state, cap)
+        if problem.constraints.has_apart:
+            step += mk.margin_moves(*args, problem.n)
         if problem.constraints.has_area:
             step += ck.swap_rounds(*args, MAX_ROUNDS)
         if r < options.coarse_fusion_rounds and len(snapshots):

@@ -1,0 +1,154 @@
+"""Compiled region moves with a margin, for the polish under apart pairs.
+
+A whole region of one label often cannot move to a better label because a few of its pixels
+touch a label apart from the new one (a hole's region touching a hard "inner" stroke cannot
+become "outside"). :func:`margin_moves` moves such a region anyway and gives those few pixels
+the cheapest label that may touch both sides (the margin a nesting asks for), taking the
+compound move only when it is feasible and lowers the energy. Conventions as
+:mod:`solver.mrf.polish.constrained_kernels`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def _region(indptr, indices, lab, movable, seen, queue, s, cap):  # pragma: no cover
+    """Grow the 8-connected region of movable pixels of ``lab[s]`` from ``s`` into ``queue``;
+    returns its size, or -1 when it exceeds ``cap`` (the pixels are still marked seen)."""
+    a = lab[s]
+    seen[s] = True
+    queue[0] = s
+    head, end = 0, 1
+    while head < end:
+        i = queue[head]
+        head += 1
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if not seen[j] and movable[j] and lab[j] == a:
+                seen[j] = True
+                queue[end] = j
+                end += 1
+    return end if end <= cap else -1
+
+
+@_jit
+def _propose(indptr, indices, unary, lab, prop, apart, queue, size, c):  # pragma: no cover
+    """Set ``prop`` over the region to ``c``, its pixels beside a label apart from ``c`` (outside
+    the region) to the cheapest label that may touch ``c`` and that neighbour; False when some
+    pixel has no such label."""
+    k = unary.shape[1]
+    for m in range(size):
+        prop[queue[m]] = c
+    for m in range(size):
+        i = queue[m]
+        clash = False
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j != i and prop[j] != c and apart[c, prop[j]]:
+                clash = True
+                break
+        if not clash:
+            continue
+        best, best_cost = -1, np.inf
+        for b in range(k):
+            if apart[b, c] or unary[i, b] >= best_cost:
+                continue
+            ok = True
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if j != i and prop[j] != c and apart[b, prop[j]]:
+                    ok = False
+                    break
+            if ok:
+                best, best_cost = b, unary[i, b]
+        if best < 0:
+            return False
+        prop[i] = best
+    return True
+
+
+@_jit
+def _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark, stamp, queue,
+            size):  # pragma: no cover
+    """Energy change of ``lab`` -> ``prop`` over the region (pixels with ``mark == stamp``), or
+    inf when ``prop`` puts apart labels side by side: unaries, plus every edge with an end in
+    the region, counted once."""
+    delta = 0.0
+    for m in range(size):
+        i = queue[m]
+        li, pi = lab[i], prop[i]
+        delta += unary[i, pi] - unary[i, li]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j == i or (mark[j] == stamp and j < i):
+                continue
+            pj = prop[j]
+            if apart[pi, pj]:
+                return np.inf
+            delta -= two_lam * data[p] * ((pi != pj) - (li != lab[j]))
+    return delta
+
+
+@_jit
+def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
+                 cap):  # pragma: no cover
+    """Move whole regions with a margin (see the module docstring), each region of at most
+    ``cap`` pixels to the best of its labels, region by region in pixel order, each move taken
+    at once when it is feasible and lowers the energy. Changes ``lab`` and ``counts`` in place;
+    returns the moves taken."""
+    n, k = unary.shape
+    seen = np.zeros(n, np.bool_)
+    mark = np.full(n, -1, np.int64)
+    queue = np.empty(n, np.int64)
+    prop = lab.copy()
+    best = np.empty(n, np.int64)
+    net = np.zeros(k)
+    moves = 0
+    for s in range(n):
+        if seen[s] or not movable[s]:
+            continue
+        size = _region(indptr, indices, lab, movable, seen, queue, s, cap)
+        if size < 0:
+            continue
+        a = lab[s]
+        for m in range(size):
+            mark[queue[m]] = s
+        best_delta = 0.0
+        scale = 1.0
+        for c in range(k):
+            if c == a:
+                continue
+            if _propose(indptr, indices, unary, lab, prop, apart, queue, size, c):
+                net[:] = 0.0
+                for m in range(size):
+                    i = queue[m]
+                    net[a] -= w[i]
+                    net[prop[i]] += w[i]
+                ok = True
+                for b in range(k):
+                    if counts[b] + net[b] < lo[b] or counts[b] + net[b] > hi[b]:
+                        ok = False
+                if ok:
+                    d = _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark,
+                                s, queue, size)
+                    scale = max(scale, abs(d)) if np.isfinite(d) else scale
+                    if d < best_delta:
+                        best_delta = d
+                        for m in range(size):
+                            best[m] = prop[queue[m]]
+            for m in range(size):  # back to the labelling as it stands
+                prop[queue[m]] = a
+        if best_delta < -1e-9 * scale:
+            for m in range(size):
+                i = queue[m]
+                counts[a] -= w[i]
+                counts[best[m]] += w[i]
+                lab[i] = best[m]
+                prop[i] = best[m]
+            moves += 1
+    return moves
