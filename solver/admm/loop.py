@@ -241,8 +241,7 @@ class LpBoxADMM:
         sys_ineq, rho_ineq = ineq, rc
         if extra is not None:
             r0 = rho * self.split.ratio
-            op = self.split.op
-            rhs += op.rmatvec(r0 * (extra[0] + op.d) - extra[1])
+            rhs = self.split.add_rhs(rhs, extra[0], extra[1], r0)
             sys_ineq, rho_ineq = self.split.system_operator(ineq, rc, r0)
         sol = self.system.solve(rhs, x, 2.0 * rho, eq, rc, sys_ineq, rho_ineq, P.pcg_tol,
                                 P.pcg_maxiter)
@@ -271,11 +270,8 @@ class LpBoxADMM:
             y4 += P.gamma * rc * r4
             cres = max(cres, be.norm(r4) / max(be.norm(ineq.d), 1.0))
         if extra is not None:
-            u = self.split.op.matvec(x) - self.split.op.d
-            extra[0] = self.split.prox(u + extra[1] / r0, r0, be.xp)
-            r0v = u - extra[0]
-            extra[1] += P.gamma * r0 * r0v
-            cres = max(cres, be.norm(r0v) / max(be.norm(u), 1.0))
+            extra[0], r0v = self.split.update(x, extra[0], extra[1], r0, P.gamma, be)
+            cres = max(cres, r0v)
         return x, z1, z2, z3, r1, r2, cres, sol.iterations, sol.quad
 
     # ------------------------------------------------------------------ main loop

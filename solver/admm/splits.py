@@ -32,9 +32,25 @@ def soft_threshold(v: Any, t: Any, xp: Any) -> Any:
 
 
 class _Split:
-    """What both splits share: the operator the x-update's system takes."""
+    """What both splits share: the operator the x-update's system takes, the x-update's
+    right-hand side term and the step after it."""
 
     op: LinearOperatorPair
+
+    def add_rhs(self, rhs: Any, z0: Any, y0: Any, rho0: float) -> Any:
+        """``rhs + C0'(rho0 (z0 + d0) - y0)``."""
+        return rhs + self.op.rmatvec(rho0 * (z0 + self.op.d) - y0)
+
+    def update(self, x: Any, z0: Any, y0: Any, rho0: float, gamma: float,
+               backend: Backend) -> tuple[Any, float]:
+        """After the x-update: ``z0 = prox(C0 x - d0 + y0 / rho0)`` and ``y0 += gamma rho0
+        (C0 x - d0 - z0)`` (``y0`` in place). Returns ``(z0, |C0 x - d0 - z0| / max(|C0 x -
+        d0|, 1))``."""
+        u = self.op.matvec(x) - self.op.d
+        z0 = self.prox(u + y0 / rho0, rho0, backend.xp)
+        r = u - z0
+        y0 += gamma * rho0 * r
+        return z0, backend.norm(r) / max(backend.norm(u), 1.0)
 
     def system_operator(self, ineq: LinearOperatorPair | None, rho_ineq: float,
                         rho0: float) -> tuple[LinearOperatorPair, float]:
@@ -125,6 +141,23 @@ class PairSplit(_Split):
     def value(self, x: Any, backend: Backend) -> float:
         """0: the rows enter as constraints, not as cost."""
         return 0.0
+
+    def add_rhs(self, rhs: Any, z0: Any, y0: Any, rho0: float) -> Any:
+        """``rhs + C0'(rho0 z0 - y0)`` (compiled on the CPU)."""
+        if self.rows is None or not isinstance(rhs, np.ndarray):
+            return super().add_rhs(rhs, z0, y0, rho0)
+        split_kernels.pair_rhs(*self.rows, z0, y0, float(rho0), rhs)
+        return rhs
+
+    def update(self, x: Any, z0: Any, y0: Any, rho0: float, gamma: float,
+               backend: Backend) -> tuple[Any, float]:
+        """:meth:`_Split.update`, in one compiled pass on the CPU (``z0`` and ``y0`` in
+        place)."""
+        if self.rows is None or not isinstance(x, np.ndarray):
+            return super().update(x, z0, y0, rho0, gamma, backend)
+        res, unorm = split_kernels.pair_update(x, *self.rows, self.second, self.bound, z0, y0,
+                                               float(rho0), float(gamma))
+        return z0, float(np.sqrt(res)) / max(float(np.sqrt(unorm)), 1.0)
 
     def excess(self, v: Any, xp: Any) -> Any:
         """``max(s + t - d, 0)`` per row of the stacked pairs ``v`` (``(2m,)``)."""

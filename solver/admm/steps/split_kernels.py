@@ -39,3 +39,41 @@ def pair_excess(x, first, second, bound):  # pragma: no cover
         if e > worst:
             worst = e
     return worst
+
+
+@_jit
+def pair_rhs(first, second, z0, y0, r0, rhs):  # pragma: no cover
+    """``rhs += C0'(r0 z0 - y0)``, ``C0`` picking ``x[first[r]]`` and ``x[second[r]]``."""
+    for r in range(first.size):
+        rhs[first[r]] += r0 * z0[2 * r] - y0[2 * r]
+        j = second[r]
+        if j >= 0:
+            rhs[j] += r0 * z0[2 * r + 1] - y0[2 * r + 1]
+
+
+@_jit
+def pair_update(x, first, second, has2, bound, z0, y0, r0, gamma):  # pragma: no cover
+    """The split's step after the x-update, in place: ``u = C0 x``, ``z0`` the projection of
+    ``u + y0 / r0`` on the half-planes, ``y0 += gamma r0 (u - z0)``. Returns ``(|u - z0|^2,
+    |u|^2)``."""
+    res = 0.0
+    unorm = 0.0
+    for r in range(first.size):
+        s = x[first[r]]
+        j = second[r]
+        t = x[j] if j >= 0 else 0.0
+        vs = s + y0[2 * r] / r0
+        vt = t + y0[2 * r + 1] / r0
+        e = vs + has2[r] * vt - bound[r]
+        if e > 0.0:
+            cut = e / (1.0 + has2[r])
+            vs -= cut
+            vt -= has2[r] * cut
+        z0[2 * r] = vs
+        z0[2 * r + 1] = vt
+        ds, dt = s - vs, t - vt
+        y0[2 * r] += gamma * r0 * ds
+        y0[2 * r + 1] += gamma * r0 * dt
+        res += ds * ds + dt * dt
+        unorm += s * s + t * t
+    return res, unorm
