@@ -130,6 +130,9 @@ class PairSplit(_Split):
         ``(first, second)`` host indices of each row's entries (``second < 0`` for none): on
         the CPU the projection and the violation then run compiled
         (:mod:`solver.admm.steps.split_kernels`).
+    keys : numpy.ndarray, optional
+        A caller's name for each entry of ``z0`` (``-1`` for none), to carry copies and duals
+        over to the split of a restricted problem.
     """
 
     op: LinearOperatorPair
@@ -137,6 +140,7 @@ class PairSplit(_Split):
     bound: Any
     ratio: float = 1.0
     rows: tuple | None = None
+    keys: Any = None
 
     def value(self, x: Any, backend: Backend) -> float:
         """0: the rows enter as constraints, not as cost."""

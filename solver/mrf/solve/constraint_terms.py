@@ -137,26 +137,34 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     deg = np.bincount(p, minlength=problem.n)
     most = int(deg.max()) if deg.size else 0
     fp, fq = pos[p] >= 0, pos[q] >= 0
-    firsts, seconds, bounds = [], [], []
+    firsts, seconds, bounds, keys = [], [], [], []
     counts = np.zeros(k)
     pad = np.repeat(free, most - deg[free])  # the free pixels' missing neighbours
-    for a, b in zip(*np.nonzero(np.triu(c.apart))):
+    pad_no = np.arange(pad.size) - np.repeat(np.cumsum(most - deg[free]) - (most - deg[free]),
+                                             most - deg[free])
+    pairs = list(zip(*np.nonzero(np.triu(c.apart))))
+    big = 2 * p.size * len(pairs)  # the keys of the padding rows come after the edges'
+    for t, (a, b) in enumerate(pairs):
         counts[a] += most
         counts[b] += most
         both = np.flatnonzero(fp & fq)
         firsts.append(pos[p[both]] * k + a)
         seconds.append(pos[q[both]] * k + b)
         bounds.append(np.ones(both.size))
+        keys.append(np.stack([(both * len(pairs) + t) * 2, (both * len(pairs) + t) * 2 + 1], 1))
         # one entry: p free with q fixed, and q free with p fixed
-        for mine, other, lab, partner in ((p, q, a, b), (q, p, b, a)):
+        for side, (mine, other, lab, partner) in enumerate(((p, q, a, b), (q, p, b, a))):
             one = np.flatnonzero((pos[mine] >= 0) & (pos[other] < 0))
             firsts.append(pos[mine[one]] * k + lab)
             seconds.append(np.full(one.size, -1))
             bounds.append(np.where(hard[other[one]] == partner + 1, 0.0, 1.0))
-        for lab in (a, b):
+            keys.append(np.stack([(one * len(pairs) + t) * 2 + side, np.full(one.size, -1)], 1))
+        for side, lab in enumerate((a, b)):
             firsts.append(pos[pad] * k + lab)
             seconds.append(np.full(pad.size, -1))
             bounds.append(np.ones(pad.size))
+            keys.append(np.stack([big + ((pad * most + pad_no) * len(pairs) + t) * 2 + side,
+                                  np.full(pad.size, -1)], 1))
     first, second = np.concatenate(firsts), np.concatenate(seconds)
     m = first.size
     has2 = second >= 0
@@ -165,6 +173,27 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     C = sp.csr_matrix((np.ones(cols.size), (rows, cols)), shape=(2 * m, free.size * k))
     op = sparse_operator(C, np.zeros(2 * m), backend)
     op.label_diag = counts
-    return PairSplit(op, backend.asarray(has2.astype(np.float64)),
-                     backend.asarray(np.concatenate(bounds)), float(ratio),
-                     rows=None if backend.is_gpu else (first, second))
+    split = PairSplit(op, backend.asarray(has2.astype(np.float64)),
+                      backend.asarray(np.concatenate(bounds)), float(ratio),
+                      rows=None if backend.is_gpu else (first, second))
+    split.keys = np.concatenate(keys).ravel()  # (for carry_split_state)
+    return split
+
+
+def carry_split_state(parent: PairSplit, child: PairSplit, z0, y0, x, backend):
+    """``(z0, y0)`` of ``child`` (the split of a restriction: more pixels fixed) from the
+    parent's: each copy and dual whose row entry is still there carries over (a row whose other
+    pixel was fixed keeps its free entry's); the others start as a new split does, at
+    ``C0 x`` with a zero dual."""
+    order = np.argsort(parent.keys, kind="stable")
+    sorted_keys = parent.keys[order]
+    at = np.searchsorted(sorted_keys, child.keys)
+    at = np.minimum(at, sorted_keys.size - 1)
+    found = (child.keys >= 0) & (sorted_keys[at] == child.keys)
+    src = order[at[found]]
+    z_host, y_host = backend.to_numpy(z0), backend.to_numpy(y0)
+    new_z = backend.to_numpy(child.op.matvec(x) - child.op.d).copy()
+    new_y = np.zeros(child.keys.size)
+    new_z[found] = z_host[src]
+    new_y[found] = y_host[src]
+    return backend.asarray(new_z), backend.asarray(new_y)

@@ -36,12 +36,14 @@ from solver.admm.records import (
 from solver.admm.systems import (GenericSystem, OneHotKronSystem, onehot_operator,
                                  problem_scale, sparse_operator)
 from solver.backend import Backend, get_backend
+from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.pipeline import polish_labels
 from solver.mrf.solve import reduction_kernels as kernels
-from solver.mrf.solve.constraint_terms import apart_rows, apart_split, area_set, rounding
+from solver.mrf.solve.constraint_terms import (apart_rows, apart_split, area_set,
+                                               carry_split_state, rounding)
 from solver.mrf.solve.early_fixing import (
     check_interval,
     one_hot_distance,
@@ -145,7 +147,7 @@ class MRFADMM:
         else:
             self._split = apart_split(problem, self.free, hard, options.apart_ratio,
                                       self.backend)
-        if self._apart is not None or self._split is not None:
+        if self._apart is not None:
             self.early_fixing = False  # (the rows would have to be restricted at every pause)
         self._build()
         self._fixed_labels = hard
@@ -214,9 +216,13 @@ class MRFADMM:
             fixed_sums = (np.array([wg[lab == 0].sum()]) if k == 2
                           else np.bincount(lab, weights=wg, minlength=k))
             area = self._area.restricted(keep, fixed_sums)
+        split = None
+        if self._split is not None:  # the rows again, over the pixels left free
+            split = apart_split(replace(self.problem, hard=hard), self.free[keep], hard,
+                                self._split.ratio, self.backend)
         child.__dict__.update(
             problem=replace(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
-            options=self.options, _area=area, _apart=None, _split=None,
+            options=self.options, _area=area, _apart=None, _split=split,
             backend=self.backend, params=self.params, free=self.free[keep], snapshots=[],
             _fixed_labels=hard, _scale=self._scale,
             _fixed_norm_sq=self._fixed_norm_sq + float(rows.size),  # |xr|^2: its ones
@@ -226,6 +232,19 @@ class MRFADMM:
         child._build()
         child.setup_time_s = time.perf_counter() - t0
         return child
+
+    def _touching_apart(self, x_free: np.ndarray) -> np.ndarray:
+        """``(m,)`` bool over the free pixels: those whose rounded label touches a label apart
+        from it (among the rounded free pixels and the fixed ones)."""
+        p, k = self.problem, self.problem.k
+        lab = self._fixed_labels.astype(np.int64, copy=True)
+        lab[self.free] = np.argmax(np.asarray(x_free).reshape(-1, k), axis=1) + 1
+        i, j = (np.asarray(e, np.int64) for e in edge_ends(p.graph))
+        bad = p.constraints.apart[lab[i] - 1, lab[j] - 1]
+        out = np.zeros(p.n, bool)
+        out[i[bad]] = True
+        out[j[bad]] = True
+        return out[self.free]
 
     # -------------------------------------------------------------- variable mapping
     def free_weights(self, x_free: np.ndarray) -> np.ndarray:
@@ -332,7 +351,8 @@ class MRFADMM:
         previous = start if fixing.warm_start_check and warm else None
         active, state = self, None
         history: list[IterationRecord] = []
-        best: tuple[float, int, MRFADMM, np.ndarray] | None = None  # objective, iteration, x
+        # objective, iteration, solver, x, feasible
+        best: tuple[float, int, MRFADMM, np.ndarray, bool] | None = None
         x_cont, status = None, None
         while True:
             pause = None
@@ -342,8 +362,10 @@ class MRFADMM:
             res = active.admm.run(x0=start, seed=seed, callback=self._inner_callback(
                 active, callback, view), resume=state, pause_at=pause)
             history += res.history
-            if res.history and (best is None or res.objective < best[0]):
-                best = (res.objective, res.best_iteration, active, res.x)
+            # (a feasible labelling before any other: apart pairs' roundings may break them)
+            if res.history and (best is None or (not res.feasible, res.objective)
+                                < (not best[4], best[0])):
+                best = (res.objective, res.best_iteration, active, res.x, res.feasible)
             if res.status != PAUSED:
                 status = res.status
                 break
@@ -351,21 +373,30 @@ class MRFADMM:
             x_now = active.backend.to_numpy(state.x)
             if previous is not None and (warm or state.rho >= fixing.min_rho * self._scale):
                 done = settled(x_now, previous, self.problem.k, fixing.delta)
+                clash = False
+                if active._split is not None:  # never fix a conflict in, nor leave it
+                    touching = active._touching_apart(x_now)  # to the polish
+                    done &= ~touching
+                    clash = bool(touching.any())
                 if done.all():  # every pixel settled: that labelling is the answer
                     x_cont, status = self._weights_on_free(active, x_now), SETTLED
                     break
                 if done.sum() >= fixing.min_fraction * done.size:
                     keep = np.flatnonzero(~done)
-                    if (self.problem.k > 2
+                    if (self.problem.k > 2 and not clash
                             and keep.size <= fixing.tail_fraction * self.free.size):
                         # the polish decides the few pixels left (``tail_fraction``)
                         x_cont, status = self._weights_on_free(active, x_now), SETTLED
                         break
                     log.debug("early fixing: %d of %d free pixels settled at iteration %d",
                               done.size - keep.size, done.size, state.iteration)
-                    active = active._restricted(keep, x_now)
+                    parent, active = active, active._restricted(keep, x_now)
                     state = restrict_state(state, keep, self.problem.k, active.backend.xp)
                     x_now = x_now[variable_rows(keep, self.problem.k)]
+                    if active._split is not None:
+                        state = replace(state, **dict(zip(("z0", "y0"), carry_split_state(
+                            parent._split, active._split, state.z0, state.y0, state.x,
+                            active.backend))))
             previous = x_now
         assert best is not None
         labels = best[2].labels(best[3])
