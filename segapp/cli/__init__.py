@@ -29,6 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      "integer programming (ℓ2-box ADMM) with a live solver view.")
     parser.add_argument("--demo-screenshot", metavar="OUT.png",
                         help="open the bundled sample, run ADMM, save a window screenshot, exit")
+    parser.add_argument("--view", choices=("main", "geometry", "histogram"), default="main",
+                        help="with --demo-screenshot: the main window (default), the Geometry "
+                             "window on its first preset played to the end, or the main window "
+                             "with the histogram and probe")
     parser.add_argument("-v", "--verbose", action="store_true", help="log solver progress")
     sub = parser.add_subparsers(dest="command")
     segment.add_parser(sub)
@@ -52,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.demo_screenshot:
             from segapp.ui.app import demo_screenshot  # noqa: PLC0415
+            if args.view != "main":
+                return demo_screenshot(args.demo_screenshot, view=args.view)
             return demo_screenshot(args.demo_screenshot)
         if args.command == "segment":
             return segment.run(args)

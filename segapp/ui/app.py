@@ -258,8 +258,12 @@ def wait_for_run(win, timeout_s: float = 600.0) -> bool:
     return not win.running
 
 
-def demo_screenshot(out_path: str, max_iter: int | None = None) -> int:
+def demo_screenshot(out_path: str, max_iter: int | None = None, view: str = "main") -> int:
     """Open the cameraman sample with its K = 2 strokes, run ADMM to the end, save a screenshot.
+
+    With ``view="geometry"`` the Geometry window instead, on its first preset played to the end;
+    with ``view="histogram"`` the main window at 1366×768 with the "Mass and probe" dock in front,
+    the replay at its first stored iteration and a pixel probed.
 
     Works headless: without a QApplication yet, the offscreen platform is used unless
     ``QT_QPA_PLATFORM`` says otherwise.
@@ -270,6 +274,8 @@ def demo_screenshot(out_path: str, max_iter: int | None = None) -> int:
         PNG file to write.
     max_iter : int, optional
         Cap on ADMM iterations (default: the solver's own limit).
+    view : {"main", "geometry", "histogram"}
+        Which window to show (see above).
 
     Returns
     -------
@@ -282,8 +288,14 @@ def demo_screenshot(out_path: str, max_iter: int | None = None) -> int:
             os.environ["QT_QPA_PLATFORM"] = "offscreen"
     app = get_app()
     before = python_owned_qobjects()
+    if view == "geometry":
+        from segapp.ui.teaching_shots import geometry_screenshot
+        return geometry_screenshot(app, out_path)
     win = MainWindow(confirm_discard=False)
     try:
+        if view == "histogram":
+            from segapp.ui.teaching_shots import histogram_screenshot
+            return histogram_screenshot(app, win, out_path, max_iter, wait_for_run)
         return _demo_run(app, win, out_path, max_iter)
     finally:
         dispose_window(win, before)

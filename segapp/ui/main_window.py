@@ -24,6 +24,7 @@ from segapp.ui.fileops import FileOpsMixin
 from segapp.ui.panels import ParamsPanel, ResultsPanel
 from segapp.ui.plot import EnergyPlot
 from segapp.ui.runctl import RunMixin
+from segapp.ui.teaching_panel import install_teaching
 from segapp.ui.tools import ToolBar
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         self.init_run()
         self._build_actions()
         self._connect()
+        install_teaching(self)  # Teach menu, "Mass and probe" dock (histogram, probe)
         self.show_settings()
         self.update_actions()
         self.update_title()

@@ -22,12 +22,16 @@ import numpy as np
 from PyQt6.QtCore import QObject, QThread, pyqtSignal, pyqtSlot
 
 from segapp.core.isolated import IsolatedReference
+from segapp.core.probe import sample_values
 
 log = logging.getLogger(__name__)
 
 FRAME_INTERVAL = 1.0 / 10.0   # at most ~10 frames a second
 FRAME_MAX_SIDE = 1600         # live frames' longest side (the result itself is full size)
 RECORD_INTERVAL = 1.0 / 10.0  # energy batches (and plot redraws) at most ~10 times a second
+PROBE_INTERVAL = 1.0 / 50.0   # probe samples (x, z1, z2 on a coarse grid): each of the first
+PROBE_FIRST = 10              # iterations, then at most ~50 a second; while a sample takes more
+PROBE_CHEAP = 0.005           # than this, they take at most a tenth of a run's time after those
 
 
 @dataclass
@@ -78,6 +82,10 @@ class SolveWorker(QObject):
         The ``SegmentationResult``.
     failed(str)
         One-line error message.
+    splits(int, object)
+        Iteration and ``x``, ``z1``, ``z2`` on a coarse pixel grid, for the probe
+        (:func:`segapp.core.probe.sample_values`): each of the first iterations, then at
+        most :data:`PROBE_INTERVAL` apart (slow samples take at most a tenth of the run's time).
     """
 
     frame = pyqtSignal(int, object)
@@ -86,6 +94,7 @@ class SolveWorker(QObject):
     phase = pyqtSignal(str)
     finished = pyqtSignal(object)
     failed = pyqtSignal(str)
+    splits = pyqtSignal(int, object)
 
     def __init__(self, job: SolveJob, frame_interval: float = FRAME_INTERVAL,
                  isolated: IsolatedReference | None = None) -> None:
@@ -98,6 +107,8 @@ class SolveWorker(QObject):
         self._batch: list[Record] = []
         self._last_frame = 0.0
         self._last_batch = 0.0
+        self._last_probe: float | None = 0.0  # (None: sampling failed, none this run)
+        self._probe_cost = 0.0  # seconds the last probe sample took
         self._frame_free = threading.Event()  # set: the window has shown the last frame
         self._frame_free.set()
 
@@ -136,7 +147,30 @@ class SolveWorker(QObject):
                 self.frame.emit(rec.iteration, probs)
             except Exception:  # noqa: BLE001 - a frame is optional
                 log.exception("could not get probabilities")
+        self._probe(state, rec.iteration, now, bool(last))
         return self._cancel.is_set()
+
+    def _probe(self, state: Any, iteration: int, now: float, last: bool) -> None:
+        """Emit ``splits`` (the probe's samples): the first iterations each, then at most every
+        :data:`PROBE_INTERVAL` seconds; after the first, while a sample takes more than
+        :data:`PROBE_CHEAP`, at most a tenth of the time."""
+        if self._last_probe is None:
+            return
+        # (a sample reads three vectors of the solver: on a large photo, or the GPU, it is not
+        # free, so it takes at most a tenth of the run's time whatever the schedule says)
+        wait = 0.0 if iteration <= PROBE_FIRST else PROBE_INTERVAL
+        if iteration > PROBE_FIRST and self._probe_cost > PROBE_CHEAP:
+            wait = max(wait, 10 * self._probe_cost)
+        if not (last or now - self._last_probe >= wait):
+            return
+        self._last_probe = now
+        try:
+            self.splits.emit(iteration, sample_values(state))
+        except Exception:  # noqa: BLE001 - a probe sample is optional; no more this run
+            log.exception("could not sample the probe")
+            self._last_probe = None
+            return
+        self._probe_cost = time.monotonic() - now
 
     def _flush(self) -> None:
         if self._batch:
@@ -281,6 +315,7 @@ class SolveController(QObject):
     finished = pyqtSignal(object)
     failed = pyqtSignal(str)
     running_changed = pyqtSignal(bool)
+    splits = pyqtSignal(int, object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -316,6 +351,7 @@ class SolveController(QObject):
         worker.phase.connect(self._on_phase)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
+        worker.splits.connect(self._on_splits)
         self._thread, self._worker = thread, worker
         thread.start()
         self.running_changed.emit(True)
@@ -341,6 +377,11 @@ class SolveController(QObject):
         if self._current():
             self.frame.emit(iteration, probs)  # (drawn by the time emit returns: same thread)
             self._worker.frame_shown()
+
+    @pyqtSlot(int, object)
+    def _on_splits(self, iteration: int, values: Any) -> None:
+        if self._current():
+            self.splits.emit(iteration, values)
 
     @pyqtSlot(object)
     def _on_records(self, batch: Any) -> None:

@@ -1,0 +1,104 @@
+"""Where the mass goes: a histogram of the continuous iterate's values at one iteration.
+
+ADMM's iterate starts with its values piled in the middle and ends with them at 0 and 1; the
+histogram shows one stored frame of a run (the replay slider's), or the live one while it runs.
+"""
+from __future__ import annotations
+
+import numpy as np
+from PyQt6.QtCore import QPointF, QRectF, Qt
+from PyQt6.QtGui import QColor, QFont, QPainter, QPen
+from PyQt6.QtWidgets import QSizePolicy, QWidget
+
+from segapp.model.teaching import mass_histogram
+
+BAR = QColor(90, 170, 255)
+EDGE = QColor(120, 220, 120)
+TEXT = QColor(220, 221, 226)
+DIM = QColor(150, 152, 160)
+#: Bins over [0, 1].
+BINS = 40
+#: Values within this of 0 or 1 count as "decided" in the summary line.
+DECIDED = 0.1
+
+
+def frame_values(probs: np.ndarray) -> np.ndarray:
+    """The values a histogram counts in a frame of ``(H, W, K)`` label weights: label 1's
+    weight for K = 2 (the solver's variable), every label's weight for K > 2."""
+    probs = np.asarray(probs)
+    return probs[..., 0].ravel() if probs.shape[-1] == 2 else probs.ravel()
+
+
+class MassHistogram(QWidget):
+    """The histogram of one frame's values (:meth:`set_frame`)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumHeight(130)
+        self.counts: np.ndarray | None = None
+        self.edges: np.ndarray | None = None
+        self.iteration: int | None = None
+        self.caption = ""
+
+    def set_frame(self, iteration: int | None, probs: np.ndarray | None, caption: str = "") -> None:
+        """Count the values of ``probs`` (``(H, W, K)`` weights), as of ``iteration``
+        (None: clear)."""
+        if probs is None:
+            self.counts = self.edges = None
+        else:
+            self.counts, self.edges = mass_histogram(frame_values(probs), BINS)
+        self.iteration, self.caption = iteration, caption
+        self.update()
+
+    def fractions(self) -> tuple[float, float, float]:
+        """Shares of the values below ``DECIDED``, between, and above ``1 − DECIDED``."""
+        if self.counts is None or self.counts.sum() == 0:
+            return (0.0, 0.0, 0.0)
+        total = float(self.counts.sum())
+        centres = (self.edges[:-1] + self.edges[1:]) / 2
+        low = float(self.counts[centres < DECIDED].sum()) / total
+        high = float(self.counts[centres > 1 - DECIDED].sum()) / total
+        return low, 1.0 - low - high, high
+
+    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor(30, 31, 35))
+        f = QFont(self.font())
+        f.setPointSizeF(9.0)
+        p.setFont(f)
+        p.setPen(TEXT)
+        title = "Values of x" + (
+            f" at iteration {self.iteration}" if self.iteration is not None else "")
+        p.drawText(QPointF(8, 15), title + (f" {self.caption}" if self.caption else ""))
+        r = QRectF(34, 24, self.width() - 44, self.height() - 58)
+        if self.counts is None:
+            p.setPen(DIM)
+            p.drawText(r, Qt.AlignmentFlag.AlignCenter, "Run ADMM to see where the mass goes")
+            p.end()
+            return
+        share = self.counts / max(float(self.counts.sum()), 1.0)
+        top = max(float(share.max()), 1e-9)
+        bw = r.width() / len(share)
+        for i, v in enumerate(share):
+            h = r.height() * v / top
+            edge = (i + 0.5) / len(share) < DECIDED or (i + 0.5) / len(share) > 1 - DECIDED
+            p.fillRect(QRectF(r.left() + i * bw + 0.5, r.bottom() - h, bw - 1.0, h),
+                       EDGE if edge else BAR)
+        p.setPen(QPen(DIM, 1.0))
+        p.drawLine(r.bottomLeft(), r.bottomRight())
+        for v in (0.0, 0.5, 1.0):
+            x = r.left() + v * r.width()
+            p.drawText(QRectF(x - 20, r.bottom() + 2, 40, 14), Qt.AlignmentFlag.AlignCenter,
+                       f"{v:g}")
+        p.drawText(QRectF(0, r.top() - 2, 32, 14), Qt.AlignmentFlag.AlignRight,
+                   f"{top * 100:.0f}%")
+        low, mid, high = self.fractions()
+        p.setPen(TEXT)
+        p.drawText(QRectF(r.left(), r.bottom() + 18, r.width(), 14), Qt.AlignmentFlag.AlignLeft,
+                   f"< {DECIDED:g}: {low * 100:.0f}%    between: {mid * 100:.0f}%    "
+                   f"> {1 - DECIDED:g}: {high * 100:.0f}%")
+        p.end()
+
+
+__all__ = ["MassHistogram", "frame_values"]

@@ -1,0 +1,167 @@
+"""The teaching additions on a photo: the histogram follows the replay slider, the probe follows
+a clicked pixel's x, z1 and z2, the guided demo's steps, and the Geometry screenshot."""
+
+import numpy as np
+import pytest
+from PyQt6.QtCore import QPointF, Qt
+from PyQt6.QtGui import QImage
+from PyQt6.QtTest import QTest
+
+from segapp.core.probe import ProbeStore, sample_values
+from segapp.model.teaching import mass_histogram
+from segapp.ui.histogram import frame_values
+from tests.segapp.conftest import disc_image, pace_iterations, run_to_end
+from tests.segapp.test_ui_results import disc_image as faint_disc
+
+
+def open_image(win, qtbot, image, strokes):
+    win.doc.set_image(image, "synthetic.png")
+    win.doc.set_layers(strokes=strokes)
+    win.canvas.fit_to_window()
+    qtbot.wait(10)
+
+
+def click_pixel(win, x: int, y: int) -> None:
+    vp = win.canvas.viewport()
+    QTest.mouseClick(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                     win.canvas.mapFromScene(QPointF(x + 0.5, y + 0.5)))
+
+
+def test_sampled_values_are_the_solvers_iterate_and_its_box_copy():
+    from solver.mrf import build_problem, solve_mrf
+    img, strokes = disc_image(48, 48)
+    problem = build_problem(img, strokes, 2)
+    got = []
+
+    def cb(state):
+        v = sample_values(state, max_side=24)
+        probs = state.probabilities()
+        got.append((v, probs))
+
+    solve_mrf(problem, "admm", callback=cb)
+    assert len(got) > 5
+    for v, probs in got:
+        step = v["step"]
+        assert step == 2 and v["x"].shape == (24, 24, 1)
+        # the frame's weights are x clipped to the box; the probe keeps x itself
+        np.testing.assert_allclose(np.clip(v["x"][..., 0], 0, 1), probs[::2, ::2, 0], atol=1e-6)
+        assert np.all((v["z1"] >= -1e-12) & (v["z1"] <= 1 + 1e-12))
+    # early on x leaves the box somewhere; at the end x, z1 and z2 agree
+    assert any(np.any((v["x"] < -1e-3) | (v["x"] > 1 + 1e-3)) for v, _ in got[:10])
+    last = got[-1][0]
+    assert np.max(np.abs(last["x"] - last["z1"])) < 0.05
+    assert np.max(np.abs(last["x"] - last["z2"])) < 0.05
+
+
+def test_probe_store_keeps_the_first_and_the_newest_when_thinning():
+    store = ProbeStore(capacity=4)
+    for it in range(1, 11):
+        store.add(it, {"step": 1, **{n: np.full((2, 2, 1), it / 10) for n in ("x", "z1", "z2")}})
+    assert len(store) <= 4 and store.iterations[0] == 1 and store.iterations[-1] == 10
+    s = store.series(1, 1)
+    np.testing.assert_allclose(s["x"], np.array(store.iterations) / 10, atol=1e-3)
+
+
+def test_histogram_follows_the_replay_slider(win, qtbot, monkeypatch):
+    pace_iterations(monkeypatch, 0.01)  # (a frame every 0.1 s: several in the replay)
+    img, strokes = faint_disc(grey=(130, 100), noise=30.0)
+    open_image(win, qtbot, img, strokes)
+    win.params_panel.lam.setValue(50.0)  # (undecided first iterates)
+    win.show_teaching_dock()
+    run_to_end(win, qtbot)
+    hist, slider = win.teaching.histogram, win.results_panel.replay
+    n = len(win.frames)
+    assert n >= 3
+    for idx in (0, n // 2, n - 1, 0):
+        slider.setValue(idx)
+        it, probs = win.frames.get(idx)
+        assert hist.iteration == it
+        counts, _ = mass_histogram(frame_values(probs), len(hist.counts))
+        np.testing.assert_array_equal(hist.counts, counts)
+        assert hist.counts.sum() == probs.shape[0] * probs.shape[1]
+    slider.setValue(n - 1)  # the final labels: every value at 0 or 1, as the labels say
+    low, mid, high = hist.fractions()
+    labels = win.outcome.labels
+    assert mid == 0
+    assert high == pytest.approx(np.mean(labels == 1)) and low == pytest.approx(np.mean(labels == 2))
+    slider.setValue(0)  # the first stored iteration: some mass still undecided
+    assert hist.fractions()[1] > 0.02
+
+
+def test_probe_follows_a_clicked_pixel_without_drawing(win, qtbot, monkeypatch):
+    pace_iterations(monkeypatch, 0.01)  # (probe samples up to 50 a second: several a run)
+    img, strokes = disc_image()
+    open_image(win, qtbot, img, strokes)
+    run_to_end(win, qtbot)
+    panel = win.teaching
+    assert len(panel.store) >= 5
+    before = win.doc.strokes.copy()
+    win.act_probe.setChecked(True)
+    assert panel.clicks.active and panel.probe_button.isChecked()
+    click_pixel(win, 20, 20)  # the disc's centre: label 2
+    assert panel.pixel == (20, 20)
+    np.testing.assert_array_equal(win.doc.strokes, before)  # the click drew nothing
+    s = panel.chart.series
+    assert s is not None and len(s["iteration"]) == len(panel.store)
+    np.testing.assert_array_equal(s["iteration"], panel.store.iterations)
+    step = panel.store.samples[-1]["step"]
+    for k, sample in enumerate(panel.store.samples):
+        for name in ("x", "z1", "z2"):
+            assert s[name][k] == float(sample[name][20 // step, 20 // step, 0])
+    assert np.all((s["z1"] >= 0) & (s["z1"] <= 1))
+    # the answer there is label 2 (x, label 1's weight, at 0): x, z1 and z2 come to 0
+    assert win.outcome.labels[20, 20] == 2
+    assert s["iteration"][-1] >= win.outcome.iterations - 3  # sampled to the end
+    assert abs(s["x"][0]) > 0.1  # the first iterate is far from it
+    assert max(abs(s["x"][-1]), abs(s["z1"][-1]), abs(s["z2"][-1])) < 0.02
+    # the chart marks the replay's iteration
+    win.results_panel.replay.setValue(0)
+    assert panel.chart.marker == win.frames.iterations[0]
+    win.act_probe.setChecked(False)
+    assert not panel.clicks.active
+
+
+def test_guided_demo_walks_from_the_geometry_to_the_cameraman(win, qtbot):
+    demo = win.guided_demo
+    demo.start()
+    view = win.geometry_view
+    assert view is not None and view.isVisible() and demo.card.isVisible()
+    assert view.trace.problem.title.startswith("Rounding") and view.index == 0
+    assert demo.steps[0].title in view.caption.text()
+    demo.next()
+    assert view.index == 1
+    demo.next()
+    assert view.playing
+    demo.next()
+    assert not view.playing and view.index == len(view.trace) - 1
+    demo.back()
+    demo.next()
+    assert view.index == len(view.trace) - 1
+    demo.next()
+    assert view.trace.problem.n == 3 and view.trace.problem.C is not None
+    demo.next()
+    assert win.doc.image_path.endswith("cameraman.png") and win.doc.k == 2
+    win.params_panel.admm["max_iter"].setValue(40)
+    demo.next()
+    assert win.running
+    qtbot.waitUntil(lambda: not win.running, timeout=300000)
+    demo.next()
+    assert win.results_panel.replay.value() == 0
+    assert win.teaching.histogram.iteration == win.frames.iterations[0]
+    demo.next()
+    assert win.teaching.clicks.active and win.teaching.pixel is not None
+    assert win.teaching.chart.series is not None
+    assert not demo.card.next.isEnabled()
+    demo.stop()
+    assert not demo.card.isVisible()
+
+
+def test_geometry_screenshot_from_the_command_line(qapp, tmp_path):
+    from segapp.cli import main
+    out = tmp_path / "geometry.png"
+    assert main(["--demo-screenshot", str(out), "--view", "geometry"]) == 0
+    img = QImage(str(out))
+    assert (img.width(), img.height()) == (1366, 768)
+    # the walk was played to its end: the box, the circle and the iterates are drawn
+    colours = {img.pixelColor(x, y).name() for x in range(0, 1366, 3) for y in range(0, 768, 3)}
+    assert "#fac85a" in colours  # the sphere's colour
