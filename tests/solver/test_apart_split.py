@@ -22,6 +22,7 @@ from solver.mrf import (
     with_constraints,
 )
 from solver.mrf.build.constraints import touching_pairs
+from solver.mrf.polish import constrained_kernels as ck
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import margin_kernels as mk
 from solver.mrf.polish.constrained import constrained_polish, level_state
@@ -235,3 +236,22 @@ def test_admms_own_labels_keep_apart_labels_apart_with_early_fixing(seed, size):
     p = build_problem(image, strokes, 3, constraints=Constraints(apart=((1, 3),)))
     res = solve_mrf(p, "admm", polish=False)
     assert p.feasible(res.labels) and res.feasible
+
+
+def test_fusion_with_a_margin_takes_a_proposal_the_plain_fusion_must_refuse():
+    p, start = _nest_start()
+    proposal = np.where(np.asarray(p.hard).reshape(p.shape) > 0, 3, 1)  # 1 beside the hard 3
+    csr = kernels.csr_arrays(p)
+    movable = np.asarray(p.hard).ravel() == 0
+    plain = kernels.zero_based(start)
+    x = np.eye(3)[kernels.zero_based(proposal)]
+    state = level_state(p, plain)
+    comp, queue = np.empty(p.n, np.int64), np.empty(p.n, np.int64)
+    assert ck.fuse_level_set(*csr, p.unary, 2 * p.lam, plain, movable, *state, x, 0, 0.5,
+                             comp, queue) == 0  # its one region touches the hard 3
+    lab = kernels.zero_based(start)
+    taken = mk.fuse_with_margin(*csr, p.unary, 2 * p.lam, lab, movable, *level_state(p, lab),
+                                kernels.zero_based(proposal))
+    out = kernels.one_based(lab, p.shape)
+    assert taken == 1 and p.feasible(out)
+    assert p.energy(out) <= nested_mincut(p).energy + 1e-9  # the proposal with its margin

@@ -199,6 +199,10 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
                 taken += ck.fuse_level_set(*csr, problem.unary, 2.0 * problem.lam, lab, movable,
                                            w, counts, lo, hi, apart, X, c, float(t), comp,
                                            queue)
+                if problem.constraints.has_apart:
+                    proposal = np.where(X[:, c] > t, c, lab).astype(lab.dtype)
+                    taken += mk.fuse_with_margin(*csr, problem.unary, 2.0 * problem.lam, lab,
+                                                 movable, w, counts, lo, hi, apart, proposal)
     return taken
 
 

@@ -152,3 +152,96 @@ def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
                 prop[i] = best[m]
             moves += 1
     return moves
+
+
+@_jit
+def _margin_fix(indptr, indices, unary, prop, apart, queue, size):  # pragma: no cover
+    """Give each pixel of the region whose proposed label touches one apart from it the
+    cheapest label that touches none; False when some pixel has none."""
+    k = unary.shape[1]
+    for m in range(size):
+        i = queue[m]
+        clash = False
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j != i and apart[prop[i], prop[j]]:
+                clash = True
+                break
+        if not clash:
+            continue
+        best, best_cost = -1, np.inf
+        for b in range(k):
+            if unary[i, b] >= best_cost:
+                continue
+            ok = True
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if j != i and apart[b, prop[j]]:
+                    ok = False
+                    break
+            if ok:
+                best, best_cost = b, unary[i, b]
+        if best < 0:
+            return False
+        prop[i] = best
+    return True
+
+
+@_jit
+def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi,
+                     apart, proposal):  # pragma: no cover
+    """Fusion with a whole labelling ``proposal``, region by region, with a margin: the movable
+    pixels where it differs from ``lab`` form connected regions; each takes the proposal, its
+    pixels that then touch a label apart from theirs take the cheapest label that touches
+    none, and the region is kept when that is feasible and lowers the energy. Changes ``lab``
+    and ``counts`` in place; returns the regions taken."""
+    n, k = unary.shape
+    seen = np.zeros(n, np.bool_)
+    mark = np.full(n, -1, np.int64)
+    queue = np.empty(n, np.int64)
+    prop = lab.copy()
+    net = np.zeros(k)
+    taken = 0
+    for s in range(n):
+        if seen[s] or not movable[s] or proposal[s] == lab[s]:
+            continue
+        seen[s] = True
+        queue[0] = s
+        head, end = 0, 1
+        while head < end:
+            i = queue[head]
+            head += 1
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if not seen[j] and movable[j] and proposal[j] != lab[j]:
+                    seen[j] = True
+                    queue[end] = j
+                    end += 1
+        for m in range(end):
+            i = queue[m]
+            mark[i] = s
+            prop[i] = proposal[i]
+        keep = _margin_fix(indptr, indices, unary, prop, apart, queue, end)
+        if keep:
+            net[:] = 0.0
+            for m in range(end):
+                i = queue[m]
+                net[lab[i]] -= w[i]
+                net[prop[i]] += w[i]
+            for b in range(k):
+                if counts[b] + net[b] < lo[b] or counts[b] + net[b] > hi[b]:
+                    keep = False
+        if keep:
+            d = _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark, s, queue,
+                        end)
+            keep = d < -1e-9 * max(1.0, abs(d)) if np.isfinite(d) else False
+        for m in range(end):
+            i = queue[m]
+            if keep:
+                counts[lab[i]] -= w[i]
+                counts[prop[i]] += w[i]
+                lab[i] = prop[i]
+            else:
+                prop[i] = lab[i]
+        taken += keep
+    return taken
