@@ -104,12 +104,13 @@ def test_the_one_hot_system_solves_a_per_label_diagonal_exactly():
     assert np.abs(sol.x - exact).max() <= 1e-8 * np.abs(exact).max()
 
 
-def _nest_start():
+def _nest_start(cost2=1.2, cost1=0.0):
     """A 9 x 9 nesting (labels 1 and 3 apart) whose hard centre is label 3, data everywhere
     for label 1, and a start that fills the middle 5 x 5 with label 3 inside a ring of 2."""
     p = random_problem((9, 9), k=3, seed=5)
     unary = np.zeros((81, 3))
-    unary[:, 1] = 1.2  # (no single pixel or whole region of 3 can move to a cheaper label)
+    unary[:, 0] = cost1
+    unary[:, 1] = cost2  # (no single pixel or whole region of 3 can move to a cheaper label)
     unary[:, 2] = 1.0
     hard = np.zeros((9, 9), np.int32)
     hard[4, 4] = 3
@@ -255,3 +256,16 @@ def test_fusion_with_a_margin_takes_a_proposal_the_plain_fusion_must_refuse():
     out = kernels.one_based(lab, p.shape)
     assert taken == 1 and p.feasible(out)
     assert p.energy(out) <= nested_mincut(p).energy + 1e-9  # the proposal with its margin
+
+
+def test_a_margin_move_lets_the_ring_the_old_region_needed_go():
+    """With label 2 dear and label 1 barely cheaper than 3, the inner region's move to 1 pays
+    only when the ring of 2 around it (now between 1 and 1) goes too."""
+    p, start = _nest_start(cost2=5.0, cost1=0.95)
+    lab = kernels.zero_based(start)
+    movable = np.asarray(p.hard).ravel() == 0
+    args = (*kernels.csr_arrays(p), p.unary, 2.0 * p.lam, lab, movable, *level_state(p, lab))
+    assert mk.margin_moves(*args, p.n) >= 1
+    out = kernels.one_based(lab, p.shape)
+    assert p.feasible(out)
+    assert p.energy(out) <= nested_mincut(p).energy + 1e-9

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from solver.mrf.polish.constrained_kernels import apart_ok, pixel_costs
+
 _jit = numba.njit(cache=True, nogil=True)
 
 
@@ -95,12 +97,31 @@ def _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark, stamp
 
 
 @_jit
+def _settle_ring(indptr, indices, data, unary, two_lam, prop, apart, queue, start, end,
+                 cost):  # pragma: no cover
+    """Two sweeps over ``queue[start:end]`` (the pixels around a moved region), each taking
+    its cheapest label under ``prop`` that touches no label apart from it."""
+    k = unary.shape[1]
+    for _ in range(2):
+        for m in range(start, end):
+            i = queue[m]
+            pixel_costs(indptr, indices, data, unary, two_lam, prop, i, cost)
+            best, best_cost = prop[i], cost[prop[i]]
+            for c in range(k):
+                if cost[c] < best_cost and apart_ok(indptr, indices, prop, apart, i, c):
+                    best, best_cost = c, cost[c]
+            prop[i] = best
+
+
+@_jit
 def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
                  cap):  # pragma: no cover
     """Move whole regions with a margin (see the module docstring), each region of at most
-    ``cap`` pixels to the best of its labels, region by region in pixel order, each move taken
-    at once when it is feasible and lowers the energy. Changes ``lab`` and ``counts`` in place;
-    returns the moves taken."""
+    ``cap`` pixels to the best of its labels, region by region in pixel order. The movable
+    pixels around the region then settle (two sweeps of their cheapest feasible label: a
+    margin the old region needed may go), and the compound move is taken at once when it is
+    feasible and lowers the energy. Changes ``lab`` and ``counts`` in place; returns the moves
+    taken."""
     n, k = unary.shape
     seen = np.zeros(n, np.bool_)
     mark = np.full(n, -1, np.int64)
@@ -108,6 +129,7 @@ def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
     prop = lab.copy()
     best = np.empty(n, np.int64)
     net = np.zeros(k)
+    cost = np.empty(k)
     moves = 0
     for s in range(n):
         if seen[s] or not movable[s]:
@@ -118,16 +140,27 @@ def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
         a = lab[s]
         for m in range(size):
             mark[queue[m]] = s
+        end = size  # the ring: movable pixels outside the region beside it
+        for m in range(size):
+            i = queue[m]
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if mark[j] != s and movable[j]:
+                    mark[j] = s
+                    queue[end] = j
+                    end += 1
         best_delta = 0.0
         scale = 1.0
         for c in range(k):
             if c == a:
                 continue
             if _propose(indptr, indices, unary, lab, prop, apart, queue, size, c):
+                _settle_ring(indptr, indices, data, unary, two_lam, prop, apart, queue, size,
+                             end, cost)
                 net[:] = 0.0
-                for m in range(size):
+                for m in range(end):
                     i = queue[m]
-                    net[a] -= w[i]
+                    net[lab[i]] -= w[i]
                     net[prop[i]] += w[i]
                 ok = True
                 for b in range(k):
@@ -135,18 +168,18 @@ def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
                         ok = False
                 if ok:
                     d = _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark,
-                                s, queue, size)
+                                s, queue, end)
                     scale = max(scale, abs(d)) if np.isfinite(d) else scale
                     if d < best_delta:
                         best_delta = d
-                        for m in range(size):
+                        for m in range(end):
                             best[m] = prop[queue[m]]
-            for m in range(size):  # back to the labelling as it stands
-                prop[queue[m]] = a
+            for m in range(end):  # back to the labelling as it stands
+                prop[queue[m]] = lab[queue[m]]
         if best_delta < -1e-9 * scale:
-            for m in range(size):
+            for m in range(end):
                 i = queue[m]
-                counts[a] -= w[i]
+                counts[lab[i]] -= w[i]
                 counts[best[m]] += w[i]
                 lab[i] = best[m]
                 prop[i] = best[m]
