@@ -190,17 +190,23 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
     csr = kernels.csr_arrays(problem)
     comp = np.empty(problem.n, np.int64)
     queue = np.empty(problem.n, np.int64)
+    c_ = problem.constraints
+    # with apart pairs, the fusion with a margin takes every region the plain one would and
+    # more; with no area bound the regions are independent, so it alone is enough
+    plain, margin = not c_.has_apart or c_.has_area, c_.has_apart
+    proposal = np.empty_like(lab) if margin else None
     taken = 0
     for snap in snapshots:
         X = np.ascontiguousarray(snap.dense() if hasattr(snap, "dense") else snap,
                                  dtype=np.float64)
         for t in thresholds:
             for c in range(problem.k):
-                taken += ck.fuse_level_set(*csr, problem.unary, 2.0 * problem.lam, lab, movable,
-                                           w, counts, lo, hi, apart, X, c, float(t), comp,
-                                           queue)
-                if problem.constraints.has_apart:
-                    proposal = np.where(X[:, c] > t, c, lab).astype(lab.dtype)
+                if plain:
+                    taken += ck.fuse_level_set(*csr, problem.unary, 2.0 * problem.lam, lab,
+                                               movable, w, counts, lo, hi, apart, X, c, float(t),
+                                               comp, queue)
+                if margin:
+                    mk.level_proposal(X, c, float(t), lab, proposal)
                     taken += mk.fuse_with_margin(*csr, problem.unary, 2.0 * problem.lam, lab,
                                                  movable, w, counts, lo, hi, apart, proposal)
     return taken

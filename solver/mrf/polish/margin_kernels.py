@@ -278,3 +278,11 @@ def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, cou
                 prop[i] = lab[i]
         taken += keep
     return taken
+
+
+@_jit
+def level_proposal(x, c, t, lab, out):  # pragma: no cover
+    """``out``: label ``c`` wherever ``x[i, c] > t``, else ``lab``."""
+    for i in range(lab.size):
+        out[i] = c if x[i, c] > t else lab[i]
+    return out

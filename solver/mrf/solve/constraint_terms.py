@@ -136,6 +136,10 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     q = np.concatenate([j, i])
     deg = np.bincount(p, minlength=problem.n)
     most = int(deg.max()) if deg.size else 0
+    # only the pairs with a free end make rows; ``e`` keeps each one's place among all, which
+    # names its rows (``keys``) the same way in every restriction
+    e = np.flatnonzero((pos[p] >= 0) | (pos[q] >= 0))
+    p, q = p[e], q[e]
     fp, fq = pos[p] >= 0, pos[q] >= 0
     firsts, seconds, bounds, keys = [], [], [], []
     counts = np.zeros(k)
@@ -143,7 +147,7 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     pad_no = np.arange(pad.size) - np.repeat(np.cumsum(most - deg[free]) - (most - deg[free]),
                                              most - deg[free])
     pairs = list(zip(*np.nonzero(np.triu(c.apart))))
-    big = 2 * p.size * len(pairs)  # the keys of the padding rows come after the edges'
+    big = 2 * (2 * i.size) * len(pairs)  # the keys of the padding rows come after the edges'
     for t, (a, b) in enumerate(pairs):
         counts[a] += most
         counts[b] += most
@@ -151,14 +155,16 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
         firsts.append(pos[p[both]] * k + a)
         seconds.append(pos[q[both]] * k + b)
         bounds.append(np.ones(both.size))
-        keys.append(np.stack([(both * len(pairs) + t) * 2, (both * len(pairs) + t) * 2 + 1], 1))
+        keys.append(np.stack([(e[both] * len(pairs) + t) * 2,
+                              (e[both] * len(pairs) + t) * 2 + 1], 1))
         # one entry: p free with q fixed, and q free with p fixed
         for side, (mine, other, lab, partner) in enumerate(((p, q, a, b), (q, p, b, a))):
             one = np.flatnonzero((pos[mine] >= 0) & (pos[other] < 0))
             firsts.append(pos[mine[one]] * k + lab)
             seconds.append(np.full(one.size, -1))
             bounds.append(np.where(hard[other[one]] == partner + 1, 0.0, 1.0))
-            keys.append(np.stack([(one * len(pairs) + t) * 2 + side, np.full(one.size, -1)], 1))
+            keys.append(np.stack([(e[one] * len(pairs) + t) * 2 + side,
+                                  np.full(one.size, -1)], 1))
         for side, lab in enumerate((a, b)):
             firsts.append(pos[pad] * k + lab)
             seconds.append(np.full(pad.size, -1))
