@@ -252,7 +252,7 @@ def test_fusion_with_a_margin_takes_a_proposal_the_plain_fusion_must_refuse():
                              comp, queue) == 0  # its one region touches the hard 3
     lab = kernels.zero_based(start)
     taken = mk.fuse_with_margin(*csr, p.unary, 2 * p.lam, lab, movable, *level_state(p, lab),
-                                kernels.zero_based(proposal))
+                                x, 0, 0.5, lab.copy(), np.full(p.n, -1, np.int64), queue, 0)
     out = kernels.one_based(lab, p.shape)
     assert taken == 1 and p.feasible(out)
     assert p.energy(out) <= nested_mincut(p).energy + 1e-9  # the proposal with its margin

@@ -5,7 +5,6 @@ instead of numpy's temporaries (the same arithmetic)."""
 from __future__ import annotations
 
 import numba
-import numpy as np
 
 _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 

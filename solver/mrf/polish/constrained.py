@@ -194,7 +194,9 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
     # with apart pairs, the fusion with a margin takes every region the plain one would and
     # more; with no area bound the regions are independent, so it alone is enough
     plain, margin = not c_.has_apart or c_.has_area, c_.has_apart
-    proposal = np.empty_like(lab) if margin else None
+    prop = lab.copy() if margin else None
+    mark = np.full(problem.n, -1, np.int64)
+    base = 0
     taken = 0
     for snap in snapshots:
         X = np.ascontiguousarray(snap.dense() if hasattr(snap, "dense") else snap,
@@ -206,9 +208,12 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
                                                movable, w, counts, lo, hi, apart, X, c, float(t),
                                                comp, queue)
                 if margin:
-                    mk.level_proposal(X, c, float(t), lab, proposal)
+                    if plain:  # (the plain fusion may have changed lab)
+                        np.copyto(prop, lab)
                     taken += mk.fuse_with_margin(*csr, problem.unary, 2.0 * problem.lam, lab,
-                                                 movable, w, counts, lo, hi, apart, proposal)
+                                                 movable, w, counts, lo, hi, apart, X, c,
+                                                 float(t), prop, mark, queue, base)
+                    base += problem.n
     return taken
 
 

@@ -222,23 +222,24 @@ def _margin_fix(indptr, indices, unary, prop, apart, queue, size):  # pragma: no
 
 @_jit
 def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi,
-                     apart, proposal):  # pragma: no cover
-    """Fusion with a whole labelling ``proposal``, region by region, with a margin: the movable
-    pixels where it differs from ``lab`` form connected regions; each takes the proposal, its
-    pixels that then touch a label apart from theirs take the cheapest label that touches
-    none, and the region is kept when that is feasible and lowers the energy. Changes ``lab``
-    and ``counts`` in place; returns the regions taken."""
+                     apart, x, c, t, prop, mark, queue, base):  # pragma: no cover
+    """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``", region by region,
+    with a margin: the movable pixels where it differs from ``lab`` form connected regions;
+    each takes label ``c``, its pixels that then touch a label apart from theirs take the
+    cheapest label that touches none, and the region is kept when that is feasible and lowers
+    the energy. Changes ``lab`` and ``counts`` in place; returns the regions taken.
+
+    Scratch space, so that a call costs one pass over the image and no allocation: ``prop``
+    equal to ``lab`` (kept so), ``mark`` (int64, values below ``base`` ignored: the caller
+    raises ``base`` by ``n`` each call) and ``queue`` (int64), all of length ``n``."""
     n, k = unary.shape
-    seen = np.zeros(n, np.bool_)
-    mark = np.full(n, -1, np.int64)
-    queue = np.empty(n, np.int64)
-    prop = lab.copy()
     net = np.zeros(k)
     taken = 0
     for s in range(n):
-        if seen[s] or not movable[s] or proposal[s] == lab[s]:
+        if mark[s] >= base or not movable[s] or lab[s] == c or not x[s, c] > t:
             continue
-        seen[s] = True
+        stamp = base + s
+        mark[s] = stamp
         queue[0] = s
         head, end = 0, 1
         while head < end:
@@ -246,14 +247,12 @@ def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, cou
             head += 1
             for p in range(indptr[i], indptr[i + 1]):
                 j = indices[p]
-                if not seen[j] and movable[j] and proposal[j] != lab[j]:
-                    seen[j] = True
+                if mark[j] < base and movable[j] and lab[j] != c and x[j, c] > t:
+                    mark[j] = stamp
                     queue[end] = j
                     end += 1
         for m in range(end):
-            i = queue[m]
-            mark[i] = s
-            prop[i] = proposal[i]
+            prop[queue[m]] = c
         keep = _margin_fix(indptr, indices, unary, prop, apart, queue, end)
         if keep:
             net[:] = 0.0
@@ -265,8 +264,8 @@ def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, cou
                 if counts[b] + net[b] < lo[b] or counts[b] + net[b] > hi[b]:
                     keep = False
         if keep:
-            d = _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark, s, queue,
-                        end)
+            d = _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark, stamp,
+                        queue, end)
             keep = d < -1e-9 * max(1.0, abs(d)) if np.isfinite(d) else False
         for m in range(end):
             i = queue[m]
@@ -278,11 +277,3 @@ def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, cou
                 prop[i] = lab[i]
         taken += keep
     return taken
-
-
-@_jit
-def level_proposal(x, c, t, lab, out):  # pragma: no cover
-    """``out``: label ``c`` wherever ``x[i, c] > t``, else ``lab``."""
-    for i in range(lab.size):
-        out[i] = c if x[i, c] > t else lab[i]
-    return out

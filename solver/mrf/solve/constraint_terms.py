@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from solver.admm.splits import PairSplit
 from solver.admm.sums import BoxWithSums, round_k2_sums, round_onehot_sums
-from solver.admm.systems import sparse_operator
+from solver.admm.systems import LinearOperatorPair
 from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
 
@@ -112,8 +112,44 @@ def rounding(area: BoxWithSums, backend) -> callable:
     return lambda x: backend.asarray(round_host(backend.to_numpy(x)))
 
 
+def ordered_pairs(problem: MRFProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(p, q, degree, largest degree)``: every ordered neighbouring pair of the problem's
+    graph (both orders of each edge) and each pixel's number of neighbours, for
+    :func:`apart_split` (made once per solve, shared by its restrictions)."""
+    i, j = (np.asarray(e, np.int64) for e in edge_ends(problem.graph))
+    p = np.concatenate([i, j])
+    deg = np.bincount(p, minlength=problem.n)
+    return p, np.concatenate([j, i]), deg, int(deg.max()) if deg.size else 0
+
+
+def _pair_operator(first: np.ndarray, second: np.ndarray, nvars: int, backend
+                   ) -> LinearOperatorPair:
+    """``C0`` of :func:`apart_split` (row ``2r`` picks ``x[first[r]]``, row ``2r + 1``
+    ``x[second[r]]`` or nothing where ``second[r] < 0``) as gathers and sums, without a
+    sparse matrix and its transpose."""
+    xp = backend.xp
+    has2 = second >= 0
+    f, s2 = backend.asarray(first), backend.asarray(np.where(has2, second, 0))
+    mask = backend.asarray(has2.astype(np.float64))
+    counts = (np.bincount(first, minlength=nvars)
+              + np.bincount(second[has2], minlength=nvars)).astype(np.float64)
+
+    def matvec(x):
+        out = xp.empty(2 * first.size)
+        out[0::2] = x[f]
+        out[1::2] = x[s2] * mask
+        return out
+
+    def rmatvec(y):
+        return (xp.bincount(f, weights=y[0::2], minlength=nvars)
+                + xp.bincount(s2, weights=y[1::2] * mask, minlength=nvars))
+
+    return LinearOperatorPair(matvec=matvec, rmatvec=rmatvec, d=xp.zeros(2 * first.size),
+                              col_sq=backend.asarray(counts))
+
+
 def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: float,
-                backend) -> PairSplit | None:
+                backend, pairs: tuple | None = None) -> PairSplit | None:
     """The apart rows as a :class:`solver.admm.splits.PairSplit` over the free variables
     (pixel-major, K columns), or None without apart pairs.
 
@@ -123,7 +159,8 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     entry hold anyway; they, and as many more as a pixel lacks neighbours below the largest
     degree ``D``, are kept so that every free variable of label ``a`` is in exactly ``D`` rows
     per pair it belongs to: then ``C0'C0 = I ⊗ diag(c)`` and the one-hot x-update keeps its
-    split (``label_diag``).
+    split (``label_diag``). ``pairs`` is :func:`ordered_pairs` of the problem, when the caller
+    has it.
     """
     c = problem.constraints
     if c is None or not c.has_apart:
@@ -131,11 +168,8 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     k = problem.k
     pos = np.full(problem.n, -1, np.int64)
     pos[free] = np.arange(free.size)
-    i, j = (np.asarray(e, np.int64) for e in edge_ends(problem.graph))
-    p = np.concatenate([i, j])  # every ordered neighbouring pair
-    q = np.concatenate([j, i])
-    deg = np.bincount(p, minlength=problem.n)
-    most = int(deg.max()) if deg.size else 0
+    p, q, deg, most = ordered_pairs(problem) if pairs is None else pairs
+    total = p.size
     # only the pairs with a free end make rows; ``e`` keeps each one's place among all, which
     # names its rows (``keys``) the same way in every restriction
     e = np.flatnonzero((pos[p] >= 0) | (pos[q] >= 0))
@@ -146,38 +180,34 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     pad = np.repeat(free, most - deg[free])  # the free pixels' missing neighbours
     pad_no = np.arange(pad.size) - np.repeat(np.cumsum(most - deg[free]) - (most - deg[free]),
                                              most - deg[free])
-    pairs = list(zip(*np.nonzero(np.triu(c.apart))))
-    big = 2 * (2 * i.size) * len(pairs)  # the keys of the padding rows come after the edges'
-    for t, (a, b) in enumerate(pairs):
+    apart = list(zip(*np.nonzero(np.triu(c.apart))))
+    big = 2 * total * len(apart)  # the keys of the padding rows come after the edges'
+    for t, (a, b) in enumerate(apart):
         counts[a] += most
         counts[b] += most
         both = np.flatnonzero(fp & fq)
         firsts.append(pos[p[both]] * k + a)
         seconds.append(pos[q[both]] * k + b)
         bounds.append(np.ones(both.size))
-        keys.append(np.stack([(e[both] * len(pairs) + t) * 2,
-                              (e[both] * len(pairs) + t) * 2 + 1], 1))
+        keys.append(np.stack([(e[both] * len(apart) + t) * 2,
+                              (e[both] * len(apart) + t) * 2 + 1], 1))
         # one entry: p free with q fixed, and q free with p fixed
         for side, (mine, other, lab, partner) in enumerate(((p, q, a, b), (q, p, b, a))):
             one = np.flatnonzero((pos[mine] >= 0) & (pos[other] < 0))
             firsts.append(pos[mine[one]] * k + lab)
             seconds.append(np.full(one.size, -1))
             bounds.append(np.where(hard[other[one]] == partner + 1, 0.0, 1.0))
-            keys.append(np.stack([(e[one] * len(pairs) + t) * 2 + side,
+            keys.append(np.stack([(e[one] * len(apart) + t) * 2 + side,
                                   np.full(one.size, -1)], 1))
         for side, lab in enumerate((a, b)):
             firsts.append(pos[pad] * k + lab)
             seconds.append(np.full(pad.size, -1))
             bounds.append(np.ones(pad.size))
-            keys.append(np.stack([big + ((pad * most + pad_no) * len(pairs) + t) * 2 + side,
+            keys.append(np.stack([big + ((pad * most + pad_no) * len(apart) + t) * 2 + side,
                                   np.full(pad.size, -1)], 1))
     first, second = np.concatenate(firsts), np.concatenate(seconds)
-    m = first.size
     has2 = second >= 0
-    rows = np.concatenate([2 * np.arange(m), 2 * np.flatnonzero(has2) + 1])
-    cols = np.concatenate([first, second[has2]])
-    C = sp.csr_matrix((np.ones(cols.size), (rows, cols)), shape=(2 * m, free.size * k))
-    op = sparse_operator(C, np.zeros(2 * m), backend)
+    op = _pair_operator(first, second, free.size * k, backend)
     op.label_diag = counts
     split = PairSplit(op, backend.asarray(has2.astype(np.float64)),
                       backend.asarray(np.concatenate(bounds)), float(ratio),

@@ -43,7 +43,7 @@ from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.pipeline import polish_labels
 from solver.mrf.solve import reduction_kernels as kernels
 from solver.mrf.solve.constraint_terms import (apart_rows, apart_split, area_set,
-                                               carry_split_state, rounding)
+                                               carry_split_state, ordered_pairs, rounding)
 from solver.mrf.solve.early_fixing import (
     check_interval,
     one_hot_distance,
@@ -139,14 +139,16 @@ class MRFADMM:
         self._fixed_norm_sq = 0.0  # of the variables early fixing removed
         # area bounds as the set z1 is projected on, apart pairs as inequality rows
         self._area = area_set(problem, self.free, hard)
-        self._apart = self._split = None
+        self._apart = self._split = self._pairs = None
         if options.apart not in ("split", "rows"):
             raise ValueError(f"options.apart must be 'split' or 'rows', got {options.apart!r}")
         if options.apart == "rows":
             self._apart = apart_rows(problem, self.free, hard)
         else:
+            has_apart = problem.constraints is not None and problem.constraints.has_apart
+            self._pairs = ordered_pairs(problem) if has_apart else None
             self._split = apart_split(problem, self.free, hard, options.apart_ratio,
-                                      self.backend)
+                                      self.backend, self._pairs)
         if self._apart is not None:
             self.early_fixing = False  # (the rows would have to be restricted at every pause)
         self._build()
@@ -219,10 +221,10 @@ class MRFADMM:
         split = None
         if self._split is not None:  # the rows again, over the pixels left free
             split = apart_split(replace(self.problem, hard=hard), self.free[keep], hard,
-                                self._split.ratio, self.backend)
+                                self._split.ratio, self.backend, self._pairs)
         child.__dict__.update(
             problem=replace(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
-            options=self.options, _area=area, _apart=None, _split=split,
+            options=self.options, _area=area, _apart=None, _split=split, _pairs=self._pairs,
             backend=self.backend, params=self.params, free=self.free[keep], snapshots=[],
             _fixed_labels=hard, _scale=self._scale,
             _fixed_norm_sq=self._fixed_norm_sq + float(rows.size),  # |xr|^2: its ones
