@@ -24,7 +24,6 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import ndimage
 
-from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import constrained_kernels as ck
@@ -123,10 +122,7 @@ def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, sta
     areas as they stand. Changes ``lab`` and the state's counts in place; returns the moves."""
     w, counts, lo, hi, apart = state
     k = problem.k
-    g = problem.graph
-    gi, gj = (np.asarray(e, np.int64) for e in edge_ends(g))
-    cut = 2.0 * problem.lam * np.asarray(g.weights)
-    pinned_pixel = ~movable
+    csr = kernels.csr_arrays(problem)
     preferred = np.argmin(problem.unary, axis=1)
     struct = np.ones((3, 3), bool)
     moved = 0
@@ -141,18 +137,9 @@ def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, sta
             comp = comp.ravel()
             if nc == 0:
                 continue
-            size = np.bincount(comp, weights=w, minlength=nc + 1)
-            pinned = np.bincount(comp, weights=pinned_pixel, minlength=nc + 1) > 0
-            unary = np.stack([np.bincount(comp, weights=problem.unary[:, c], minlength=nc + 1)
-                              for c in range(k)], axis=1)
-            # edges with one end in a region: the border weight to each outside label
-            ci, cj = comp[gi], comp[gj]
-            border = np.zeros((nc + 1, k))
-            touch = np.zeros((nc + 1, k), bool)
-            for inside, outside in ((ci, gj), (cj, gi)):
-                sel = (inside > 0) & (comp[outside] == 0)
-                np.add.at(border, (inside[sel], lab[outside[sel]]), cut[sel])
-                touch[inside[sel], lab[outside[sel]]] = True
+            # weights, pinned pixels, unaries and the border to each outside label, one pass
+            size, pinned, unary, border, touch = ck.region_sums(
+                *csr, problem.unary, 2.0 * problem.lam, lab, comp, w, movable, nc)
             blocked = (touch.astype(np.int64) @ apart.astype(np.int64)) > 0
             delta = unary - unary[:, [a]] + border[:, [a]] - border
             delta[:, a] = np.inf

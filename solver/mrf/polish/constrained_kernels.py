@@ -412,3 +412,33 @@ def fuse_level_set(indptr, indices, data, unary, two_lam, lab, movable, w, count
             lab[queue[m]] = c
         taken += 1
     return taken
+
+
+@_jit
+def region_sums(indptr, indices, data, unary, two_lam, lab, comp, w, movable,
+                nc):  # pragma: no cover
+    """Per region ``r`` of ``comp`` (1..nc; 0 is outside every region), in one pass over the
+    graph: its weight, whether it holds a pixel that may not move, its unary cost for each
+    label, and the cut weight of its edges to each outside label with whether it touches
+    that label. Returns ``(size, pinned, unary, border, touch)``."""
+    n, k = unary.shape
+    size = np.zeros(nc + 1)
+    pinned = np.zeros(nc + 1, np.bool_)
+    usum = np.zeros((nc + 1, k))
+    border = np.zeros((nc + 1, k))
+    touch = np.zeros((nc + 1, k), np.bool_)
+    for i in range(n):
+        r = comp[i]
+        if r == 0:
+            continue
+        size[r] += w[i]
+        if not movable[i]:
+            pinned[r] = True
+        for c in range(k):
+            usum[r, c] += unary[i, c]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j != i and comp[j] == 0:
+                border[r, lab[j]] -= two_lam * data[p]
+                touch[r, lab[j]] = True
+    return size, pinned, usum, border, touch
