@@ -14,6 +14,7 @@ from PyQt6.QtCore import QPointF, QRectF, Qt, QTimer, pyqtSignal
 from PyQt6.QtGui import (
     QColor,
     QFont,
+    QGuiApplication,
     QKeySequence,
     QPainter,
     QPen,
@@ -44,6 +45,24 @@ log = logging.getLogger(__name__)
 C_RHO = QColor(250, 200, 90)
 #: Default playing speed, iterations a second.
 DEFAULT_SPEED = 12
+#: The window's size where the screen has room for it (a 1366x768 laptop's whole screen).
+DEFAULT_SIZE = (1366, 768)
+
+
+def initial_size(widget: QWidget) -> tuple[int, int]:
+    """The Geometry window's first size: :data:`DEFAULT_SIZE`, shrunk to the available
+    geometry of its screen less room for the frame and title bar (as the main window's), so
+    that on a 1366x768 laptop, with its panel, the whole window and its title bar are on
+    screen; never below the window's minimum size."""
+    from segapp.ui.main_window import FRAME_ALLOWANCE
+    screen = widget.screen() or QGuiApplication.primaryScreen()
+    w, h = DEFAULT_SIZE
+    if screen is not None:
+        avail = screen.availableGeometry()
+        w = min(w, avail.width() - FRAME_ALLOWANCE[0])
+        h = min(h, avail.height() - FRAME_ALLOWANCE[1])
+    low = widget.minimumSizeHint()
+    return max(w, low.width()), max(h, low.height())
 
 
 def _vec(v: np.ndarray) -> str:
@@ -143,8 +162,8 @@ class GeometryView(QWidget):
                           (Qt.Key.Key_Space, self.toggle_play), (Qt.Key.Key_Home, self.first),
                           (Qt.Key.Key_End, self.last)):
             QShortcut(QKeySequence(key), self, activated=slot)
-        self.resize(1366, 768)
         self.set_preset(0)
+        self.resize(*initial_size(self))
 
     # ---------------------------------------------------------------- building
     def _problem_box(self) -> QGroupBox:

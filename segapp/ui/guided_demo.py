@@ -63,6 +63,12 @@ class DemoCard(QWidget):
             row.addWidget(b)
         lay.addLayout(row)
 
+    def fit(self) -> None:
+        """Make the card tall enough for its wrapped text (a window is sized once, from its
+        first text's hint, and a longer step's lines would overlap and be cut off)."""
+        w = max(self.width(), self.minimumWidth())
+        self.resize(w, max(self.heightForWidth(w), self.minimumSizeHint().height()))
+
 
 class GuidedDemo(QObject):
     """The demo's steps, driven from a :class:`DemoCard` (or by calling :meth:`next`).
@@ -189,6 +195,7 @@ class GuidedDemo(QObject):
             self.card.count.setText(f"step {self.index + 1} of {len(self.steps)}")
             self.card.back.setEnabled(self.index > 0)
             self.card.next.setEnabled(self.index < len(self.steps) - 1)
+            self.card.fit()
             self.card.raise_()
 
     def next(self) -> None:

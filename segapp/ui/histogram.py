@@ -40,6 +40,8 @@ class MassHistogram(QWidget):
         self.edges: np.ndarray | None = None
         self.iteration: int | None = None
         self.caption = ""
+        #: What the widget says while it has no frame.
+        self.note = "Run ADMM to see where the mass goes"
 
     def set_frame(self, iteration: int | None, probs: np.ndarray | None, caption: str = "") -> None:
         """Count the values of ``probs`` (``(H, W, K)`` weights), as of ``iteration``
@@ -74,7 +76,7 @@ class MassHistogram(QWidget):
         r = QRectF(34, 24, self.width() - 44, self.height() - 58)
         if self.counts is None:
             p.setPen(DIM)
-            p.drawText(r, Qt.AlignmentFlag.AlignCenter, "Run ADMM to see where the mass goes")
+            p.drawText(r, Qt.AlignmentFlag.AlignCenter, self.note)
             p.end()
             return
         share = self.counts / max(float(self.counts.sum()), 1.0)

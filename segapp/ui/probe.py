@@ -131,8 +131,11 @@ class CanvasClicks(QObject):
     def set_active(self, on: bool) -> None:
         """Take clicks (True) or leave them to the canvas's tools (False)."""
         self.active = bool(on)
-        self.canvas.viewport().setCursor(Qt.CursorShape.CrossCursor if on
-                                         else Qt.CursorShape.ArrowCursor)
+        # a crosshair alone while probing: the brush's outline would say a click paints; off,
+        # the canvas's own cursor (a crosshair, with the brush outline once the mouse moves)
+        self.canvas.viewport().setCursor(Qt.CursorShape.CrossCursor)
+        if on:
+            self.canvas.cursor_item.setVisible(False)
 
     def click(self, view_pos: QPoint) -> bool:
         """Handle a click at viewport position ``view_pos``; True when it hit the image."""
@@ -152,9 +155,14 @@ class CanvasClicks(QObject):
                 and event.button() == Qt.MouseButton.LeftButton):
             self.click(event.position().toPoint())
             return True
-        if self.active and event.type() in (QEvent.Type.MouseMove,
-                                            QEvent.Type.MouseButtonRelease) \
-                and event.buttons() & Qt.MouseButton.LeftButton:
+        if self.active and event.type() == QEvent.Type.MouseMove:
+            # the canvas still reports the pixel under the mouse (and pans with the middle
+            # button), but shows no brush outline: a click here picks, it does not paint
+            self.canvas.mouseMoveEvent(event)
+            self.canvas.cursor_item.setVisible(False)
+            return True
+        if (self.active and event.type() == QEvent.Type.MouseButtonRelease
+                and event.button() == Qt.MouseButton.LeftButton):
             return True
         return False
 

@@ -24,6 +24,12 @@ from segapp.ui.probe import CanvasClicks, ProbeChart
 
 log = logging.getLogger(__name__)
 
+#: What the histogram and the probe say before there is anything to show.
+NO_RUN = "Run ADMM to see where the mass goes"
+NO_PIXEL = "Probe: click a pixel of the photo to follow its values"
+#: The probe button's text, off and on.
+PROBE_OFF, PROBE_ON = "Probe a pixel", "Probing: click the photo"
+
 
 class TeachingPanel(QWidget):
     """The histogram of the continuous values and the probe, linked to a main window.
@@ -43,10 +49,14 @@ class TeachingPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         row = QHBoxLayout()
-        self.probe_button = QPushButton("Probe a pixel")
+        self.probe_button = QPushButton(PROBE_OFF)
         self.probe_button.setCheckable(True)
         self.probe_button.setToolTip("While on, a click on the photo picks the pixel to follow "
                                      "(instead of drawing)")
+        # (the app's style gives push buttons no checked look of their own: say it here)
+        self.probe_button.setStyleSheet(
+            "QPushButton:checked { background: #4a5a7a; border: 1px solid #7d9bd6; "
+            "border-radius: 4px; color: white; }")
         self.probe_button.toggled.connect(self.set_probing)
         hint = QLabel("replay slider: Results tab")
         hint.setStyleSheet("color: #9a9aa4;")
@@ -66,6 +76,21 @@ class TeachingPanel(QWidget):
         s.splits.connect(self._on_splits)
         s.finished.connect(lambda _outcome: self.show_replay())
         win.results_panel.replay_changed.connect(lambda _idx: self.show_replay())
+        win.doc.subscribe(self._on_doc)
+
+    def _on_doc(self, kind: str, _box) -> None:
+        if kind == "image":
+            self.reset()
+
+    def reset(self) -> None:
+        """Forget the run and the probed pixel (a new image: neither belongs to it)."""
+        self.store.clear()
+        self.pixel = None
+        self.chart.note = NO_PIXEL
+        self.chart.set_series(None, None)
+        self.chart.set_marker(None)
+        self.histogram.note = NO_RUN
+        self.histogram.set_frame(None, None)
 
     # ---------------------------------------------------------------- probing
     def set_probing(self, on: bool) -> None:
@@ -74,6 +99,7 @@ class TeachingPanel(QWidget):
             self.probe_button.setChecked(on)
             return
         self.clicks.set_active(on)
+        self.probe_button.setText(PROBE_ON if on else PROBE_OFF)
         if on and getattr(self.win, "show_teaching_dock", None) is not None:
             self.win.show_teaching_dock()
         self.win.statusBar().showMessage(
@@ -101,8 +127,18 @@ class TeachingPanel(QWidget):
     # ---------------------------------------------------------------- run and replay
     def _on_running(self, running: bool) -> None:
         if running:
+            # the last run's frame and samples are not this run's: wait for its own
             self.store.clear()
+            if self.pixel is not None:
+                self.chart.note = (f"Pixel (x {self.pixel[1]}, y {self.pixel[0]}): waiting for "
+                                   "the run's first iterations")
             self.chart.set_series(self.pixel, None)
+            self.chart.set_marker(None)
+            self.histogram.note = "Waiting for ADMM's first iterate…"
+            self.histogram.set_frame(None, None)
+        else:
+            self.histogram.note = NO_RUN  # (a run that failed before its first iterate)
+            self.histogram.update()
 
     def _on_frame(self, iteration: int, probs) -> None:
         if self.isVisible():

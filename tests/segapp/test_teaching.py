@@ -234,3 +234,19 @@ def test_an_edited_problem_is_solved_and_a_bad_one_refused(view):
     view.d_edit.setValue(3.0)  # x1 + x2 = 3: no binary point
     assert not view.solve_edited()
     assert "infeasible" in view.error_label.text()
+
+
+def test_the_window_opens_within_a_small_screen(qtbot):
+    """On a 1366x768 laptop, with its panel, the whole window and its title bar must be on
+    screen: the first size is the screen's room, as the main window's (it was 1366x768 on
+    every screen)."""
+    from segapp.ui.geometry_view import GeometryView
+    from segapp.ui.main_window import FRAME_ALLOWANCE
+    v = GeometryView()
+    qtbot.addWidget(v)
+    avail = v.screen().availableGeometry()
+    low = v.minimumSizeHint()
+    assert v.width() <= max(avail.width() - FRAME_ALLOWANCE[0], low.width())
+    assert v.height() <= max(avail.height() - FRAME_ALLOWANCE[1], low.height())
+    # and the window's minimum fits a 1366x768 laptop's 1366x708 with its title bar
+    assert low.width() <= 1366 - FRAME_ALLOWANCE[0] and low.height() <= 708 - FRAME_ALLOWANCE[1]

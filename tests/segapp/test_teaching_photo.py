@@ -165,3 +165,69 @@ def test_geometry_screenshot_from_the_command_line(qapp, tmp_path):
     # the walk was played to its end: the box, the circle and the iterates are drawn
     colours = {img.pixelColor(x, y).name() for x in range(0, 1366, 3) for y in range(0, 768, 3)}
     assert "#fac85a" in colours  # the sphere's colour
+
+
+def test_a_new_image_forgets_the_histogram_and_the_probe(win, qtbot, monkeypatch):
+    """The last image's histogram and probed pixel went on showing over the next image (and
+    the last run's histogram over a new run's set-up) as if they were its own."""
+    pace_iterations(monkeypatch, 0.005)
+    img, strokes = disc_image()
+    open_image(win, qtbot, img, strokes)
+    win.show_teaching_dock()
+    run_to_end(win, qtbot)
+    panel = win.teaching
+    panel.probe(20, 20)
+    assert panel.histogram.counts is not None and panel.chart.series is not None
+    # a new run: nothing of the last one until its own first iterate
+    assert win.start_run()
+    assert panel.histogram.counts is None and panel.histogram.iteration is None
+    assert panel.chart.series is None and "waiting" in panel.chart.note
+    qtbot.waitUntil(lambda: not win.running, timeout=60000)
+    assert panel.histogram.counts is not None and panel.chart.series is not None
+    # another image: no histogram, no pixel, no samples
+    img2, strokes2 = disc_image(40, 30)
+    open_image(win, qtbot, img2, strokes2)
+    assert panel.histogram.counts is None and panel.histogram.iteration is None
+    assert panel.pixel is None and panel.chart.series is None and not len(panel.store)
+    assert "click a pixel" in panel.chart.note
+
+
+def test_probing_shows_no_brush_and_says_it_is_on(win, qtbot):
+    """While probing, a click picks a pixel: the brush's outline must not follow the mouse
+    (it said a click would paint), the button must look pressed, and the canvas keeps
+    reporting the pixel under the mouse; off again, the canvas's own crosshair is back."""
+    img, strokes = disc_image()
+    open_image(win, qtbot, img, strokes)
+    vp = win.canvas.viewport()
+    at = win.canvas.mapFromScene(QPointF(10.5, 12.5))
+    QTest.mouseMove(vp, at)
+    assert win.canvas.cursor_item.isVisible()  # (painting: the brush's outline)
+    panel = win.teaching
+    panel.probe_button.click()
+    assert panel.clicks.active and panel.probe_button.isChecked()
+    assert panel.probe_button.text() != "Probe a pixel"
+    assert not win.canvas.cursor_item.isVisible()
+    seen = []
+    win.canvas.cursor_moved.connect(lambda x, y: seen.append((x, y)))
+    QTest.mouseMove(vp, win.canvas.mapFromScene(QPointF(20.5, 22.5)))
+    assert not win.canvas.cursor_item.isVisible()
+    assert seen and seen[-1] == (20, 22)
+    panel.probe_button.click()
+    assert not panel.clicks.active and panel.probe_button.text() == "Probe a pixel"
+    assert vp.cursor().shape() == Qt.CursorShape.CrossCursor
+
+
+def test_the_demo_card_is_tall_enough_for_each_steps_text(win, qtbot):
+    """The card was sized once, from its hint: each step's two or three lines of text were
+    squeezed into one and a half, overlapping and cut off."""
+    demo = win.guided_demo
+    demo.start()
+    card = demo.card
+    qtbot.waitExposed(card)
+    for i in range(5):  # (the geometry steps; the photo's run the test above walks through)
+        demo.go(i)
+        qtbot.waitUntil(lambda: card.height() >= card.heightForWidth(card.width()), timeout=2000)
+        qtbot.wait(20)
+        label = card.text
+        assert label.height() >= label.heightForWidth(label.width()), demo.steps[i].title
+    demo.stop()
