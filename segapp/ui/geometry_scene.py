@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from PyQt6.QtCore import QPointF, QRectF, Qt
-from PyQt6.QtGui import QColor, QFont, QImage, QPainter, QPen, QPolygonF
+from PyQt6.QtCore import QEvent, QPointF, QRectF, Qt
+from PyQt6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QPolygonF, QRegion
 from PyQt6.QtWidgets import QSizePolicy, QWidget
 
 from segapp.model.teaching import Trace, binary_points, plane_box_polygon
@@ -22,7 +22,8 @@ C_Z1 = QColor(200, 120, 255)    # box copy (the plot's box residual colour)
 C_Z2 = QColor(255, 110, 140)    # sphere copy (the plot's sphere residual colour)
 C_BOX = QColor(235, 235, 240)
 C_SPHERE = QColor(250, 200, 90)
-C_PLANE = QColor(120, 220, 120)
+C_PLANE = QColor(120, 220, 120)  # the constraint C x = d (a line, or a plane's polygon)
+C_BEST = QColor(70, 215, 240)    # the best binary point's ring (cyan: clear of the plane's green)
 C_TEXT = QColor(220, 221, 226)
 C_DIM = QColor(150, 152, 160)
 #: The iterates drawn, their colours and legend names.
@@ -30,10 +31,26 @@ SERIES = (("x", C_X, "x (iterate)"), ("z1", C_Z1, "z₁ (on the box)"),
           ("z2", C_Z2, "z₂ (on the sphere)"))
 #: Contour levels drawn in the plane.
 CONTOUR_LEVELS = 14
+#: Marker sizes (pixels): x and z2 are dots, z1 a ring round its point (x visible inside it
+#: where they meet, as at the start point), the best binary point a wider ring.
+DOT = {"x": 6.0, "z2": 5.0}
+Z1_RING = 8.5
+BEST_RING = 12.5
 #: Iterations of the trails drawn behind the current iterate.
 TRAIL = 40
 #: Pixels per contour sample (the contour image is computed at this stride).
 CONTOUR_STRIDE = 1
+#: Default 3-D view (radians): tilted so the cube is seen from slightly above, and turned about
+#: x₃ so that no corner (neither 3-D preset's answer) lies near the line of sight through the
+#: centre, where a walk to it would be seen end-on.
+DEFAULT_YAW, DEFAULT_PITCH = math.radians(30.0), math.radians(22.0)
+#: Pixels kept free around the 3-D drawing (axis names, markers), and between it and the legend.
+MARGIN_3D = 30.0
+#: Farthest from the cube's centre (in the problem's units) the 3-D drawing's scale reaches to
+#: show a walk (a wilder one is cut at the drawing's edge rather than shrink the cube to nothing).
+MAX_REACH_3D = 3.0
+#: Where the 3-D axis names sit (``e_k`` times this), and how far that is from the centre.
+AXIS_LABEL_AT = 1.15
 
 
 class GeometryScene(QWidget):
@@ -43,8 +60,11 @@ class GeometryScene(QWidget):
     ----------
     drawn : dict
         What the last paint put where, in widget coordinates (for tests and tooltips):
-        ``"x"``, ``"z1"``, ``"z2"`` as ``QPointF``, and in 2-D ``"circle"`` as
-        ``(centre QPointF, radius in pixels)`` and ``"box"`` as the square's ``QRectF``.
+        ``"x"``, ``"z1"``, ``"z2"`` and ``"best"`` (the best binary point) as ``QPointF``,
+        ``"legend"`` as its ``QRectF``; in 2-D ``"circle"`` as ``(centre QPointF, radius in
+        pixels)`` and ``"box"`` as the square's ``QRectF``; in 3-D ``"sphere"`` as the
+        sphere's outline ``(centre QPointF, radius in pixels)`` and ``"frame"`` as the disc
+        everything is drawn in, ``(centre QPointF, radius in pixels)``.
     """
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -54,11 +74,13 @@ class GeometryScene(QWidget):
         self.trace: Trace | None = None
         self.index = 0
         self.show_trails = True
-        self.yaw, self.pitch = math.radians(-30.0), math.radians(22.0)
+        self.yaw, self.pitch = DEFAULT_YAW, DEFAULT_PITCH
         self.drawn: dict = {}
         self._drag: QPointF | None = None
         self._contours: tuple | None = None  # (key, QImage)
         self._lo, self._hi = -0.35, 1.35
+        self._reach = AXIS_LABEL_AT  # 3-D: the distance from ½·1 the drawing's disc spans
+        self._frame: tuple | None = None  # (key, frame_3d()): it is needed for every point
 
     # ---------------------------------------------------------------- state
     def set_trace(self, trace: Trace | None) -> None:
@@ -66,12 +88,21 @@ class GeometryScene(QWidget):
         self.trace = trace
         self.index = 0
         self._contours = None
+        self._frame = None
         if trace is not None and trace.problem.n == 2:
             pts = np.array([v for it in trace.iterates for v in (it.x, it.z1, it.z2)])
             r = trace.radius
             lo = min(0.5 - r, float(pts.min())) - 0.12
             hi = max(0.5 + r, float(pts.max())) + 0.12
             self._lo, self._hi = max(lo, -1.5), min(hi, 2.5)
+        elif trace is not None:
+            # the drawing spans the farthest of the sphere (and the cube's corners on it), the
+            # axis names and every iterate from ½·1: a distance, so whatever the rotation they
+            # all fall inside the drawing's disc
+            pts = np.array([v for it in trace.iterates for v in (it.x, it.z1, it.z2)])
+            far = float(np.max(np.linalg.norm(pts - 0.5, axis=1)))
+            label = math.hypot(AXIS_LABEL_AT - 0.5, 0.5 * math.sqrt(trace.problem.n - 1))
+            self._reach = min(max(trace.radius, label, far) * 1.04, MAX_REACH_3D)
         self.update()
 
     def set_index(self, index: int) -> None:
@@ -103,8 +134,8 @@ class GeometryScene(QWidget):
             s = self._scale()
             return QPointF(r.left() + (p[0] - self._lo) * s, r.bottom() - (p[1] - self._lo) * s)
         u, v, _ = self._rotate(p)
-        s = r.width() / 2.3
-        return QPointF(r.center().x() + u * s, r.center().y() - v * s)
+        centre, s = self._frame_scale()
+        return QPointF(centre.x() + u * s, centre.y() - v * s)
 
     def from_screen(self, q: QPointF) -> np.ndarray:
         """The plane's point at widget position ``q`` (2-D only): inverse of :meth:`to_screen`."""
@@ -112,14 +143,71 @@ class GeometryScene(QWidget):
         return np.array([(q.x() - r.left()) / s + self._lo, (r.bottom() - q.y()) / s + self._lo])
 
     # ---------------------------------------------------------------- 3-D mapping
+    def frame_3d(self) -> tuple[QPointF, float]:
+        """The disc the 3-D drawing fits in: inside the widget less :data:`MARGIN_3D`, and
+        that far clear of the legend (centred in the widget, or left of the legend where that
+        gives it more room).
+
+        Returns
+        -------
+        centre : QPointF
+            Where ``½·1`` is drawn.
+        radius : float
+            Pixels: the farthest any iterate, the sphere or an axis name is drawn from it.
+        """
+        key = (self.width(), self.height(), id(self.trace))
+        if self._frame is not None and self._frame[0] == key:
+            return self._frame[1]
+        w, h = float(self.width()), float(self.height())
+        leg = self.legend_rect()
+        best = (QPointF(w / 2, h / 2), -math.inf)
+        for right in (w, leg.left()):
+            c = QPointF(right / 2, h / 2)
+            r = min(right / 2, h / 2) - MARGIN_3D
+            dx = max(leg.left() - c.x(), c.x() - leg.right(), 0.0)
+            dy = max(leg.top() - c.y(), c.y() - leg.bottom(), 0.0)
+            r = min(r, math.hypot(dx, dy) - MARGIN_3D)
+            if r > best[1]:
+                best = (c, r)
+        frame = (best[0], max(best[1], 10.0))
+        self._frame = (key, frame)
+        return frame
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.FontChange:  # (the legend's size, so the 3-D frame)
+            self._frame = None
+        super().changeEvent(event)
+
+    def _frame_scale(self) -> tuple[QPointF, float]:
+        """Centre of the 3-D drawing and its pixels per unit of the problem's space."""
+        centre, radius = self.frame_3d()
+        return centre, radius / self._reach
+
     def _rotate(self, p: np.ndarray) -> tuple[float, float, float]:
-        """Screen right, screen up and depth of ``p − ½·1`` (x₃ points up before the tilt)."""
+        """Screen right, screen up and depth (positive: away from the viewer) of ``p − ½·1``;
+        x₃ points up before the tilt, and a positive pitch looks from above."""
         v = np.asarray(p, dtype=np.float64) - 0.5
         cy, sy, cp, sp = math.cos(self.yaw), math.sin(self.yaw), math.cos(self.pitch), \
             math.sin(self.pitch)
         a = cy * v[0] - sy * v[1]
         b = sy * v[0] + cy * v[1]
-        return a, cp * v[2] - sp * b, sp * v[2] + cp * b
+        return a, cp * v[2] + sp * b, cp * b - sp * v[2]
+
+    def depth(self, p) -> float:
+        """How far behind the cube's centre space's point ``p`` lies in the 3-D view (negative:
+        in front, nearer the viewer).
+
+        Parameters
+        ----------
+        p : array_like
+            A point of the problem's 3-D space.
+
+        Returns
+        -------
+        float
+            In the problem's units, along the line of sight.
+        """
+        return float(self._rotate(p)[2])
 
     def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt API
         if self.trace is not None and self.trace.problem.n == 3:
@@ -136,7 +224,8 @@ class GeometryScene(QWidget):
         self._drag = None
 
     def rotate_by(self, dyaw: float, dpitch: float) -> None:
-        """Turn the 3-D view (radians); the tilt stays within ±85°."""
+        """Turn the 3-D view (radians; a positive ``dpitch`` tilts the top towards the
+        viewer); the tilt stays within ±85°."""
         self.yaw += dyaw
         self.pitch = min(max(self.pitch + dpitch, -1.48), 1.48)
         self.update()
@@ -153,9 +242,16 @@ class GeometryScene(QWidget):
             return
         if self.trace.problem.n == 2:
             self._paint_2d(p)
+            self._paint_walk(p)
         else:
             self._paint_3d(p)
-        self._paint_walk(p)
+            # (the scale keeps the walk in the drawing's disc, clear of the legend; a walk too
+            # wild for MAX_REACH_3D is cut at the widget's edge and never crosses the legend)
+            p.save()
+            p.setClipRegion(QRegion(self.rect()).subtracted(
+                QRegion(self.legend_rect().toAlignedRect())))
+            self._paint_walk(p)
+            p.restore()
         self._paint_legend(p)
         p.end()
 
@@ -240,9 +336,10 @@ class GeometryScene(QWidget):
     def _paint_3d(self, p: QPainter) -> None:
         trace = self.trace
         prob = trace.problem
-        centre = self.to_screen(np.full(3, 0.5))
-        s = self.plot_rect().width() / 2.3
+        centre, s = self._frame_scale()
         radius = trace.radius * s
+        self.drawn["frame"] = self.frame_3d()
+        self.drawn["sphere"] = (centre, radius)
         p.setPen(self._pen(C_SPHERE, 2.0))
         p.setBrush(QColor(250, 200, 90, 14))
         p.drawEllipse(centre, radius, radius)
@@ -262,12 +359,13 @@ class GeometryScene(QWidget):
                     p.setBrush(QColor(120, 220, 120, 60))
                     p.drawPolygon(QPolygonF([self.to_screen(q) for q in poly]))
         corners = binary_points(3)
+        # the edges hidden behind the cube (those of its corner farthest away) fainter
+        far = int(np.argmax([self.depth(q) for q in corners]))
         p.setBrush(Qt.BrushStyle.NoBrush)
         for i in range(8):
             for j in range(i + 1, 8):
                 if np.sum(corners[i] != corners[j]) == 1:
-                    depth = self._rotate((corners[i] + corners[j]) / 2)[2]
-                    alpha = 255 if depth <= 0.05 else 120  # edges behind the centre fainter
+                    alpha = 120 if far in (i, j) else 255
                     col = QColor(C_BOX)
                     col.setAlpha(alpha)
                     p.setPen(self._pen(col, 2.0 if alpha == 255 else 1.2))
@@ -275,7 +373,7 @@ class GeometryScene(QWidget):
         p.setPen(C_DIM)
         for k, name in enumerate(("x₁", "x₂", "x₃")):
             e = np.zeros(3)
-            e[k] = 1.15
+            e[k] = AXIS_LABEL_AT
             p.drawText(self.to_screen(e), name)
         self._paint_marks(p)
 
@@ -290,9 +388,10 @@ class GeometryScene(QWidget):
             p.setBrush(C_TEXT if ok else Qt.BrushStyle.NoBrush)
             p.drawEllipse(c, 4.0, 4.0)
         best = self.to_screen(trace.optimum[1])
-        p.setPen(self._pen(QColor(120, 230, 140), 2.5))
+        self.drawn["best"] = best
+        p.setPen(self._pen(C_BEST, 2.5))
         p.setBrush(Qt.BrushStyle.NoBrush)
-        p.drawEllipse(best, 10.0, 10.0)
+        p.drawEllipse(best, BEST_RING, BEST_RING)
         if trace.relaxation is not None:
             c = self.to_screen(trace.relaxation[1])
             p.setPen(self._pen(C_TEXT, 1.5))
@@ -323,35 +422,97 @@ class GeometryScene(QWidget):
         for name, colour, _ in SERIES[1:]:  # x pulled towards each copy
             p.setPen(self._pen(colour, 1.2, Qt.PenStyle.DashLine))
             p.drawLine(x, self.to_screen(getattr(now, name)))
-        for name, colour, _ in SERIES:
+        # x last, on top: at the start point x = z1 = ½, and z1 is a ring around it (z2, a dot
+        # under x where they meet, is apart from x until the end)
+        for name, colour, _ in (SERIES[1], SERIES[2], SERIES[0]):
             q = self.to_screen(getattr(now, name))
             self.drawn[name] = q
-            p.setPen(self._pen(QColor(20, 20, 24), 1.5))
-            p.setBrush(colour)
-            p.drawEllipse(q, 6.5 if name == "x" else 5.5, 6.5 if name == "x" else 5.5)
+            if name == "z1":
+                p.setBrush(Qt.BrushStyle.NoBrush)
+                p.setPen(self._pen(QColor(20, 20, 24), 4.2))
+                p.drawEllipse(q, Z1_RING, Z1_RING)
+                p.setPen(self._pen(colour, 2.4))
+                p.drawEllipse(q, Z1_RING, Z1_RING)
+            else:
+                p.setPen(self._pen(QColor(20, 20, 24), 1.5))
+                p.setBrush(colour)
+                p.drawEllipse(q, DOT[name], DOT[name])
 
-    def _paint_legend(self, p: QPainter) -> None:
+    def legend_items(self) -> list[tuple[QColor, str, str]]:
+        """The legend's entries.
+
+        Returns
+        -------
+        list of (QColor, str, str)
+            Colour, text and symbol, each as the thing is drawn: ``"dot"`` (x, z2), ``"ring"``
+            (z1), ``"square"`` (the box), ``"circle"`` (the sphere), ``"best"`` (the best
+            binary point's ring), and for ``C x = d`` ``"line"`` (2-D) or ``"patch"`` (3-D,
+            the filled polygon). Empty without a trace.
+        """
+        if self.trace is None:
+            return []
+        n = self.trace.problem.n
+        items = [(C_X, SERIES[0][2], "dot"), (C_Z1, SERIES[1][2], "ring"),
+                 (C_Z2, SERIES[2][2], "dot"), (C_BOX, "box [0,1]ⁿ", "square"),
+                 (C_SPHERE, f"sphere ‖x − ½‖ = √{n}/2", "circle"),
+                 (C_BEST, "best binary point", "best")]
+        if self.trace.problem.C is not None:
+            items.append((C_PLANE, "C x = d", "line" if n == 2 else "patch"))
+        return items
+
+    def _legend_font(self) -> QFont:
         f = QFont(self.font())
         f.setPointSizeF(9.0)
-        p.setFont(f)
-        items = [(c, t) for _, c, t in SERIES] + [
-            (C_BOX, "box [0,1]ⁿ"), (C_SPHERE, f"sphere ‖x − ½‖ = √{self.trace.problem.n}/2"),
-            (QColor(120, 230, 140), "best binary point")]
-        if self.trace.problem.C is not None:
-            items.append((C_PLANE, "C x = d"))
-        fm = p.fontMetrics()
-        w = max(fm.horizontalAdvance(t) for _, t in items) + 34
+        return f
+
+    def legend_rect(self) -> QRectF:
+        """Where the legend is drawn.
+
+        Returns
+        -------
+        QRectF
+            Its box in widget coordinates, top right (empty without a trace).
+        """
+        items = self.legend_items()
+        if not items:
+            return QRectF(self.width() - 4, 4, 0, 0)
+        fm = QFontMetricsF(self._legend_font())
+        w = max(fm.horizontalAdvance(t) for _, t, _ in items) + 36
+        # top right: the plane's x₂ label is top left
+        return QRectF(self.width() - w - 4, 4, w, 17 * len(items) + 10)
+
+    def _paint_legend(self, p: QPainter) -> None:
+        p.setFont(self._legend_font())
+        items = self.legend_items()
+        box = self.legend_rect()
+        self.drawn["legend"] = box
         p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(QColor(30, 31, 35, 215))
-        x0 = self.width() - w - 4  # top right: the plane's x₂ label is top left
-        p.drawRoundedRect(QRectF(x0, 4, w, 17 * len(items) + 10), 5, 5)
-        y = 8.0
-        for colour, text in items:
-            p.setPen(Qt.PenStyle.NoPen)
-            p.setBrush(colour)
-            p.drawEllipse(QPointF(x0 + 10, y + 7), 5, 5)
+        p.drawRoundedRect(box, 5, 5)
+        x0, y = box.left(), box.top() + 4
+        for colour, text, symbol in items:
+            c = QPointF(x0 + 11, y + 7)
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            if symbol == "dot":
+                p.setPen(Qt.PenStyle.NoPen)
+                p.setBrush(colour)
+                p.drawEllipse(c, 5, 5)
+            elif symbol in ("ring", "best", "circle"):
+                p.setPen(self._pen(colour, 2.2 if symbol != "circle" else 1.8))
+                p.drawEllipse(c, 5, 5)
+            elif symbol == "square":
+                p.setPen(self._pen(colour, 1.6))
+                p.drawRect(QRectF(c.x() - 5, c.y() - 5, 10, 10))
+            elif symbol == "line":
+                p.setPen(self._pen(colour, 3.0))
+                p.drawLine(c + QPointF(-6, 4), c + QPointF(6, -4))
+            else:  # "patch": the plane's polygon, filled as drawn
+                p.setPen(self._pen(colour, 1.6))
+                p.setBrush(QColor(colour.red(), colour.green(), colour.blue(), 90))
+                p.drawPolygon(QPolygonF([c + QPointF(-6, 5), c + QPointF(6, 5),
+                                         c + QPointF(0, -6)]))
             p.setPen(C_TEXT)
-            p.drawText(QPointF(x0 + 20, y + 11), text)
+            p.drawText(QPointF(x0 + 22, y + 11), text)
             y += 17
 
 
@@ -376,4 +537,4 @@ def _line_in_square(c: np.ndarray, d: float, lo: float, hi: float):
     return pts[i], pts[j]
 
 
-__all__ = ["SERIES", "GeometryScene"]
+__all__ = ["C_BEST", "DEFAULT_PITCH", "DEFAULT_YAW", "SERIES", "GeometryScene"]

@@ -85,7 +85,9 @@ class SolveWorker(QObject):
     splits(int, object)
         Iteration and ``x``, ``z1``, ``z2`` on a coarse pixel grid, for the probe
         (:func:`segapp.core.probe.sample_values`): each of the first iterations, then at
-        most :data:`PROBE_INTERVAL` apart (slow samples take at most a tenth of the run's time).
+        most :data:`PROBE_INTERVAL` apart (slow samples take at most a tenth of the run's time),
+        and always the run's last iteration (converged, cancelled or at its limit), before
+        ``finished``.
     """
 
     frame = pyqtSignal(int, object)
@@ -109,6 +111,9 @@ class SolveWorker(QObject):
         self._last_batch = 0.0
         self._last_probe: float | None = 0.0  # (None: sampling failed, none this run)
         self._probe_cost = 0.0  # seconds the last probe sample took
+        # the newest iteration's state while it is not sampled: the solve may end on it (a
+        # converged run ends after its callback), and then it is sampled after the solve
+        self._unsampled: tuple[Any, int] | None = None
         self._frame_free = threading.Event()  # set: the window has shown the last frame
         self._frame_free.set()
 
@@ -162,7 +167,9 @@ class SolveWorker(QObject):
         if iteration > PROBE_FIRST and self._probe_cost > PROBE_CHEAP:
             wait = max(wait, 10 * self._probe_cost)
         if not (last or now - self._last_probe >= wait):
+            self._unsampled = (state, iteration)
             return
+        self._unsampled = None
         self._last_probe = now
         try:
             self.splits.emit(iteration, sample_values(state))
@@ -171,6 +178,14 @@ class SolveWorker(QObject):
             self._last_probe = None
             return
         self._probe_cost = time.monotonic() - now
+
+    def _probe_end(self) -> None:
+        """Sample the run's last iteration if the schedule skipped it (the probe's last sample
+        is then the run's final iterate, however the run ended)."""
+        pending, self._unsampled = self._unsampled, None
+        if pending is not None and self._last_probe is not None:
+            self._probe(pending[0], pending[1], time.monotonic(), True)
+        self._unsampled = None
 
     def _flush(self) -> None:
         if self._batch:
@@ -200,9 +215,11 @@ class SolveWorker(QObject):
         try:
             with first_compile_notice(lambda: self.notice.emit(compile_text())):
                 outcome = self._run()
+            self._probe_end()
             self._flush()
             self.finished.emit(outcome)
         except Exception as exc:  # noqa: BLE001 - reported to the user
+            self._unsampled = None
             self._flush()
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             if not isinstance(exc, (ValueError, RuntimeError)):

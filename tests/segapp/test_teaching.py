@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from PyQt6.QtCore import QPointF, Qt
+from PyQt6.QtCore import QPointF, QRectF, Qt
 
 from segapp.model.teaching import (
     PRESETS,
@@ -198,7 +198,8 @@ def test_the_3d_view_rotates_when_dragged(view, qtbot):
     # so none is drawn farther than the sphere's outline
     scene.repaint()
     centre = scene.to_screen(np.full(3, 0.5))
-    outline = view.trace.radius * scene.plot_rect().width() / 2.3
+    assert scene.drawn["sphere"][0] == centre
+    outline = scene.drawn["sphere"][1]
     for p in np.array(np.meshgrid([0, 1], [0, 1], [0, 1])).reshape(3, -1).T:
         d = scene.to_screen(p) - centre
         assert math.hypot(d.x(), d.y()) <= outline + 1e-9
@@ -250,3 +251,110 @@ def test_the_window_opens_within_a_small_screen(qtbot):
     assert v.height() <= max(avail.height() - FRAME_ALLOWANCE[1], low.height())
     # and the window's minimum fits a 1366x768 laptop's 1366x708 with its title bar
     assert low.width() <= 1366 - FRAME_ALLOWANCE[0] and low.height() <= 708 - FRAME_ALLOWANCE[1]
+
+
+# ------------------------------------------------------------------------- the 3-D drawing
+def _colour_near(img, q: QPointF, colour, radius: int = 1, tol: int = 40) -> bool:
+    """Whether a pixel within ``radius`` of ``q`` in ``img`` is ``colour`` (each channel
+    within ``tol``)."""
+    for dx in range(-radius, radius + 1):
+        for dy in range(-radius, radius + 1):
+            c = img.pixelColor(int(round(q.x())) + dx, int(round(q.y())) + dy)
+            if all(abs(a - b) <= tol for a, b in zip(c.getRgb()[:3], colour.getRgb()[:3])):
+                return True
+    return False
+
+
+@pytest.mark.parametrize("size", [(1366, 768), (900, 600)])
+@pytest.mark.parametrize("idx", [3, 4])
+def test_the_3d_drawing_keeps_the_walk_inside_and_clear_of_the_legend(view, qtbot, size, idx):
+    """The 3-D scale was fixed by the cube alone: x's trail (which goes some 1.6 from the
+    centre in "Three variables") ran out of the sphere, off the drawing and across the legend.
+    Now, whatever the rotation, every iterate, the cube and the sphere are drawn inside the
+    drawing area and clear of the legend."""
+    view.resize(*size)
+    qtbot.wait(10)
+    view.set_preset(idx)
+    scene = view.scene
+    scene.repaint()
+    area = QRectF(scene.rect()).adjusted(8, 8, -8, -8)
+    legend = scene.legend_rect().adjusted(-8, -8, 8, 8)
+    assert legend.width() > 100 and QRectF(scene.rect()).contains(scene.legend_rect())
+    trace = view.trace
+    pts = [v for it in trace.iterates for v in (it.x, it.z1, it.z2)]
+    pts += list(np.array(np.meshgrid([0, 1], [0, 1], [0, 1])).reshape(3, -1).T)
+    assert max(np.linalg.norm(np.asarray(q) - 0.5) for q in pts) > trace.radius + 0.1
+    for yaw in np.linspace(-math.pi, math.pi, 13):
+        for pitch in (-1.3, -0.6, 0.0, 0.4, 1.3):
+            scene.yaw, scene.pitch = yaw, pitch
+            for q in pts:
+                at = scene.to_screen(q)
+                assert area.contains(at), (yaw, pitch, q)
+                assert not legend.contains(at), (yaw, pitch, q)
+            # the sphere's outline (its silhouette from any side) too
+            scene.repaint()
+            centre, r = scene.drawn["sphere"]
+            for t in np.linspace(0, 2 * math.pi, 72, endpoint=False):
+                at = centre + QPointF(r * math.cos(t), r * math.sin(t))
+                assert area.contains(at) and not legend.contains(at)
+
+
+def test_the_default_3d_view_looks_from_slightly_above(view):
+    """The first view was from slightly below: the top tilted away and the far edges drawn
+    faint were the top's. Now the top face is the nearer and drawn higher, the faint corner is
+    a bottom one, and neither 3-D preset's answer is seen end-on at the centre."""
+    view.set_preset(4)
+    scene = view.scene
+    top, bottom = np.array([0.5, 0.5, 1.0]), np.array([0.5, 0.5, 0.0])
+    assert scene.depth(top) < 0 < scene.depth(bottom)
+    assert scene.to_screen(top).y() < scene.to_screen(bottom).y()
+    # slightly: the tilt is between 10° and 35°
+    up = scene.to_screen(np.array([0.5, 0.5, 1.5])) - scene.to_screen(top)
+    assert up.y() < 0 and 10 < math.degrees(math.asin(-scene.depth(top) / 0.5)) < 35
+    corners = np.array(np.meshgrid([0, 1], [0, 1], [0, 1])).reshape(3, -1).T
+    assert corners[int(np.argmax([scene.depth(c) for c in corners]))][2] == 0
+    for idx in (3, 4):
+        view.set_preset(idx)
+        view.scene.repaint()
+        centre, r = view.scene.drawn["sphere"]
+        d = view.scene.to_screen(view.trace.optimum[1]) - centre
+        assert math.hypot(d.x(), d.y()) > 0.5 * r, PRESETS[idx].title
+
+
+@pytest.mark.parametrize("idx", [1, 3, 4])
+def test_x_is_visible_at_the_start_point(view, idx):
+    """At the start point x = z1 = ½, and z1 was drawn over x: x could not be seen. Now x is
+    drawn on top, inside z1's ring, and both show."""
+    from segapp.ui.geometry_scene import C_X, C_Z1, Z1_RING
+    view.set_preset(idx)
+    view.set_index(0)
+    img = view.scene.grab().toImage()
+    drawn = view.scene.drawn
+    assert drawn["x"] == drawn["z1"]
+    assert _colour_near(img, drawn["x"], C_X)
+    ring = [drawn["z1"] + QPointF(Z1_RING * math.cos(t), Z1_RING * math.sin(t))
+            for t in np.linspace(0, 2 * math.pi, 8, endpoint=False)]
+    assert sum(_colour_near(img, q, C_Z1) for q in ring) >= 6
+    # and in the legend, z1 is a ring too
+    assert [sym for _, t, sym in view.scene.legend_items() if t.startswith("z₁")] == ["ring"]
+
+
+def test_the_best_point_and_the_constraint_have_distinct_colours(view):
+    """"best binary point" and "C x = d" were both drawn (and listed) in nearly the same green."""
+    from segapp.ui.geometry_scene import BEST_RING
+    view.set_preset(3)  # (one-hot: the plane's triangle, and the best corner on it)
+    view.last()
+    scene = view.scene
+    items = {text: (colour, symbol) for colour, text, symbol in scene.legend_items()}
+    best, plane = items["best binary point"], items["C x = d"]
+    rgb = [np.array(c.getRgb()[:3], float) for c in (best[0], plane[0])]
+    assert np.linalg.norm(rgb[0] - rgb[1]) > 100
+    hue = abs(best[0].hslHue() - plane[0].hslHue())
+    assert min(hue, 360 - hue) > 45
+    assert (best[1], plane[1]) == ("best", "patch")  # a ring, and the plane's filled polygon
+    # the ring drawn round the best point is the legend's colour
+    img = scene.grab().toImage()
+    c = scene.drawn["best"]
+    ring = [c + QPointF(BEST_RING * math.cos(t), BEST_RING * math.sin(t))
+            for t in np.linspace(0, 2 * math.pi, 12, endpoint=False)]
+    assert sum(_colour_near(img, q, best[0]) for q in ring) >= 6

@@ -231,3 +231,56 @@ def test_the_demo_card_is_tall_enough_for_each_steps_text(win, qtbot):
         label = card.text
         assert label.height() >= label.heightForWidth(label.width()), demo.steps[i].title
     demo.stop()
+
+
+@pytest.mark.parametrize("end", ["converged", "settled", "cancelled", "max_iter"])
+def test_the_probe_samples_the_runs_last_iteration(win, qtbot, monkeypatch, end):
+    """Probe samples are throttled, and a converged (or cancelled) run never asked for a last
+    one: on a fast run the chart's axis stopped hundreds of iterations short, and with the
+    replay at the final iteration its marker fell past the axis and the header showed a stale
+    sample. However the run ends, its last iteration is sampled."""
+    from segapp.ui import worker
+    # (throttled as on a fast machine's long run: after the first iterations, no sample falls
+    # due on the schedule for the rest of the run)
+    monkeypatch.setattr(worker, "PROBE_INTERVAL", 1e9)
+    img, strokes = disc_image()
+    open_image(win, qtbot, img, strokes)
+    win.show_teaching_dock()
+    panel = win.teaching
+    panel.probe(20, 20)
+    records = []
+    win.solver.records.connect(lambda batch: records.extend(r.iteration for r in batch))
+    if end != "converged":  # (a tight tolerance: the run goes on until early fixing ends it,
+        # some 600 iterations, or it is stopped)
+        win.params_panel.admm["tol"].setValue(1e-9)
+        win.params_panel.admm["rho_growth"].setValue(1.001)
+        win.params_panel.admm["max_iter"].setValue(30 if end == "max_iter" else 5000)
+    if end == "cancelled":
+        pace_iterations(monkeypatch, 0.01)
+        assert win.start_run()
+        qtbot.waitUntil(lambda: len(records) >= 25 or not win.running, timeout=300000)
+        assert win.running, "the run ended before it could be cancelled"
+        win.cancel_run()
+        qtbot.waitUntil(lambda: not win.running, timeout=60000)
+        outcome = win.outcome
+    else:
+        outcome = run_to_end(win, qtbot)
+    assert outcome.status == end
+    last = records[-1]
+    assert last == outcome.iterations > worker.PROBE_FIRST + 5
+    # the sample is the run's final iterate ...
+    assert panel.store.iterations[-1] == last
+    assert panel.store.iterations[:worker.PROBE_FIRST] == list(range(1, worker.PROBE_FIRST + 1))
+    # ... and the chart, with the replay at the end, ends at the marker and reads it
+    win.results_panel.replay.setValue(win.results_panel.replay.maximum())
+    chart = panel.chart
+    assert chart.marker == last
+    assert chart.series["iteration"][-1] == last
+    sample = panel.store.samples[-1]
+    step = sample["step"]
+    values = chart.values_at(chart.marker)
+    for name in ("x", "z1", "z2"):
+        assert values[name] == float(sample[name][20 // step, 20 // step, 0])
+    if end == "converged":  # (there x, z1 and z2 have met at the answer, label 2: x = 0)
+        assert win.outcome.labels[20, 20] == 2
+        assert max(abs(values[n]) for n in ("x", "z1", "z2")) < 0.02
