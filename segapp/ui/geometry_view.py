@@ -14,7 +14,6 @@ from PyQt6.QtCore import QPointF, QRectF, Qt, QTimer, pyqtSignal
 from PyQt6.QtGui import (
     QColor,
     QFont,
-    QGuiApplication,
     QKeySequence,
     QPainter,
     QPen,
@@ -39,6 +38,7 @@ from PyQt6.QtWidgets import (
 
 from segapp.model.teaching import PRESETS, TinyBQP, Trace, make_problem, record
 from segapp.ui.geometry_scene import C_DIM, C_TEXT, C_Z1, C_Z2, GeometryScene
+from segapp.ui.screen_fit import fit_to_screen
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +54,7 @@ def initial_size(widget: QWidget) -> tuple[int, int]:
     geometry of its screen less room for the frame and title bar (as the main window's), so
     that on a 1366x768 laptop, with its panel, the whole window and its title bar are on
     screen; never below the window's minimum size."""
-    from segapp.ui.main_window import FRAME_ALLOWANCE
-    screen = widget.screen() or QGuiApplication.primaryScreen()
-    w, h = DEFAULT_SIZE
-    if screen is not None:
-        avail = screen.availableGeometry()
-        w = min(w, avail.width() - FRAME_ALLOWANCE[0])
-        h = min(h, avail.height() - FRAME_ALLOWANCE[1])
+    w, h = fit_to_screen(widget, DEFAULT_SIZE)
     low = widget.minimumSizeHint()
     return max(w, low.width()), max(h, low.height())
 

@@ -5,7 +5,7 @@ import logging
 from pathlib import Path
 
 from PyQt6.QtCore import Qt
-from PyQt6.QtGui import QAction, QGuiApplication, QKeySequence
+from PyQt6.QtGui import QAction, QKeySequence
 from PyQt6.QtWidgets import (
     QDockWidget,
     QLabel,
@@ -24,6 +24,7 @@ from segapp.ui.fileops import FileOpsMixin
 from segapp.ui.panels import ParamsPanel, ResultsPanel
 from segapp.ui.plot import EnergyPlot
 from segapp.ui.runctl import RunMixin
+from segapp.ui.screen_fit import fit_to_screen
 from segapp.ui.teaching_panel import install_teaching
 from segapp.ui.tools import ToolBar
 
@@ -31,21 +32,14 @@ log = logging.getLogger(__name__)
 
 #: The window's size where the screen has room for it.
 DEFAULT_SIZE = (1440, 900)
-#: Room left on the screen around the window for its frame and title bar.
-FRAME_ALLOWANCE = (16, 40)
 #: Height below which the convergence plot is no use (its two panes and axes).
 PLOT_MIN_HEIGHT = 200
 
 
 def initial_size(widget) -> tuple[int, int]:
     """The window's first size: :data:`DEFAULT_SIZE`, shrunk to fit the available geometry of
-    the screen it opens on (a 1366x768 laptop, with its panel, has 1366x708)."""
-    screen = widget.screen() or QGuiApplication.primaryScreen()
-    if screen is None:
-        return DEFAULT_SIZE
-    avail = screen.availableGeometry()
-    return (min(DEFAULT_SIZE[0], avail.width() - FRAME_ALLOWANCE[0]),
-            min(DEFAULT_SIZE[1], avail.height() - FRAME_ALLOWANCE[1]))
+    the screen it opens on (:func:`segapp.ui.screen_fit.fit_to_screen`)."""
+    return fit_to_screen(widget, DEFAULT_SIZE)
 
 
 class MainWindow(FileOpsMixin, RunMixin, QMainWindow):

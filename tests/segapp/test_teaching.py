@@ -242,7 +242,7 @@ def test_the_window_opens_within_a_small_screen(qtbot):
     screen: the first size is the screen's room, as the main window's (it was 1366x768 on
     every screen)."""
     from segapp.ui.geometry_view import GeometryView
-    from segapp.ui.main_window import FRAME_ALLOWANCE
+    from segapp.ui.screen_fit import FRAME_ALLOWANCE
     v = GeometryView()
     qtbot.addWidget(v)
     avail = v.screen().availableGeometry()
