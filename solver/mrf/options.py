@@ -67,6 +67,15 @@ class PolishOptions:
         Floor of that cap, in pixels.
     snapshot_iterations : frozenset of int
         ADMM iterations whose continuous iterate is kept for the level-set fusions.
+    tv_iterations : int
+        K = 2, final polish: most linearized-ADMM steps on the TV relaxation whose level sets
+        are fused (:mod:`solver.mrf.polish.tv`); 0 turns the TV proposals off.
+    tv_step : float
+        Their primal step scale, relative to the largest pairwise weight ``2 lam``.
+    tv_thresholds : tuple of float
+        Levels of the TV relaxation proposed.
+    tv_max_pixels : int or None
+        Largest image (pixels) given TV proposals; None: any.
     """
 
     split: bool = True
@@ -83,6 +92,10 @@ class PolishOptions:
     region_cap: float = 1 / 128
     region_cap_min: int = 2048
     snapshot_iterations: frozenset[int] = SNAPSHOT_ITERATIONS
+    tv_iterations: int = 200
+    tv_step: float = 1.0
+    tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
+    tv_max_pixels: int | None = 50000
 
     def cap(self, n: int) -> int:
         """The region-move cap for a level of ``n`` pixels."""

@@ -26,6 +26,7 @@ from solver.mrf.polish.fusion import (
 )
 from solver.mrf.polish.icm import _icm_in_place, _pair_moves_in_place
 from solver.mrf.polish.regions import _settle_in_place, _split_moves_in_place
+from solver.mrf.polish.tv import fuse_tv_into
 from solver.mrf.polish.watershed import fuse_edge_snapped_into
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,15 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
                                    options=options)
+    if (problem.k == 2 and split and options.tv_iterations > 0
+            and (options.tv_max_pixels is None or problem.n <= options.tv_max_pixels)):
+        mark()
+        if fuse_tv_into(problem, lab, options.tv_iterations, options.tv_step,
+                        options.tv_thresholds, workspace=ws):
+            _icm_in_place(problem, lab, since=before)
+            settled = _settle_in_place(problem, lab, icm_optimal=True,
+                                       since=before if settled else None, workspace=ws,
+                                       options=options)
     if options.edge_snap and split:
         mark()
         if fuse_edge_snapped_into(problem, lab, workspace=ws):
