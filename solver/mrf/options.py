@@ -95,7 +95,7 @@ class PolishOptions:
     tv_iterations: int = 200
     tv_step: float = 1.0
     tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
-    tv_max_pixels: int | None = 50000
+    tv_max_pixels: int | None = 1_200_000
 
     def cap(self, n: int) -> int:
         """The region-move cap for a level of ``n`` pixels."""

@@ -20,6 +20,10 @@ from solver.mrf.polish.regions import component_flips
 
 from ._mrf_helpers import random_problem, shapes_image
 
+#: The polish without the K = 2 TV proposals, which also find what these tests build for the
+#: other moves (a region no local move recovers, a cut-off corner).
+NO_TV = PolishOptions(tv_iterations=0)
+
 
 def _expected_fusion(p, a, c):
     """Reference: try each 8-connected region of a != c alone, with the energy function."""
@@ -80,7 +84,7 @@ def test_level_set_fusion_recovers_a_region_no_local_move_can():
     best = solve_mrf(p, "mincut")
     # the optimum with the square erased: ICM and region moves keep it erased
     start = np.full(p.n, 2)
-    stuck = polish_labels(p, start)
+    stuck = polish_labels(p, start, options=NO_TV)
     assert p.energy(stuck) > best.energy + 1.0
     # a blurred indicator of the square, as an early ADMM iterate would look
     square = (best.labels == 1).astype(float)
@@ -90,7 +94,7 @@ def test_level_set_fusion_recovers_a_region_no_local_move_can():
     assert moved >= 1
     assert fuse_level_sets(p, stuck, [weights], max_pixels=10)[1] == 0  # too large: skipped
     assert p.energy(fused) < p.energy(stuck) - 1.0
-    polished = polish_labels(p, start, [weights])
+    polished = polish_labels(p, start, [weights], options=NO_TV)
     assert p.energy(polished) <= p.energy(fused) + 1e-9
     assert p.energy(polished) <= best.energy + 1e-3 * abs(best.energy)
 
@@ -178,7 +182,7 @@ def test_box_fusion_restores_a_corner_that_a_closing_cannot():
     boxed, moved = fuse_boxes(p, stuck)
     assert moved >= 1 and np.all(boxed.reshape(40, 40)[corner] == 1)
     assert p.energy(boxed) < p.energy(stuck) - 1.0
-    assert np.all(polish_labels(p, cut)[corner] == 1)
+    assert np.all(polish_labels(p, cut, options=NO_TV)[corner] == 1)
 
 
 def _block_with_a_tail():
@@ -367,6 +371,7 @@ def _polish_one_based(problem, labels, snapshots, split):
     from solver.mrf.polish.descents import fuse_descents
     from solver.mrf.polish.icm import pair_moves
     from solver.mrf.polish.regions import settle_regions, split_moves
+    from solver.mrf.polish.tv import fuse_tv
     from solver.mrf.polish.watershed import fuse_edge_snapped
 
     o = PolishOptions()
@@ -388,6 +393,11 @@ def _polish_one_based(problem, labels, snapshots, split):
         if moved:
             lab, settled = settle_regions(problem, carved, icm_optimal=True,
                                           since=lab if settled else None)
+    if problem.k == 2 and split and o.tv_iterations > 0 and problem.n <= o.tv_max_pixels:
+        proposed, moved = fuse_tv(problem, lab, o.tv_iterations, o.tv_step, o.tv_thresholds)
+        if moved:
+            lab, settled = settle_regions(problem, icm(problem, proposed, since=lab),
+                                          icm_optimal=True, since=lab if settled else None)
     if o.edge_snap and split:
         snapped, moved = fuse_edge_snapped(problem, lab)
         if moved:

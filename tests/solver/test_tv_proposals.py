@@ -88,3 +88,79 @@ def test_the_proposals_run_only_where_asked():
     assert np.array_equal(polish_labels(problem, start, options=small),
                           polish_labels(problem, start, options=replace(small, tv_iterations=0)))
     assert problem.energy(polish_labels(problem, start)) < problem.energy(start) - 1.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_grid_sweep_takes_the_same_steps_as_the_edge_list(seed, monkeypatch):
+    """On a grid the relaxation runs a float32 sweep over the stencil; it must give the
+    float64 edge-list kernel's iterates (the same steps, summed in another order)."""
+    from solver.mrf.polish import tv as tv_module
+
+    problem = random_problem((9, 11), k=2, seed=seed, hard_fraction=0.1)
+    start = (np.random.default_rng(seed).random(problem.n) > 0.5).astype(np.int32)
+    hard = problem.hard.ravel()
+    start[hard > 0] = hard[hard > 0] - 1
+    grid, steps = tv_relaxation(problem, start, 60, 1.0, tol=0.0)
+    assert 25 <= steps <= 60  # (fewer: a fixed point, where nothing changes)
+    monkeypatch.setattr(tv_module, "grid_stencil",
+                        lambda p: (np.empty((0, 8)), np.zeros(8, np.int64)))
+    listed, _ = tv_relaxation(problem, start, 60, 1.0, tol=0.0)
+    assert not np.allclose(grid, start)
+    np.testing.assert_allclose(grid, listed, rtol=0, atol=1e-4)
+    np.testing.assert_array_equal(grid[hard > 0], start[hard > 0])
+
+
+
+def _dense_steps(cost, offsets, u, free, tau, s, sigma, steps):
+    """Reference: every edge's dual, then every pixel's value, each step (numpy, float32)."""
+    n = s.size
+    s, bar = s.copy(), s.copy()
+    p = np.zeros((4, n), np.float32)
+    for _ in range(steps):
+        for q in range(4):
+            o = offsets[4 + q]
+            v = p[q, : n - o] + sigma * (bar[: n - o] - bar[o:])
+            p[q, : n - o] = np.minimum(np.maximum(v, -cost[q, : n - o]), cost[q, : n - o])
+        g = u + p[0] + p[1] + p[2] + p[3]
+        for q in range(4):
+            o = offsets[4 + q]
+            g[o:] -= p[q, : n - o]
+        t = np.minimum(np.maximum(s - tau * g, np.float32(0)), np.float32(1))
+        t[~free] = s[~free]
+        bar = 2 * t - s
+        s = t
+    return s
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_grid_kernel_visits_few_pixels_and_takes_every_step(seed):
+    """The grid kernel visits only pixels where something changed and their neighbours; it
+    must give exactly what steps over every pixel give (a labelling that is nearly a fixed
+    point, as in the polish, and a random start)."""
+    from solver.mrf.polish import tv_kernels
+    from solver.mrf.polish.stencil import grid_stencil
+
+    problem = random_problem((23, 31), k=2, seed=seed, hard_fraction=0.05)
+    stencil, offsets = grid_stencil(problem)
+    two_lam = 2.0 * problem.lam
+    cost = np.ascontiguousarray(np.where(stencil[:, 4:] <= 0, -two_lam * stencil[:, 4:], 0)
+                                .astype(np.float32).T)
+    tau = (0.5 / two_lam / np.maximum((stencil <= 0).sum(1), 1)).astype(np.float32)
+    u = (problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
+    free = problem.hard.ravel() == 0
+    sigma = np.float32(two_lam)
+    rng = np.random.default_rng(seed)
+    settled = polish_labels(problem, rng.integers(1, 3, problem.shape)).ravel() - 1
+    used = 0
+    for start in (settled.astype(np.float32), rng.random(problem.n).astype(np.float32)):
+        want = _dense_steps(cost, offsets, u, free, tau, start, sigma, 80)
+        assert not np.array_equal(want, start)
+        for sparse_below in (0.0, 0.6):  # steps over every pixel only; sparse when it can
+            got = start.copy()
+            steps, sparse = tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, got, sigma,
+                                                       80, 0.0, sparse_below)
+            assert steps == 80 or (steps < 80 and sparse > 0)  # (fewer: nothing left to move)
+            assert sparse == 0 or sparse_below > 0
+            used += sparse
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    assert used > 0

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish import tv_kernels
 from solver.mrf.polish.fusion import Snapshot, Workspace, fuse_level_sets_into
+from solver.mrf.polish.stencil import grid_stencil
 
 log = logging.getLogger(__name__)
 
@@ -50,16 +51,33 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
     """
     if problem.k != 2:
         raise ValueError(f"the TV relaxation is for two labels, not K = {problem.k}")
-    upper = sp.triu(problem.laplacian, k=1, format="coo")  # each edge once, i < j
-    ei = upper.row.astype(np.int64)
-    ej = upper.col.astype(np.int64)
-    c = -2.0 * float(problem.lam) * upper.data.astype(np.float64)
-    u = np.ascontiguousarray(problem.unary[:, 1] - problem.unary[:, 0], dtype=np.float64)
+    u = problem.unary[:, 1] - problem.unary[:, 0]
     free = np.asarray(problem.hard).ravel() == 0
-    s = np.asarray(lab, dtype=np.float64).copy()
-    p = np.zeros(c.size)
-    gamma = step / max(2.0 * float(problem.lam), 1e-300)
-    steps = tv_kernels.tv_iterate(ei, ej, c, u, free, s, p, gamma, int(iterations), float(tol))
+    two_lam = 2.0 * float(problem.lam)
+    gamma = step / max(two_lam, 1e-300)
+    stencil, offsets = grid_stencil(problem)
+    if stencil.shape[0] == problem.n:
+        # float32, and each forward edge's cost (0: none) by direction: half the stencil's
+        # entries, a quarter of its bytes
+        edge = stencil[:, 4:] <= 0.0
+        cost = np.ascontiguousarray(
+            np.where(edge, -two_lam * stencil[:, 4:], 0.0).astype(np.float32).T)
+        deg = np.count_nonzero(stencil <= 0.0, axis=1)
+        tau = (gamma / np.maximum(deg, 1)).astype(np.float32)
+        s32 = np.asarray(lab, dtype=np.float32).copy()
+        steps, sparse = tv_kernels.tv_iterate_grid(cost, offsets, u.astype(np.float32), free,
+                                                   tau, s32, np.float32(0.5 / gamma),
+                                                   int(iterations), float(tol),
+                                                   tv_kernels.SPARSE_BELOW)
+        log.debug("TV relaxation: %d steps, %d of them sparse", steps, sparse)
+        s = s32.astype(np.float64)
+    else:  # (no grid: the Laplacian's upper triangle, each edge once)
+        s = np.asarray(lab, dtype=np.float64).copy()
+        upper = sp.triu(problem.laplacian, k=1, format="coo")
+        c = -two_lam * upper.data.astype(np.float64)
+        steps = tv_kernels.tv_iterate(upper.row.astype(np.int64), upper.col.astype(np.int64),
+                                      c, np.ascontiguousarray(u, dtype=np.float64), free, s,
+                                      np.zeros(c.size), gamma, int(iterations), float(tol))
     return s, int(steps)
 
 
@@ -93,3 +111,28 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
                                  max_pixels=None, workspace=workspace)
     log.debug("TV proposals: %d steps, %d regions taken", steps, moved)
     return moved
+
+
+def fuse_tv(problem: MRFProblem, labels: np.ndarray, iterations: int, step: float,
+            thresholds: tuple[float, ...]) -> tuple[np.ndarray, int]:
+    """:func:`fuse_tv_into` on 1-based labels, returning new ones.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        A two-label problem.
+    labels : numpy.ndarray
+        ``(H, W)`` or ``(n,)`` labels in 1..2.
+    iterations, step, thresholds
+        As :func:`fuse_tv_into`.
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        ``(n,)`` int32 labels in 1..2, energy no higher than the input's.
+    moved : int
+        Regions taken.
+    """
+    lab = np.subtract(np.asarray(labels).reshape(-1), 1, dtype=np.int32, casting="unsafe")
+    moved = fuse_tv_into(problem, lab, iterations, step, thresholds)
+    return lab + 1, moved
