@@ -245,24 +245,31 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
             p0 = p.copy()
             b0 = bar.copy()
             _dense_step(cost, offsets, u, free, tau, s, bar, p, g, sigma)
-            nt = 0
+            # at most this many pixels changed (counted first: listing them all would cost
+            # more than the step when most did)
+            bound = 0
             for i in range(n):
                 if bar[i] != b0[i]:
-                    nt = _touch(touched, tl, nt, i)
+                    bound += 1
             for q in range(4):
-                o = offsets[4 + q]
-                for i in range(n - o):
+                for i in range(n):
                     if p[q, i] != p0[q, i]:
+                        bound += 2
+            if bound < sparse_below * n:
+                nt = 0
+                for i in range(n):
+                    if bar[i] != b0[i]:
                         nt = _touch(touched, tl, nt, i)
-                        nt = _touch(touched, tl, nt, i + o)
-            if nt < sparse_below * n:
+                for q in range(4):
+                    o = offsets[4 + q]
+                    for i in range(n - o):
+                        if p[q, i] != p0[q, i]:
+                            nt = _touch(touched, tl, nt, i)
+                            nt = _touch(touched, tl, nt, i + o)
                 na = _list_around(tl, nt, touched, cost, offsets, listed, step, act)
                 if na == 0:
                     done += 1
                     break
-            else:
-                for a in range(nt):
-                    touched[tl[a]] = False
         else:
             _dense_step(cost, offsets, u, free, tau, s, bar, p, g, sigma)
         done += 1
