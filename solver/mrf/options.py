@@ -76,6 +76,11 @@ class PolishOptions:
         Levels of the TV relaxation proposed.
     tv_max_pixels : int or None
         Largest image (pixels) given TV proposals; None: any.
+    tv_area_iterations, tv_area_step : int, float
+        The same for the TV relaxation under an area bound (K = 2 with area bounds, in the
+        constrained polish): its multiplier needs more and longer steps.
+    tv_area_levels : tuple of float
+        Levels of that relaxation whose sets, where within the bounds, are tried whole.
     """
 
     split: bool = True
@@ -96,6 +101,9 @@ class PolishOptions:
     tv_step: float = 1.0
     tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
     tv_max_pixels: int | None = 1_200_000
+    tv_area_iterations: int = 400
+    tv_area_step: float = 3.0
+    tv_area_levels: tuple[float, ...] = tuple(round(0.02 * i, 2) for i in range(1, 50))
 
     def cap(self, n: int) -> int:
         """The region-move cap for a level of ``n`` pixels."""

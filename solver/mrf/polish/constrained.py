@@ -29,6 +29,9 @@ from solver.mrf.options import PolishOptions
 from solver.mrf.polish import constrained_kernels as ck
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import margin_kernels as mk
+from solver.mrf.polish.fusion import Snapshot
+from solver.mrf.polish.stencil import grid_stencil
+from solver.mrf.polish.tv import tv_relaxation_area
 
 log = logging.getLogger(__name__)
 
@@ -204,32 +207,44 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
     return taken
 
 
-def constrained_polish(problem: MRFProblem, labels: np.ndarray,
-                       snapshots: Sequence = (), options: PolishOptions = _DEFAULT
-                       ) -> np.ndarray:
-    """Repair, then polish with feasible moves only (see the module docstring); never raises
-    the energy of a feasible labelling.
+def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: PolishOptions
+                  ) -> tuple[Snapshot | None, np.ndarray | None]:
+    """K = 2 with area bounds and no apart pair: the TV relaxation under the area bound
+    (:func:`solver.mrf.polish.tv.tv_relaxation_area`), from the repaired labels, as one more
+    snapshot for the fusions, and its best level set within the bounds where that is below
+    ``lab``'s energy (None otherwise). ``(None, None)`` where it does not apply (as the
+    unconstrained polish's TV proposals: ``options.tv_iterations``, ``options.tv_max_pixels``,
+    an 8-neighbour grid)."""
+    c = problem.constraints
+    if (problem.k != 2 or not c.has_area or c.has_apart or options.tv_iterations <= 0
+            or (options.tv_max_pixels is not None and problem.n > options.tv_max_pixels)
+            or grid_stencil(problem)[0].shape[0] != problem.n):
+        return None, None
+    w, _, lo, hi, _ = state
+    total = float(w.sum())
+    area = (max(float(lo[1]), total - float(hi[0]), 0.0),
+            min(float(hi[1]), total - float(lo[0]), total))
+    s = tv_relaxation_area(problem, lab, area, w, options.tv_area_iterations,
+                           options.tv_area_step)
+    best, best_e = None, problem.energy(lab + 1)
+    for t in options.tv_area_levels:
+        cand = (s > t).astype(np.int32)
+        if area[0] <= float(w @ cand) <= area[1]:
+            e = problem.energy(cand + 1)
+            if e < best_e - 1e-9 * abs(best_e) and problem.feasible(cand + 1):
+                best, best_e = cand, e
+    weights = np.empty((s.size, 2), dtype=np.float32)
+    weights[:, 1] = s
+    weights[:, 0] = 1.0 - s
+    return Snapshot.from_dense(weights), best
 
-    Parameters
-    ----------
-    problem : MRFProblem
-        With constraints.
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
-    snapshots : sequence
-        ADMM's continuous iterates (:class:`solver.mrf.polish.fusion.Snapshot` or ``(n, K)``
-        label weights): their level sets are fused region by region.
-    options : PolishOptions
-        The region cap.
 
-    Returns
-    -------
-    numpy.ndarray
-        ``(H, W)`` int32 feasible labels.
-    """
-    lab = kernels.zero_based(labels)
-    args = _repair_in_place(problem, lab)
-    movable, state = args[6], args[7:]  # state: (w, counts, lo, hi, apart)
+def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
+                   options: PolishOptions) -> int:
+    """Feasible ICM, then rounds of region moves, margin moves, swaps and level-set fusions,
+    each followed by ICM, until a round moves nothing; on the kernels' ``args`` (from
+    :func:`_repair_in_place`), in place. Returns the moves."""
+    lab, movable, state = args[5], args[6], args[7:]  # state: (w, counts, lo, hi, apart)
     moves = ck.constrained_icm(*args, MAX_SWEEPS)
     cap = options.cap(problem.n)
     for r in range(MAX_ROUNDS):
@@ -245,5 +260,50 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
         if step == 0:
             break
         moves += ck.constrained_icm(*args, MAX_SWEEPS)
+    return moves
+
+
+def constrained_polish(problem: MRFProblem, labels: np.ndarray,
+                       snapshots: Sequence = (), options: PolishOptions = _DEFAULT,
+                       tv: bool = True) -> np.ndarray:
+    """Repair, then polish with feasible moves only (see the module docstring); never raises
+    the energy of a feasible labelling.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        With constraints.
+    labels : numpy.ndarray
+        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    snapshots : sequence
+        ADMM's continuous iterates (:class:`solver.mrf.polish.fusion.Snapshot` or ``(n, K)``
+        label weights): their level sets are fused region by region.
+    options : PolishOptions
+        The region cap, and the TV relaxation's settings.
+    tv : bool
+        K = 2 with area bounds: also polish from the TV relaxation under the bound
+        (:func:`_tv_proposals`) and keep the better end. The coarse-to-fine solver asks for it
+        in the final polish only (at a coarser level it changes what the next level starts
+        from, and can lead it to a worse end).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W)`` int32 feasible labels.
+    """
+    lab = kernels.zero_based(labels)
+    args = _repair_in_place(problem, lab)
+    tv, candidate = (_tv_proposals(problem, lab, args[7:], options) if tv else (None, None))
+    start = lab.copy() if tv is not None else None
+    moves = _polish_rounds(problem, args, snapshots, options)
+    if tv is not None:
+        # a second polish with the relaxation: from its best level set within the bounds, or
+        # from the repaired labels, its level sets fused as well; the better end is kept (one
+        # polish with both can end worse than the plain one: its fusions lead elsewhere)
+        other = start if candidate is None else candidate
+        other_args = (*args[:5], other, args[6], *level_state(problem, other))
+        moves += _polish_rounds(problem, other_args, [*snapshots, tv], options)
+        if problem.energy(other + 1) < problem.energy(lab + 1):
+            lab = other
     log.debug("constrained polish: %d moves", moves)
     return kernels.one_based(lab, problem.shape)

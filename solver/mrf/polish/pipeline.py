@@ -75,7 +75,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         ``(H, W)`` int32 labels.
     """
     if problem.constraints is not None:  # only moves that keep area bounds and apart pairs
-        return constrained_polish(problem, labels, snapshots, options)
+        return constrained_polish(problem, labels, snapshots, options, tv=split)
     ws = Workspace(problem)  # (one set of work arrays for every step)
     # The steps work in place on 0-based labels, converted once each way (not between steps:
     # each conversion is a pass over the image), with the labels before each step in one

@@ -136,3 +136,49 @@ def fuse_tv(problem: MRFProblem, labels: np.ndarray, iterations: int, step: floa
     lab = np.subtract(np.asarray(labels).reshape(-1), 1, dtype=np.int32, casting="unsafe")
     moved = fuse_tv_into(problem, lab, iterations, step, thresholds)
     return lab + 1, moved
+
+
+def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, float],
+                       weights: np.ndarray, iterations: int, step: float) -> np.ndarray:
+    """:func:`tv_relaxation` with the area of label 2, ``sum weights_i s_i``, kept within
+    ``area`` (a K = 2 problem with area bounds; an 8-neighbour grid).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        A two-label problem on a grid with a stencil (:mod:`solver.mrf.polish.stencil`).
+    lab : numpy.ndarray
+        ``(n,)`` 0-based labels to start from.
+    area : tuple of float
+        Least and most area of label 2 (in the units of ``weights``).
+    weights : numpy.ndarray
+        ``(n,)`` area of each pixel.
+    iterations, step : int, float
+        As :func:`tv_relaxation`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)`` float64 weight of label 2 per pixel, in [0, 1].
+    """
+    if problem.k != 2:
+        raise ValueError(f"the TV relaxation is for two labels, not K = {problem.k}")
+    stencil, offsets = grid_stencil(problem)
+    if stencil.shape[0] != problem.n:
+        raise ValueError("the TV relaxation with an area bound needs an 8-neighbour grid")
+    u = (problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
+    free = np.asarray(problem.hard).ravel() == 0
+    two_lam = 2.0 * float(problem.lam)
+    gamma = step / max(two_lam, 1e-300)
+    w = np.asarray(weights, dtype=np.float32)
+    cost = np.ascontiguousarray(
+        np.where(stencil[:, 4:] <= 0.0, -two_lam * stencil[:, 4:], 0.0).astype(np.float32).T)
+    deg = np.count_nonzero(stencil <= 0.0, axis=1)
+    tau = (gamma / (deg + w)).astype(np.float32)
+    s32 = np.asarray(lab, dtype=np.float32).copy()
+    _, nu = tv_kernels.tv_iterate_grid_area(cost, offsets, u, free, tau, s32,
+                                            np.float32(0.5 / gamma), w, float(area[0]),
+                                            float(area[1]), 1.0 / (gamma * float(w.sum())),
+                                            int(iterations))
+    log.debug("TV relaxation under an area bound: multiplier %.4g", nu)
+    return s32.astype(np.float64)

@@ -283,3 +283,45 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
             if moved < tol:
                 break
     return done, sparse
+
+
+@_jit
+def tv_iterate_grid_area(cost, offsets, u, free, tau, s, sigma, w, a_lo, a_hi, sigma_area,
+                         iterations):  # pragma: no cover
+    """:func:`tv_iterate_grid` (steps over every pixel) with the area ``a(s) = sum w_i s_i``
+    kept in ``[a_lo, a_hi]``: one more dual ``nu`` for that row, its step ``sigma_area``, the
+    projection onto the interval through Moreau's identity; each pixel's gradient gains
+    ``nu w_i`` (``tau`` must count the row: ``gamma / (deg_i + w_i)``). Returns the number of
+    steps run and the final ``nu``."""
+    n = s.size
+    bar = s.copy()
+    p = np.zeros((4, n), np.float32)
+    g = np.empty(n, np.float32)
+    nu = 0.0
+    area = 0.0
+    for i in range(n):
+        area += w[i] * bar[i]
+    for _ in range(iterations):
+        v = nu + sigma_area * area
+        nu = v - sigma_area * min(max(v / sigma_area, a_lo), a_hi)
+        for q in range(4):
+            o = offsets[4 + q]
+            for i in range(n - o):
+                c = cost[q, i]
+                p[q, i] = min(max(p[q, i] + sigma * (bar[i] - bar[i + o]), -c), c)
+        pull = np.float32(nu)
+        for i in range(n):
+            g[i] = u[i] + p[0, i] + p[1, i] + p[2, i] + p[3, i] + pull * w[i]
+        for q in range(4):
+            o = offsets[4 + q]
+            for i in range(o, n):
+                g[i] -= p[q, i - o]
+        area = 0.0
+        for i in range(n):
+            t = min(max(s[i] - tau[i] * g[i], np.float32(0.0)), np.float32(1.0))
+            if not free[i]:
+                t = s[i]
+            bar[i] = 2 * t - s[i]
+            s[i] = t
+            area += w[i] * bar[i]
+    return iterations, nu
