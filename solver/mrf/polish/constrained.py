@@ -7,9 +7,13 @@ cheapest single-pixel moves that remove the conflicts, then those that bring eac
 its bounds). From then on every move is exact, lowers the energy and keeps every constraint:
 ICM that takes a pixel's best feasible label, whole-region moves to the best feasible label
 (also with a margin of a third label where the region touches one apart from the new label,
-:mod:`solver.mrf.polish.margin_kernels`), and exchanges of two boundary pixels between two labels, which leave both areas where they
-were (with an area pinned, no single pixel can move). See
-:mod:`solver.mrf.polish.constrained_kernels`.
+:mod:`solver.mrf.polish.margin_kernels`), and exchanges of two boundary pixels between two
+labels, which leave both areas where they were (with an area pinned, no single pixel can
+move). See :mod:`solver.mrf.polish.constrained_kernels`.
+
+With two labels and area bounds the final polish runs a second time from the TV relaxation
+under the bound (:func:`solver.mrf.polish.tv.tv_relaxation_area`): from its best level set
+within the bounds, with its level sets among the proposals, and the better end is kept.
 
 On a coarse pyramid level a pixel stands for several image pixels, and an exact area may not
 be reachable with such pieces; there the bounds widen by the largest piece (the finest level
