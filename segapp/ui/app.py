@@ -295,30 +295,50 @@ def demo_screenshot(out_path: str, max_iter: int | None = None, view: str = "mai
     try:
         if view == "histogram":
             from segapp.ui.teaching_shots import histogram_screenshot
-            return histogram_screenshot(app, win, out_path, max_iter, wait_for_run)
+            return histogram_screenshot(app, win, out_path, max_iter, run_demo_sample)
         return _demo_run(app, win, out_path, max_iter)
     finally:
         dispose_window(win, before)
 
 
-def _demo_run(app: QApplication, win, out_path: str, max_iter: int | None) -> int:
+def run_demo_sample(app: QApplication, win, size: tuple[int, int], max_iter: int | None) -> bool:
+    """Show ``win`` at ``size``, open the bundled cameraman with its K = 2 strokes, run ADMM (no
+    warm start; at most ``max_iter`` iterations if given) and wait for it to end.
+
+    Parameters
+    ----------
+    app : QApplication
+    win : MainWindow
+    size : tuple of int
+        The window's width and height.
+    max_iter : int or None
+        Iteration cap for the run.
+
+    Returns
+    -------
+    bool
+        True when the run finished with an outcome; False (and logged) otherwise.
+    """
     from segapp.ui.fileops import list_samples
-    win.resize(1440, 900)
+    win.resize(*size)
     win.show()
     app.processEvents()
     samples = [s for s in list_samples() if s[1].stem == "cameraman" and s[3] == 2]
-    if not samples:
+    if not samples or not win.open_sample(*samples[0][1:]):
         log.error("bundled cameraman sample with K = 2 strokes not found")
-        return 1
-    _, image, strokes, k = samples[0]
-    if not win.open_sample(image, strokes, k):
-        return 1
+        return False
     win.canvas.fit_to_window()
     win.act_warm.setChecked(False)
     if max_iter:
         win.params_panel.admm["max_iter"].setValue(int(max_iter))
     if not win.start_run() or not wait_for_run(win) or win.outcome is None:
         log.error("demo run did not finish")
+        return False
+    return True
+
+
+def _demo_run(app: QApplication, win, out_path: str, max_iter: int | None) -> int:
+    if not run_demo_sample(app, win, (1440, 900), max_iter):
         return 1
     win.side_tabs.setCurrentWidget(win.results_panel)
     for _ in range(5):

@@ -42,25 +42,12 @@ def geometry_screenshot(app: QApplication, out_path: str, preset: int = 0) -> in
 
 
 def histogram_screenshot(app: QApplication, win, out_path: str, max_iter: int | None,
-                         wait_for_run: Callable[[object], bool]) -> int:
+                         run_demo: Callable[..., bool]) -> int:
     """Run ADMM on the cameraman in ``win`` (1366×768), bring the "Mass and probe" dock forward
     with the replay at its first stored iteration and a pixel of the man's coat probed, and save
-    a screenshot of the window (``wait_for_run(win)``: spin until the run ends, True when it
-    did); 0 on success, 1 on failure."""
-    from segapp.ui.fileops import list_samples
-    win.resize(*SHOT_SIZE)
-    win.show()
-    app.processEvents()
-    samples = [s for s in list_samples() if s[1].stem == "cameraman" and s[3] == 2]
-    if not samples or not win.open_sample(*samples[0][1:]):
-        log.error("bundled cameraman sample with K = 2 strokes not found")
-        return 1
-    win.canvas.fit_to_window()
-    win.act_warm.setChecked(False)
-    if max_iter:
-        win.params_panel.admm["max_iter"].setValue(int(max_iter))
-    if not win.start_run() or not wait_for_run(win) or win.outcome is None:
-        log.error("demo run did not finish")
+    a screenshot of the window (``run_demo(app, win, size, max_iter)``: open the sample and run
+    it, :func:`segapp.ui.app.run_demo_sample`); 0 on success, 1 on failure."""
+    if not run_demo(app, win, SHOT_SIZE, max_iter):
         return 1
     win.show_teaching_dock()
     win.side_tabs.setCurrentWidget(win.results_panel)

@@ -18,6 +18,18 @@ _jit = numba.njit(cache=True, nogil=True)
 
 
 @_jit
+def _most_moved(s, old):  # pragma: no cover
+    """The largest ``|s_i - old_i|``; ``old`` becomes ``s``."""
+    moved = 0.0
+    for i in range(s.size):
+        d = abs(s[i] - old[i])
+        if d > moved:
+            moved = d
+        old[i] = s[i]
+    return moved
+
+
+@_jit
 def tv_iterate(ei, ej, c, u, free, s, p, gamma, iterations, tol):  # pragma: no cover
     """Run at most ``iterations`` primal-dual steps on the TV relaxation, in place.
 
@@ -68,15 +80,8 @@ def tv_iterate(ei, ej, c, u, free, s, p, gamma, iterations, tol):  # pragma: no 
             bar[i] = 2.0 * t - s[i]
             s[i] = t
         done += 1
-        if done % 25 == 0:
-            moved = 0.0
-            for i in range(n):
-                d = abs(s[i] - old[i])
-                if d > moved:
-                    moved = d
-                old[i] = s[i]
-            if moved < tol:
-                break
+        if done % 25 == 0 and _most_moved(s, old) < tol:
+            break
     return done
 
 
@@ -273,15 +278,8 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
         else:
             _dense_step(cost, offsets, u, free, tau, s, bar, p, g, sigma)
         done += 1
-        if done % 25 == 0:
-            moved = 0.0
-            for i in range(n):
-                d2 = abs(s[i] - old[i])
-                if d2 > moved:
-                    moved = d2
-                old[i] = s[i]
-            if moved < tol:
-                break
+        if done % 25 == 0 and _most_moved(s, old) < tol:
+            break
     return done, sparse
 
 
