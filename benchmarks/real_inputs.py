@@ -25,7 +25,8 @@ Each case is built and solved as the app does (:func:`segapp.core.pipeline.run_s
 default settings, with the reference): the yardstick (min-cut for K = 2, α-expansion for K > 2)
 then ADMM, one after the other in this process. Records: gap = (E_admm - E_ref) / |E_ref|, the
 time ratio (ADMM's solve time over the yardstick's), the fraction of pixels whose labels differ,
-n, K, kind and split. Writes ``DIR/real_inputs.json`` (settings, the split and all records) and
+the straight block edges ADMM has and the yardstick lacks (:func:`block_edges`), n, K, kind and
+split. Writes ``DIR/real_inputs.json`` (settings, the split and all records) and
 ``DIR/real_inputs.md`` (summary per split and kind, then every case); progress goes to stderr.
 ``--draw DIR`` also writes each case's input drawn over its image (PNG) for a look.
 """
@@ -392,10 +393,58 @@ def warm_up() -> None:
                          SegmentParams(k=k), reference=True)
 
 
+#: A straight boundary that ADMM has and the yardstick lacks, longer than this along a line
+#: of pyramid cells of 4 x 4 pixels or more, counts as a block edge (issue 32).
+BLOCK_RUN = 16
+#: Cell side whose edges are checked (levels 2 and up of the 2 x 2 pyramid: every 4th line;
+#: level 1's cells would flag half of all lines).
+BLOCK_CELL = 4
+
+
+def _runs_longer(mask: np.ndarray, length: int) -> int:
+    """The number of maximal runs of True along the rows of ``mask`` (2-D bool) longer than
+    ``length``."""
+    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), np.int8)
+    padded[:, 1:-1] = mask
+    d = np.diff(padded, axis=1)
+    starts, ends = np.nonzero(d == 1), np.nonzero(d == -1)
+    return int(np.count_nonzero(ends[1] - starts[1] > length))
+
+
+def block_edges(labels: np.ndarray, reference: np.ndarray, solved_whole: bool) -> int:
+    """Straight runs of more than :data:`BLOCK_RUN` pixels along a pyramid cell edge (every
+    :data:`BLOCK_CELL`-th row or column boundary) where ``labels`` changes across the line and
+    ``reference`` does not: the pyramid's block boundaries showing through. 0 for an image
+    solved whole (no pyramid).
+
+    Parameters
+    ----------
+    labels, reference : numpy.ndarray
+        ``(H, W)`` labels of ADMM and of the yardstick.
+    solved_whole : bool
+        The image was solved without a pyramid.
+
+    Returns
+    -------
+    int
+        The number of such runs.
+    """
+    if solved_whole:
+        return 0
+    a, m = np.asarray(labels), np.asarray(reference)
+    rows = slice(BLOCK_CELL, None, BLOCK_CELL)  # the boundary between row y - 1 and row y
+    across = (a[rows] != a[BLOCK_CELL - 1:-1:BLOCK_CELL][: a[rows].shape[0]]) & (
+        m[rows] == m[BLOCK_CELL - 1:-1:BLOCK_CELL][: m[rows].shape[0]])
+    down = (a[:, rows] != a[:, BLOCK_CELL - 1:-1:BLOCK_CELL][:, : a[:, rows].shape[1]]) & (
+        m[:, rows] == m[:, BLOCK_CELL - 1:-1:BLOCK_CELL][:, : m[:, rows].shape[1]])
+    return _runs_longer(across, BLOCK_RUN) + _runs_longer(down.T, BLOCK_RUN)
+
+
 def run_case(case: Case, seed: int, native: dict[str, np.ndarray] | None = None,
              draw: Path | None = None) -> dict:
     """Solve one case with the yardstick then ADMM (default settings); its record."""
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
+    from solver.mrf import SolveOptions  # noqa: PLC0415
 
     img, strokes, rect = make_input(case, seed, native)
     if draw is not None:
@@ -413,6 +462,8 @@ def run_case(case: Case, seed: int, native: dict[str, np.ndarray] | None = None,
         if res.reference_time_s > 0 else None,
         "build_s": res.build_time_s, "iterations": res.iterations, "status": res.status,
         "disagree": float(np.mean(res.labels != res.reference_labels)),
+        "block_edges": block_edges(res.labels, res.reference_labels,
+                                   h * w <= SolveOptions().coarse_to_fine.whole_max),
     }
 
 
@@ -426,7 +477,7 @@ def summary(records: list[dict]) -> str:
     """Markdown: per split and kind (K = 2 and K > 2 apart), the cases, median and worst gap,
     cases over the issue's target, median time ratio; then a row per split over all kinds."""
     lines = ["| split | kind | K | cases | median gap | worst gap (case) | over target "
-             "| median time ratio |", "|---|---|---|---|---|---|---|---|"]
+             "| with block edges | median time ratio |", "|---|---|---|---|---|---|---|---|---|"]
 
     def row(split: str, kind: str, kl: str, rs: list[dict]) -> None:
         if not rs:
@@ -437,6 +488,7 @@ def summary(records: list[dict]) -> str:
         lines.append(
             f"| {split} | {kind} | {kl} | {len(rs)} | {100 * np.median(gaps):+.3f}% | "
             f"{100 * gaps.max():+.3f}% ({worst['image']}, n={worst['n']}) | {over} | "
+            f"{sum(r.get('block_edges', 0) > 0 for r in rs)} | "
             f"{np.median([r['time_ratio'] for r in rs]):.1f}× |")
 
     for split in ("tuning", "heldout"):

@@ -70,3 +70,18 @@ def test_script_runs_a_tiny_setting(tmp_path):
         assert r["time_ratio"] > 0
     md = (tmp_path / "real_inputs.md").read_text()
     assert "| tuning | all | 2 |" in md and "## Cases" in md
+
+
+def test_block_edges_are_straight_runs_on_cell_lines_the_yardstick_lacks():
+    ref = np.ones((64, 64), np.int32)
+    admm = ref.copy()
+    admm[20:40, 8:40] = 2  # a block whose top edge runs on row 20 (a multiple of 4), 32 px
+    assert real_inputs.block_edges(admm, ref, solved_whole=False) >= 2  # top and bottom rows
+    assert real_inputs.block_edges(admm, ref, solved_whole=True) == 0
+    assert real_inputs.block_edges(admm, admm, solved_whole=False) == 0  # the yardstick too
+    short = ref.copy()
+    short[20:40, 8:20] = 2  # 12 px along the rows, but 20 px down columns 8 and 20
+    assert real_inputs.block_edges(short, ref, solved_whole=False) == 2
+    odd = ref.copy()
+    odd[21:39, 9:41] = 2  # off the cell lines: row 21 and 39, columns 9 and 41
+    assert real_inputs.block_edges(odd, ref, solved_whole=False) == 0
