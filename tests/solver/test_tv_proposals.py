@@ -227,3 +227,26 @@ def test_constrained_polish_with_the_relaxation_is_never_worse(seed):
     both = constrained_polish(problem, start, tv=True)
     assert problem.feasible(plain) and problem.feasible(both)
     assert problem.energy(both) <= problem.energy(plain) + 1e-9 * abs(problem.energy(plain))
+
+
+def test_level_sets_within_an_exact_area_take_the_largest_values():
+    """With an exact area no level set need meet it; the pixels of largest relaxed value up to
+    that area are proposed, hard pixels kept to their labels."""
+    from solver.mrf.polish.constrained import _level_sets_within
+
+    problem = random_problem((6, 7), k=2, seed=2, hard_fraction=0.2)
+    hard = problem.hard.ravel()
+    rng = np.random.default_rng(0)
+    s = rng.random(problem.n)
+    s[hard == 1], s[hard == 2] = 0.0, 1.0
+    target = float(np.count_nonzero(hard == 2) + 5)
+    cands = list(_level_sets_within(problem, s, np.ones(problem.n), (target, target),
+                                    (0.5,)))
+    assert cands
+    for cand in cands:
+        assert cand.sum() == target
+        assert np.all(cand[hard == 2] == 1) and np.all(cand[hard == 1] == 0)
+    free = hard == 0
+    chosen = cands[-1].astype(bool)
+    # every free pixel taken has a value at least that of every free pixel left out
+    assert s[chosen & free].min() >= s[~chosen & free].max()

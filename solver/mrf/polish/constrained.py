@@ -211,6 +211,29 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
     return taken
 
 
+def _level_sets_within(problem: MRFProblem, s: np.ndarray, w: np.ndarray,
+                       area: tuple[float, float], levels: Sequence[float]):
+    """0-based labellings from the relaxation ``s`` whose label-2 area lies within ``area``:
+    its level sets ``{s > t}`` that do, and the pixels of largest ``s`` (hard pixels first or
+    last, by their label) up to the area nearest the relaxation's own within the bounds, and
+    up to each bound (an exact area, which no level set meets in general)."""
+    for t in levels:
+        cand = (s > t).astype(np.int32)
+        if area[0] <= float(w @ cand) <= area[1]:
+            yield cand
+    hard = np.asarray(problem.hard).ravel()
+    key = np.where(hard == 2, np.inf, np.where(hard == 1, -np.inf, s))
+    order = np.argsort(-key, kind="stable")
+    reach = np.cumsum(w[order])
+    own = min(max(float(w @ s), area[0]), area[1])
+    for target in sorted({own, area[0], area[1]}):
+        top = int(np.searchsorted(reach, target + 1e-9 * max(1.0, target), side="right"))
+        if top and area[0] - 1e-9 * max(1.0, area[0]) <= reach[top - 1]:
+            cand = np.zeros(s.size, np.int32)
+            cand[order[:top]] = 1
+            yield cand
+
+
 def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: PolishOptions
                   ) -> tuple[Snapshot | None, np.ndarray | None]:
     """K = 2 with area bounds and no apart pair: the TV relaxation under the area bound
@@ -231,12 +254,10 @@ def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: P
     s = tv_relaxation_area(problem, lab, area, w, options.tv_area_iterations,
                            options.tv_area_step)
     best, best_e = None, problem.energy(lab + 1)
-    for t in options.tv_area_levels:
-        cand = (s > t).astype(np.int32)
-        if area[0] <= float(w @ cand) <= area[1]:
-            e = problem.energy(cand + 1)
-            if e < best_e - 1e-9 * abs(best_e) and problem.feasible(cand + 1):
-                best, best_e = cand, e
+    for cand in _level_sets_within(problem, s, w, area, options.tv_area_levels):
+        e = problem.energy(cand + 1)
+        if e < best_e - 1e-9 * abs(best_e) and problem.feasible(cand + 1):
+            best, best_e = cand, e
     weights = np.empty((s.size, 2), dtype=np.float32)
     weights[:, 1] = s
     weights[:, 0] = 1.0 - s
