@@ -70,12 +70,15 @@ class PolishOptions:
     tv_iterations : int
         K = 2, final polish: most linearized-ADMM steps on the TV relaxation whose level sets
         are fused (:mod:`solver.mrf.polish.tv`); 0 turns the TV proposals off.
+    tv_expansion_iterations : int
+        K > 2, final polish: the same for the TV relaxation of each label's α-expansion move
+        (:func:`solver.mrf.polish.tv.fuse_tv_expansions_into`); 0 turns them off.
     tv_step : float
         Their primal step scale, relative to the largest pairwise weight ``2 lam``.
     tv_thresholds : tuple of float
         Levels of the TV relaxation proposed.
     tv_max_pixels : int or None
-        Largest image (pixels) given TV proposals; None: any.
+        Largest image (pixels) given TV proposals (either kind); None: any.
     tv_area_iterations, tv_area_step : int, float
         The same for the TV relaxation under an area bound (K = 2 with area bounds, in the
         constrained polish): its multiplier needs more and longer steps.
@@ -98,6 +101,7 @@ class PolishOptions:
     region_cap_min: int = 2048
     snapshot_iterations: frozenset[int] = SNAPSHOT_ITERATIONS
     tv_iterations: int = 200
+    tv_expansion_iterations: int = 100
     tv_step: float = 1.0
     tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
     tv_max_pixels: int | None = 1_200_000

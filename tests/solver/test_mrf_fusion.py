@@ -371,7 +371,7 @@ def _polish_one_based(problem, labels, snapshots, split):
     from solver.mrf.polish.descents import fuse_descents
     from solver.mrf.polish.icm import pair_moves
     from solver.mrf.polish.regions import settle_regions, split_moves
-    from solver.mrf.polish.tv import fuse_tv
+    from solver.mrf.polish.tv import fuse_tv, fuse_tv_expansions
     from solver.mrf.polish.watershed import fuse_edge_snapped
 
     o = PolishOptions()
@@ -393,8 +393,10 @@ def _polish_one_based(problem, labels, snapshots, split):
         if moved:
             lab, settled = settle_regions(problem, carved, icm_optimal=True,
                                           since=lab if settled else None)
-    if problem.k == 2 and split and o.tv_iterations > 0 and problem.n <= o.tv_max_pixels:
-        proposed, moved = fuse_tv(problem, lab, o.tv_iterations, o.tv_step, o.tv_thresholds)
+    steps = o.tv_iterations if problem.k == 2 else o.tv_expansion_iterations
+    if split and steps > 0 and problem.n <= o.tv_max_pixels:
+        proposed, moved = (fuse_tv if problem.k == 2 else fuse_tv_expansions)(
+            problem, lab, steps, o.tv_step, o.tv_thresholds)
         if moved:
             lab, settled = settle_regions(problem, icm(problem, proposed, since=lab),
                                           icm_optimal=True, since=lab if settled else None)

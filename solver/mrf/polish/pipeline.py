@@ -1,8 +1,9 @@
 """The polish: the sequence of moves that finishes ADMM's labelling.
 
 ICM and pair moves, closing and box fusion, whole-region moves, region splits, then fusion with
-the level sets of ADMM's iterates (carved by ICM, snapped to image edges, and plain). Every move
-is exact and taken only when it lowers the energy, so the polish never raises it.
+the level sets of ADMM's iterates (carved by ICM), of a TV relaxation (of the labelling for
+K = 2, of each label's expansion move for K > 2), of edge-snapped zones, and plain ones. Every
+move is exact and taken only when it lowers the energy, so the polish never raises it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from solver.mrf.polish.fusion import (
 )
 from solver.mrf.polish.icm import _icm_in_place, _pair_moves_in_place
 from solver.mrf.polish.regions import _settle_in_place, _split_moves_in_place
-from solver.mrf.polish.tv import fuse_tv_into
+from solver.mrf.polish.tv import fuse_tv_expansions_into, fuse_tv_into
 from solver.mrf.polish.watershed import fuse_edge_snapped_into
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,11 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   options: PolishOptions = _DEFAULT) -> np.ndarray:
     """ICM and pair moves (K > 2, or ``options.pair_moves_binary``), filled concavities and box
     completions, whole-region moves, region splits, then fusion with the level sets of ADMM's
-    iterates carved by ICM (:func:`solver.mrf.polish.descents.fuse_descents`), with the
-    boundaries snapped to image edges (:func:`solver.mrf.polish.watershed.fuse_edge_snapped`,
+    iterates carved by ICM (:func:`solver.mrf.polish.descents.fuse_descents`), with the TV
+    relaxation's level sets (:mod:`solver.mrf.polish.tv`: of the labelling for K = 2, of each
+    label's expansion move for K > 2, if ``options.tv_iterations`` or
+    ``options.tv_expansion_iterations``), with the boundaries snapped to image edges
+    (:func:`solver.mrf.polish.watershed.fuse_edge_snapped`,
     if ``options.edge_snap``) and with the plain level sets; never raises the energy.
 
     Parameters
@@ -119,11 +123,12 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
                                    options=options)
-    if (problem.k == 2 and split and options.tv_iterations > 0
+    tv_steps = options.tv_iterations if problem.k == 2 else options.tv_expansion_iterations
+    if (split and tv_steps > 0
             and (options.tv_max_pixels is None or problem.n <= options.tv_max_pixels)):
         mark()
-        if fuse_tv_into(problem, lab, options.tv_iterations, options.tv_step,
-                        options.tv_thresholds, workspace=ws):
+        fuse = fuse_tv_into if problem.k == 2 else fuse_tv_expansions_into
+        if fuse(problem, lab, tv_steps, options.tv_step, options.tv_thresholds, workspace=ws):
             _icm_in_place(problem, lab, since=before)
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,

@@ -1,4 +1,5 @@
-"""TV-relaxation proposals for a K = 2 polish.
+"""TV-relaxation proposals for the polish: the labelling's own for K = 2, each label's expansion
+move for K > 2.
 
 With weak data (a rectangle, a few short strokes) ℓ2-box ADMM can settle on a labelling that
 differs from the optimum in a whole region, one that no level set of its own iterates outlines
@@ -7,7 +8,9 @@ labels the TV (ℓ1) form of the same energy has a tight relaxation; a few hundr
 steps on it (:func:`solver.mrf.polish.tv_kernels.tv_iterate`), started from the polish's
 labelling, outline such regions, and their level sets are fused like ADMM's own
 (:func:`solver.mrf.polish.fusion.fuse_level_sets_into`): each region is taken only if it lowers
-the energy. Tuned and measured in docs/decisions.md, "TV proposals for two labels".
+the energy. For K > 2 the same iteration runs on each label's α-expansion move, a two-label
+submodular energy of the same form (:func:`expansion_terms`). Tuned and measured in
+docs/decisions.md, "TV proposals for two labels" and "TV-relaxed expansion moves".
 """
 
 from __future__ import annotations
@@ -53,17 +56,9 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
         raise ValueError(f"the TV relaxation is for two labels, not K = {problem.k}")
     u = problem.unary[:, 1] - problem.unary[:, 0]
     free = np.asarray(problem.hard).ravel() == 0
-    two_lam = 2.0 * float(problem.lam)
-    gamma = step / max(two_lam, 1e-300)
-    stencil, offsets = grid_stencil(problem)
-    if stencil.shape[0] == problem.n:
-        # float32, and each forward edge's cost (0: none) by direction: half the stencil's
-        # entries, a quarter of its bytes
-        edge = stencil[:, 4:] <= 0.0
-        cost = np.ascontiguousarray(
-            np.where(edge, -two_lam * stencil[:, 4:], 0.0).astype(np.float32).T)
-        deg = np.count_nonzero(stencil <= 0.0, axis=1)
-        tau = (gamma / np.maximum(deg, 1)).astype(np.float32)
+    terms = _grid_terms(problem, step)
+    if terms is not None:
+        cost, offsets, tau, gamma = terms
         s32 = np.asarray(lab, dtype=np.float32).copy()
         steps, sparse = tv_kernels.tv_iterate_grid(cost, offsets, u.astype(np.float32), free,
                                                    tau, s32, np.float32(0.5 / gamma),
@@ -72,6 +67,8 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
         log.debug("TV relaxation: %d steps, %d of them sparse", steps, sparse)
         s = s32.astype(np.float64)
     else:  # (no grid: the Laplacian's upper triangle, each edge once)
+        two_lam = 2.0 * float(problem.lam)
+        gamma = step / max(two_lam, 1e-300)
         s = np.asarray(lab, dtype=np.float64).copy()
         upper = sp.triu(problem.laplacian, k=1, format="coo")
         c = -two_lam * upper.data.astype(np.float64)
@@ -133,9 +130,16 @@ def fuse_tv(problem: MRFProblem, labels: np.ndarray, iterations: int, step: floa
     moved : int
         Regions taken.
     """
-    lab = np.subtract(np.asarray(labels).reshape(-1), 1, dtype=np.int32, casting="unsafe")
-    moved = fuse_tv_into(problem, lab, iterations, step, thresholds)
-    return lab + 1, moved
+    return _one_based(fuse_tv_into, problem, labels, iterations, step, thresholds)
+
+
+def _one_based(fuse_into, problem: MRFProblem, labels: np.ndarray, *args
+               ) -> tuple[np.ndarray, int]:
+    """``fuse_into(problem, lab, *args)`` on 0-based labels made from 1-based ``labels``; the
+    new 1-based labels and the regions taken."""
+    lab = np.subtract(np.asarray(labels).reshape(-1), 1, dtype=np.int64, casting="unsafe")
+    moved = fuse_into(problem, lab, *args)
+    return (lab + 1).astype(np.int32), moved
 
 
 def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, float],
@@ -182,3 +186,194 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
                                             int(iterations))
     log.debug("TV relaxation under an area bound: multiplier %.4g", nu)
     return s32.astype(np.float64)
+
+
+def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.ndarray,
+                    offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The α-expansion move of ``lab`` to label ``alpha`` as a K = 2 TV energy.
+
+    With ``y_i = 1`` for "pixel i takes ``alpha``", the move's energy is, up to a constant,
+    ``u^T y + sum c'_ij |y_i - y_j|``: an edge whose ends share a label other than ``alpha``
+    keeps its cost ``c``; one whose ends carry two such different labels costs ``c (1 - y_i
+    y_j) = c - c (y_i + y_j) / 2 + c |y_i - y_j| / 2``; one with an end at ``alpha`` costs
+    ``c (1 - y)`` at its other end, a unary term.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        The problem (any K).
+    lab : numpy.ndarray
+        ``(n,)`` 0-based labels.
+    alpha : int
+        0-based label to expand.
+    cost : numpy.ndarray
+        ``(4, n)`` float32 forward-edge costs ``2 lam W_ij`` (0: no edge), as
+        :func:`tv_relaxation` builds them.
+    offsets : numpy.ndarray
+        ``(8,)`` grid offsets (:func:`solver.mrf.polish.stencil.grid_offsets`).
+
+    Returns
+    -------
+    u : numpy.ndarray
+        ``(n,)`` float32 unary term.
+    move_cost : numpy.ndarray
+        ``(4, n)`` float32 edge costs ``c'``.
+    """
+    n = lab.size
+    u = (problem.unary[:, alpha] - problem.unary[np.arange(n), lab]).astype(np.float32)
+    at = lab == alpha
+    out = np.zeros_like(cost)
+    for q in range(4):
+        o = int(offsets[4 + q])
+        c = cost[q, :n - o]
+        ai, aj = at[:n - o], at[o:]
+        other = ~ai & ~aj
+        same = lab[:n - o] == lab[o:]
+        out[q, :n - o] = np.where(other, np.where(same, c, 0.5 * c), 0.0)
+        half = np.where(other & ~same, 0.5 * c, 0.0)
+        u[:n - o] -= np.where(aj & ~ai, c, 0.0) + half
+        u[o:] -= np.where(ai & ~aj, c, 0.0) + half
+    return u, out
+
+
+def _grid_terms(problem: MRFProblem, step: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """Forward-edge costs ``(4, n)`` (float32, 0: no edge; half the stencil's entries, a
+    quarter of its bytes), offsets, primal steps and ``gamma`` of the grid kernel, or None when
+    the problem is not an 8-neighbour grid with a stencil."""
+    stencil, offsets = grid_stencil(problem)
+    if stencil.shape[0] != problem.n:
+        return None
+    two_lam = 2.0 * float(problem.lam)
+    gamma = step / max(two_lam, 1e-300)
+    cost = np.ascontiguousarray(
+        np.where(stencil[:, 4:] <= 0.0, -two_lam * stencil[:, 4:], 0.0).astype(np.float32).T)
+    deg = np.count_nonzero(stencil <= 0.0, axis=1)
+    tau = (gamma / np.maximum(deg, 1)).astype(np.float32)
+    return cost, offsets, tau, gamma
+
+
+def fuse_tv_expansion_into(problem: MRFProblem, lab: np.ndarray, alpha: int, iterations: int,
+                           step: float, thresholds: tuple[float, ...],
+                           workspace: Workspace | None = None, tol: float = 1e-3) -> int:
+    """Fuse the level sets of the TV relaxation of the α-expansion move of ``lab`` to label
+    ``alpha`` (:func:`expansion_terms`) into ``lab`` in place, as regions of ``alpha``.
+
+    The move is a two-label submodular energy, so its TV relaxation is tight: each level set
+    of a minimiser is an optimal move, and its regions (no edge joins two of them) each lower
+    the energy or leave it, so fusing them region by region reaches the optimal move once the
+    relaxation has converged. An 8-neighbour grid with a stencil only (else nothing is done).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        A problem with K >= 2 labels.
+    lab : numpy.ndarray
+        ``(n,)`` 0-based labels, changed in place; the energy never rises.
+    alpha : int
+        0-based label to expand.
+    iterations, step : int, float
+        As :func:`tv_relaxation`.
+    thresholds : tuple of float
+        Levels ``t`` whose sets ``{y > t}`` are proposed.
+    workspace : Workspace, optional
+        The polish's shared work arrays.
+    tol : float
+        As :func:`tv_relaxation`.
+
+    Returns
+    -------
+    int
+        Regions taken.
+    """
+    terms = _grid_terms(problem, step)
+    if terms is None:
+        return 0
+    cost, offsets, tau, gamma = terms
+    return _fuse_expansion(problem, lab, alpha, cost, offsets, tau, gamma, iterations,
+                           thresholds, workspace, tol)
+
+
+def _fuse_expansion(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.ndarray,
+                    offsets: np.ndarray, tau: np.ndarray, gamma: float, iterations: int,
+                    thresholds: tuple[float, ...], workspace: Workspace | None,
+                    tol: float) -> int:
+    """:func:`fuse_tv_expansion_into` with the grid's terms made."""
+    n = problem.n
+    u, move_cost = expansion_terms(problem, lab, alpha, cost, offsets)
+    free = (np.asarray(problem.hard).ravel() == 0) & (lab != alpha)
+    # a pixel whose switching cost is at least every edge cost it could save stays put in
+    # some minimiser (its subgradient is never negative): fixed, so it needs no steps
+    reach = move_cost.sum(axis=0)
+    for q in range(4):
+        o = int(offsets[4 + q])
+        reach[o:] += move_cost[q, :n - o]
+    free &= u < reach
+    y = (lab == alpha).astype(np.float32)
+    steps, sparse = tv_kernels.tv_iterate_grid(move_cost, offsets, u, free, tau, y,
+                                               np.float32(0.5 / gamma), int(iterations),
+                                               float(tol), tv_kernels.SPARSE_BELOW)
+    pixels = np.flatnonzero(free & (y > min(thresholds)))
+    taken = 0
+    if pixels.size:
+        weights = np.zeros((pixels.size, problem.k), dtype=np.float32)
+        weights[np.arange(pixels.size), lab[pixels]] = 1.0 - y[pixels]
+        weights[:, alpha] += y[pixels]
+        fixed = (lab + 1).astype(np.int8)
+        fixed[pixels] = 0
+        taken = fuse_level_sets_into(problem, lab, [Snapshot(pixels, weights, fixed)],
+                                     thresholds, max_pixels=None, workspace=workspace)
+    log.debug("TV expansion of label %d: %d steps (%d sparse), %d free, %d proposed, "
+              "%d regions taken", alpha + 1, steps, sparse, int(free.sum()), pixels.size, taken)
+    return taken
+
+
+def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
+                            thresholds: tuple[float, ...],
+                            workspace: Workspace | None = None) -> int:
+    """:func:`fuse_tv_expansion_into` for each label in turn (one sweep of TV-relaxed
+    α-expansion moves): the K > 2 counterpart of :func:`fuse_tv_into`.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        A problem on an 8-neighbour grid (else nothing is done).
+    lab : numpy.ndarray
+        ``(n,)`` 0-based labels, changed in place; the energy never rises.
+    iterations, step, thresholds, workspace
+        As :func:`fuse_tv_expansion_into`.
+
+    Returns
+    -------
+    int
+        Regions taken.
+    """
+    terms = _grid_terms(problem, step)
+    if terms is None:
+        return 0
+    cost, offsets, tau, gamma = terms
+    return sum(_fuse_expansion(problem, lab, alpha, cost, offsets, tau, gamma, iterations,
+                               thresholds, workspace, 1e-3) for alpha in range(problem.k))
+
+
+def fuse_tv_expansions(problem: MRFProblem, labels: np.ndarray, iterations: int, step: float,
+                       thresholds: tuple[float, ...]) -> tuple[np.ndarray, int]:
+    """:func:`fuse_tv_expansions_into` on 1-based labels, returning new ones.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        A problem on an 8-neighbour grid.
+    labels : numpy.ndarray
+        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    iterations, step, thresholds
+        As :func:`fuse_tv_expansions_into`.
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        ``(n,)`` int32 labels in 1..K, energy no higher than the input's.
+    moved : int
+        Regions taken.
+    """
+    return _one_based(fuse_tv_expansions_into, problem, labels, iterations, step, thresholds)

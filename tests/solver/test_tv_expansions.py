@@ -1,0 +1,126 @@
+"""TV-relaxed α-expansion moves (:mod:`solver.mrf.polish.tv`): the move's two-label energy,
+its optimal move reached on tiny grids, and the K > 2 polish on a real input."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solver.mrf import SolveOptions, solve_mrf
+from solver.mrf.polish.stencil import grid_stencil
+from solver.mrf.polish.tv import (
+    expansion_terms,
+    fuse_tv_expansion_into,
+    fuse_tv_expansions_into,
+)
+from tests.solver._mrf_helpers import random_problem
+
+
+def _costs(problem):
+    stencil, offsets = grid_stencil(problem)
+    two_lam = 2.0 * problem.lam
+    cost = np.where(stencil[:, 4:] <= 0.0, -two_lam * stencil[:, 4:], 0.0)
+    return np.ascontiguousarray(cost.astype(np.float32).T), offsets
+
+
+def _move_energy(u, move_cost, offsets, y):
+    n = y.size
+    tv = sum(float(move_cost[q, :n - o] @ np.abs(y[:n - o] - y[o:]))
+             for q, o in enumerate(int(v) for v in offsets[4:]))
+    return float(u @ y) + tv
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_expansion_terms_give_the_energy_change_of_every_move(seed):
+    problem = random_problem((4, 5), k=4, seed=seed)
+    cost, offsets = _costs(problem)
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        lab = rng.integers(0, problem.k, problem.n)
+        alpha = int(rng.integers(0, problem.k))
+        u, move_cost = expansion_terms(problem, lab, alpha, cost, offsets)
+        assert move_cost.min() >= 0.0
+        y = rng.integers(0, 2, problem.n).astype(np.float64)
+        y[lab == alpha] = 1.0
+        moved = np.where(y > 0, alpha, lab)
+        change = problem.energy(moved + 1) - problem.energy(lab + 1)
+        assert _move_energy(u, move_cost, offsets, y) == pytest.approx(change, abs=1e-4)
+
+
+def _best_move(problem, lab, alpha):
+    """The lowest energy of any α-expansion move of ``lab`` (brute force)."""
+    free = np.flatnonzero((problem.hard.ravel() == 0) & (lab != alpha))
+    best = problem.energy(lab + 1)
+    for bits in itertools.product((0, 1), repeat=free.size):
+        moved = lab.copy()
+        moved[free[np.array(bits, bool)]] = alpha
+        best = min(best, problem.energy(moved + 1))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_converged_relaxation_reaches_the_optimal_move(seed):
+    problem = random_problem((3, 4), k=3, seed=20 + seed, hard_fraction=0.15 if seed % 2 else 0.0)
+    rng = np.random.default_rng(seed)
+    hard = problem.hard.ravel()
+    for alpha in range(problem.k):
+        lab = rng.integers(0, problem.k, problem.n)
+        lab[hard > 0] = hard[hard > 0] - 1
+        best = _best_move(problem, lab, alpha)
+        before = lab.copy()
+        fuse_tv_expansion_into(problem, lab, alpha, 20000, 1.0, (0.1, 0.3, 0.5, 0.7, 0.9),
+                               tol=1e-9)
+        assert np.all((lab == before) | (lab == alpha))  # an expansion move of alpha
+        assert np.all(lab[hard > 0] == hard[hard > 0] - 1)
+        assert problem.energy(lab + 1) == pytest.approx(best, rel=1e-7, abs=1e-7)
+
+
+def test_a_sweep_never_raises_the_energy_and_skips_non_grids():
+    problem = random_problem((6, 7), k=5, seed=3, hard_fraction=0.1)
+    rng = np.random.default_rng(0)
+    hard = problem.hard.ravel()
+    for _ in range(5):
+        lab = rng.integers(0, problem.k, problem.n)
+        lab[hard > 0] = hard[hard > 0] - 1
+        before = problem.energy(lab + 1)
+        fuse_tv_expansions_into(problem, lab, 200, 1.0, (0.1, 0.5, 0.9))
+        assert problem.energy(lab + 1) <= before + 1e-9
+    two_columns = random_problem((5, 2), k=3, seed=1)  # (too narrow for a stencil)
+    lab = np.zeros(two_columns.n, np.int64)
+    assert fuse_tv_expansions_into(two_columns, lab, 200, 1.0, (0.5,)) == 0
+
+
+def _real_inputs():
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "real_inputs.py"
+    spec = importlib.util.spec_from_file_location("real_inputs", path)
+    module = importlib.util.module_from_spec(spec)
+    module = sys.modules.setdefault("real_inputs", module)
+    if not hasattr(module, "make_input"):
+        spec.loader.exec_module(module)
+    return module
+
+
+def test_polish_reaches_alpha_expansion_on_short_strokes_where_it_did_not_without_them():
+    """The real-input benchmark's cameraman, K = 5, 1e4 pixels, a few short strokes per label
+    (tuning half): ADMM's polished answer was +0.89 % above α-expansion."""
+    from solver.mrf import build_problem  # noqa: PLC0415
+
+    ri = _real_inputs()
+    case = ri.Case("cameraman", "short", 5, 10_000, "tuning")
+    img, strokes, _ = ri.make_input(case, 0)
+    problem = build_problem(img, strokes, case.k)
+    ref = solve_mrf(problem, "expansion").energy
+    with_moves = solve_mrf(problem, "admm", seed=0).energy
+    off = SolveOptions(polish=replace(SolveOptions().polish, tv_expansion_iterations=0))
+    without = solve_mrf(problem, "admm", seed=0, options=off).energy
+    gap_with = (with_moves - ref) / abs(ref)
+    gap_without = (without - ref) / abs(ref)
+    # measured (2026-11-27): -0.02 % with the moves, +0.89 % without
+    assert gap_with <= 1e-3
+    assert gap_without > gap_with + 3e-3
