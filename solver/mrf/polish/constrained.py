@@ -35,7 +35,7 @@ from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import margin_kernels as mk
 from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.stencil import grid_stencil
-from solver.mrf.polish.tv import tv_relaxation_area
+from solver.mrf.polish.tv import expansion_snapshot, grid_terms, tv_relaxation_area
 
 log = logging.getLogger(__name__)
 
@@ -175,11 +175,12 @@ def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, sta
 
 
 def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
-                       snapshots: Sequence, thresholds: Sequence[float]) -> int:
+                       snapshots: Sequence, thresholds: Sequence[float],
+                       labels: Sequence[int] | None = None) -> int:
     """Fusion under the constraints (:func:`constrained_kernels.fuse_level_set
     <solver.mrf.polish.constrained_kernels.fuse_level_set>`) with "label ``c`` wherever its
     weight exceeds ``t``", for every snapshot of ADMM's iterates, threshold ``t`` and label
-    ``c``. Returns the regions taken."""
+    ``c`` (of ``labels``, 0-based; default all). Returns the regions taken."""
     w, counts, lo, hi, apart = state
     csr = kernels.csr_arrays(problem)
     comp = np.empty(problem.n, np.int64)
@@ -196,7 +197,7 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
         X = np.ascontiguousarray(snap.dense() if hasattr(snap, "dense") else snap,
                                  dtype=np.float64)
         for t in thresholds:
-            for c in range(problem.k):
+            for c in (range(problem.k) if labels is None else labels):
                 if plain:
                     taken += ck.fuse_level_set(*csr, problem.unary, 2.0 * problem.lam, lab,
                                                movable, w, counts, lo, hi, apart, X, c, float(t),
@@ -264,6 +265,32 @@ def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: P
     return Snapshot.from_dense(weights), best
 
 
+def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions) -> int:
+    """K >= 3 with apart pairs and no area bound: for each label α in turn, the TV relaxation
+    of the α-expansion move that keeps the pairs apart (:func:`solver.mrf.polish.tv.
+    expansion_snapshot`), its level sets fused under the constraints as regions of α (as the
+    unconstrained polish's TV-relaxed expansion moves: ``options.tv_expansion_iterations``,
+    ``options.tv_max_pixels``, an 8-neighbour grid). On the kernels' ``args``, in place;
+    returns the regions taken."""
+    c = problem.constraints
+    if (not c.has_apart or c.has_area or options.tv_expansion_iterations <= 0
+            or (options.tv_max_pixels is not None and problem.n > options.tv_max_pixels)):
+        return 0
+    terms = grid_terms(problem, options.tv_step)
+    if terms is None:
+        return 0
+    lab, movable, state = args[5], args[6], args[7:]
+    taken = 0
+    for alpha in range(problem.k):
+        snap = expansion_snapshot(problem, lab, alpha, terms, options.tv_expansion_iterations,
+                                  min(options.tv_thresholds), apart=state[4])
+        if snap is not None:
+            taken += _level_set_fusions(problem, lab, movable, state, [snap],
+                                        options.tv_thresholds, labels=(alpha,))
+    log.debug("constrained TV expansions: %d regions taken", taken)
+    return taken
+
+
 def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
                    options: PolishOptions) -> int:
     """Feasible ICM, then rounds of region moves, margin moves, swaps and level-set fusions,
@@ -318,9 +345,12 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
     """
     lab = kernels.zero_based(labels)
     args = _repair_in_place(problem, lab)
-    tv, candidate = (_tv_proposals(problem, lab, args[7:], options) if tv else (None, None))
+    final = tv
+    tv, candidate = (_tv_proposals(problem, lab, args[7:], options) if final else (None, None))
     start = lab.copy() if tv is not None else None
     moves = _polish_rounds(problem, args, snapshots, options)
+    if final and _expansion_fusions(problem, args, options):
+        moves += _polish_rounds(problem, args, snapshots, options)
     if tv is not None:
         # a second polish with the relaxation: from its best level set within the bounds, or
         # from the repaired labels, its level sets fused as well; the better end is kept (one

@@ -56,7 +56,7 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
         raise ValueError(f"the TV relaxation is for two labels, not K = {problem.k}")
     u = problem.unary[:, 1] - problem.unary[:, 0]
     free = np.asarray(problem.hard).ravel() == 0
-    terms = _grid_terms(problem, step)
+    terms = grid_terms(problem, step)
     if terms is not None:
         cost, offsets, tau, gamma = terms
         s32 = np.asarray(lab, dtype=np.float32).copy()
@@ -189,7 +189,8 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
 
 
 def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.ndarray,
-                    offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                    offsets: np.ndarray, apart: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """The α-expansion move of ``lab`` to label ``alpha`` as a K = 2 TV energy.
 
     With ``y_i = 1`` for "pixel i takes ``alpha``", the move's energy is, up to a constant,
@@ -211,6 +212,12 @@ def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
         :func:`tv_relaxation` builds them.
     offsets : numpy.ndarray
         ``(8,)`` grid offsets (:func:`solver.mrf.polish.stencil.grid_offsets`).
+    apart : numpy.ndarray, optional
+        ``(K, K)`` bool apart pairs (0-based), for a labelling that keeps them: a pixel that
+        stays at a label apart from α must not see a neighbour take α, so such an edge gets
+        the penalty ``M max(0, y_j - y_i) = M |y_i - y_j| / 2 + M (y_j - y_i) / 2`` (``M``
+        above any one pixel's gain from a move), which makes the relaxation's level sets keep
+        the pairs apart where it can; the fusion checks each region itself.
 
     Returns
     -------
@@ -233,10 +240,22 @@ def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
         half = np.where(other & ~same, 0.5 * c, 0.0)
         u[:n - o] -= np.where(aj & ~ai, c, 0.0) + half
         u[o:] -= np.where(ai & ~aj, c, 0.0) + half
+    if apart is not None and np.any(apart[alpha]):
+        big = np.float32(2.0 * (float(np.abs(u).max()) + 8.0 * float(cost.max())))
+        blocks = np.asarray(apart[alpha])[lab]  # a pixel whose label must not touch alpha
+        for q in range(4):
+            o = int(offsets[4 + q])
+            edge = (cost[q, :n - o] > 0.0) & ~at[:n - o] & ~at[o:]
+            i_blocks = edge & blocks[:n - o]  # y_j <= y_i
+            j_blocks = edge & blocks[o:]      # y_i <= y_j
+            out[q, :n - o] += (0.5 * big) * (i_blocks.astype(np.float32)
+                                             + j_blocks.astype(np.float32))
+            u[:n - o] += np.where(j_blocks, 0.5 * big, 0.0) - np.where(i_blocks, 0.5 * big, 0.0)
+            u[o:] += np.where(i_blocks, 0.5 * big, 0.0) - np.where(j_blocks, 0.5 * big, 0.0)
     return u, out
 
 
-def _grid_terms(problem: MRFProblem, step: float
+def grid_terms(problem: MRFProblem, step: float
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     """Forward-edge costs ``(4, n)`` (float32, 0: no edge; half the stencil's entries, a
     quarter of its bytes), offsets, primal steps and ``gamma`` of the grid kernel, or None when
@@ -286,7 +305,7 @@ def fuse_tv_expansion_into(problem: MRFProblem, lab: np.ndarray, alpha: int, ite
     int
         Regions taken.
     """
-    terms = _grid_terms(problem, step)
+    terms = grid_terms(problem, step)
     if terms is None:
         return 0
     cost, offsets, tau, gamma = terms
@@ -299,8 +318,47 @@ def _fuse_expansion(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
                     thresholds: tuple[float, ...], workspace: Workspace | None,
                     tol: float) -> int:
     """:func:`fuse_tv_expansion_into` with the grid's terms made."""
+    snap = expansion_snapshot(problem, lab, alpha, (cost, offsets, tau, gamma), iterations,
+                              min(thresholds), tol)
+    if snap is None:
+        return 0
+    return fuse_level_sets_into(problem, lab, [snap], thresholds, max_pixels=None,
+                                workspace=workspace)
+
+
+def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: tuple,
+                       iterations: int, least: float, tol: float = 1e-3,
+                       apart: np.ndarray | None = None) -> Snapshot | None:
+    """The TV relaxation of the α-expansion move of ``lab`` as label weights: ``y`` on
+    ``alpha`` and ``1 - y`` on each pixel's own label, over the free pixels whose ``y``
+    exceeds ``least`` (every other pixel at its label), or None when there are none.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        A problem on an 8-neighbour grid.
+    lab : numpy.ndarray
+        ``(n,)`` 0-based labels.
+    alpha : int
+        0-based label to expand.
+    terms : tuple
+        ``(cost, offsets, tau, gamma)`` of the grid (:func:`grid_terms`).
+    iterations : int
+        Most steps.
+    least : float
+        Lowest level that will be proposed.
+    tol : float
+        As :func:`tv_relaxation`.
+    apart : numpy.ndarray, optional
+        Apart pairs the move must keep (:func:`expansion_terms`).
+
+    Returns
+    -------
+    Snapshot or None
+    """
+    cost, offsets, tau, gamma = terms
     n = problem.n
-    u, move_cost = expansion_terms(problem, lab, alpha, cost, offsets)
+    u, move_cost = expansion_terms(problem, lab, alpha, cost, offsets, apart)
     free = (np.asarray(problem.hard).ravel() == 0) & (lab != alpha)
     # a pixel whose switching cost is at least every edge cost it could save stays put in
     # some minimiser (its subgradient is never negative): fixed, so it needs no steps
@@ -313,19 +371,17 @@ def _fuse_expansion(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
     steps, sparse = tv_kernels.tv_iterate_grid(move_cost, offsets, u, free, tau, y,
                                                np.float32(0.5 / gamma), int(iterations),
                                                float(tol), tv_kernels.SPARSE_BELOW)
-    pixels = np.flatnonzero(free & (y > min(thresholds)))
-    taken = 0
-    if pixels.size:
-        weights = np.zeros((pixels.size, problem.k), dtype=np.float32)
-        weights[np.arange(pixels.size), lab[pixels]] = 1.0 - y[pixels]
-        weights[:, alpha] += y[pixels]
-        fixed = (lab + 1).astype(np.int8)
-        fixed[pixels] = 0
-        taken = fuse_level_sets_into(problem, lab, [Snapshot(pixels, weights, fixed)],
-                                     thresholds, max_pixels=None, workspace=workspace)
-    log.debug("TV expansion of label %d: %d steps (%d sparse), %d free, %d proposed, "
-              "%d regions taken", alpha + 1, steps, sparse, int(free.sum()), pixels.size, taken)
-    return taken
+    pixels = np.flatnonzero(free & (y > least))
+    log.debug("TV expansion of label %d: %d steps (%d sparse), %d free, %d proposed",
+              alpha + 1, steps, sparse, int(free.sum()), pixels.size)
+    if pixels.size == 0:
+        return None
+    weights = np.zeros((pixels.size, problem.k), dtype=np.float32)
+    weights[np.arange(pixels.size), lab[pixels]] = 1.0 - y[pixels]
+    weights[:, alpha] += y[pixels]
+    fixed = (lab + 1).astype(np.int8)
+    fixed[pixels] = 0
+    return Snapshot(pixels, weights, fixed)
 
 
 def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
@@ -348,7 +404,7 @@ def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: in
     int
         Regions taken.
     """
-    terms = _grid_terms(problem, step)
+    terms = grid_terms(problem, step)
     if terms is None:
         return 0
     cost, offsets, tau, gamma = terms
