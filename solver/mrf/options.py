@@ -84,6 +84,12 @@ class PolishOptions:
         constrained polish): its multiplier needs more and longer steps.
     tv_area_levels : tuple of float
         Levels of that relaxation whose sets, where within the bounds, are tried whole.
+    tv_area_small : tuple of (int, float) or None
+        Steps and step scale of a second relaxation under the area bound on small images (the
+        area multiplier of the first can swing there without settling); its own polish runs
+        too and the best end is kept. None: none.
+    tv_area_small_pixels : int
+        Largest image (pixels) given the second relaxation.
     """
 
     split: bool = True
@@ -108,6 +114,8 @@ class PolishOptions:
     tv_area_iterations: int = 400
     tv_area_step: float = 3.0
     tv_area_levels: tuple[float, ...] = tuple(round(0.02 * i, 2) for i in range(1, 50))
+    tv_area_small: tuple[int, float] | None = (800, 1.0)
+    tv_area_small_pixels: int = 60_000
 
     def cap(self, n: int) -> int:
         """The region-move cap for a level of ``n`` pixels."""

@@ -236,33 +236,39 @@ def _level_sets_within(problem: MRFProblem, s: np.ndarray, w: np.ndarray,
 
 
 def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: PolishOptions
-                  ) -> tuple[Snapshot | None, np.ndarray | None]:
+                  ) -> list[tuple[Snapshot, np.ndarray | None]]:
     """K = 2 with area bounds and no apart pair: the TV relaxation under the area bound
     (:func:`solver.mrf.polish.tv.tv_relaxation_area`), from the repaired labels, as one more
-    snapshot for the fusions, and its best level set within the bounds where that is below
-    ``lab``'s energy (None otherwise). ``(None, None)`` where it does not apply (as the
-    unconstrained polish's TV proposals: ``options.tv_iterations``, ``options.tv_max_pixels``,
-    an 8-neighbour grid)."""
+    snapshot for the fusions, with its best level set within the bounds where that is below
+    ``lab``'s energy (None otherwise); on an image up to ``options.tv_area_small_pixels`` also
+    the relaxation with the steps and step scale of ``options.tv_area_small``. Empty where it
+    does not apply (as the unconstrained polish's TV proposals: ``options.tv_iterations``,
+    ``options.tv_max_pixels``, an 8-neighbour grid)."""
     c = problem.constraints
     if (problem.k != 2 or not c.has_area or c.has_apart or options.tv_iterations <= 0
             or (options.tv_max_pixels is not None and problem.n > options.tv_max_pixels)
             or grid_stencil(problem)[0].shape[0] != problem.n):
-        return None, None
+        return []
     w, _, lo, hi, _ = state
     total = float(w.sum())
     area = (max(float(lo[1]), total - float(hi[0]), 0.0),
             min(float(hi[1]), total - float(lo[0]), total))
-    s = tv_relaxation_area(problem, lab, area, w, options.tv_area_iterations,
-                           options.tv_area_step)
-    best, best_e = None, problem.energy(lab + 1)
-    for cand in _level_sets_within(problem, s, w, area, options.tv_area_levels):
-        e = problem.energy(cand + 1)
-        if e < best_e - 1e-9 * abs(best_e) and problem.feasible(cand + 1):
-            best, best_e = cand, e
-    weights = np.empty((s.size, 2), dtype=np.float32)
-    weights[:, 1] = s
-    weights[:, 0] = 1.0 - s
-    return Snapshot.from_dense(weights), best
+    runs = [(options.tv_area_iterations, options.tv_area_step)]
+    if problem.n <= options.tv_area_small_pixels and options.tv_area_small is not None:
+        runs.append(options.tv_area_small)
+    out = []
+    for iterations, step in runs:
+        s = tv_relaxation_area(problem, lab, area, w, int(iterations), float(step))
+        best, best_e = None, problem.energy(lab + 1)
+        for cand in _level_sets_within(problem, s, w, area, options.tv_area_levels):
+            e = problem.energy(cand + 1)
+            if e < best_e - 1e-9 * abs(best_e) and problem.feasible(cand + 1):
+                best, best_e = cand, e
+        weights = np.empty((s.size, 2), dtype=np.float32)
+        weights[:, 1] = s
+        weights[:, 0] = 1.0 - s
+        out.append((Snapshot.from_dense(weights), best))
+    return out
 
 
 def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions) -> int:
@@ -333,8 +339,9 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
     options : PolishOptions
         The region cap, and the TV relaxation's settings.
     tv : bool
-        K = 2 with area bounds: also polish from the TV relaxation under the bound
-        (:func:`_tv_proposals`) and keep the better end. The coarse-to-fine solver asks for it
+        K = 2 with area bounds: also polish from the TV relaxations under the bound
+        (:func:`_tv_proposals`) and keep the best end; apart pairs without area bounds: TV-
+        relaxed expansion moves (:func:`_expansion_fusions`). The coarse-to-fine solver asks for it
         in the final polish only (at a coarser level it changes what the next level starts
         from, and can lead it to a worse end).
 
@@ -345,19 +352,18 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
     """
     lab = kernels.zero_based(labels)
     args = _repair_in_place(problem, lab)
-    final = tv
-    tv, candidate = (_tv_proposals(problem, lab, args[7:], options) if final else (None, None))
-    start = lab.copy() if tv is not None else None
+    relaxations = _tv_proposals(problem, lab, args[7:], options) if tv else []
+    start = lab.copy() if relaxations else None
     moves = _polish_rounds(problem, args, snapshots, options)
-    if final and _expansion_fusions(problem, args, options):
+    if tv and _expansion_fusions(problem, args, options):
         moves += _polish_rounds(problem, args, snapshots, options)
-    if tv is not None:
-        # a second polish with the relaxation: from its best level set within the bounds, or
-        # from the repaired labels, its level sets fused as well; the better end is kept (one
-        # polish with both can end worse than the plain one: its fusions lead elsewhere)
-        other = start if candidate is None else candidate
+    for snap, candidate in relaxations:
+        # one more polish per relaxation: from its best level set within the bounds, or from
+        # the repaired labels, its level sets fused as well; the best end is kept (one polish
+        # with all of them can end worse than the plain one: its fusions lead elsewhere)
+        other = start.copy() if candidate is None else candidate
         other_args = (*args[:5], other, args[6], *level_state(problem, other))
-        moves += _polish_rounds(problem, other_args, [*snapshots, tv], options)
+        moves += _polish_rounds(problem, other_args, [*snapshots, snap], options)
         if problem.energy(other + 1) < problem.energy(lab + 1):
             lab = other
     log.debug("constrained polish: %d moves", moves)
