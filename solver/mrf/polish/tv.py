@@ -306,20 +306,15 @@ def fuse_tv_expansion_into(problem: MRFProblem, lab: np.ndarray, alpha: int, ite
         Regions taken.
     """
     terms = grid_terms(problem, step)
-    if terms is None:
-        return 0
-    cost, offsets, tau, gamma = terms
-    return _fuse_expansion(problem, lab, alpha, cost, offsets, tau, gamma, iterations,
-                           thresholds, workspace, tol)
+    return 0 if terms is None else _fuse_expansion(problem, lab, alpha, terms, iterations,
+                                                   thresholds, workspace, tol)
 
 
-def _fuse_expansion(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.ndarray,
-                    offsets: np.ndarray, tau: np.ndarray, gamma: float, iterations: int,
-                    thresholds: tuple[float, ...], workspace: Workspace | None,
-                    tol: float) -> int:
+def _fuse_expansion(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: tuple,
+                    iterations: int, thresholds: tuple[float, ...],
+                    workspace: Workspace | None, tol: float) -> int:
     """:func:`fuse_tv_expansion_into` with the grid's terms made."""
-    snap = expansion_snapshot(problem, lab, alpha, (cost, offsets, tau, gamma), iterations,
-                              min(thresholds), tol)
+    snap = expansion_snapshot(problem, lab, alpha, terms, iterations, min(thresholds), tol)
     if snap is None:
         return 0
     return fuse_level_sets_into(problem, lab, [snap], thresholds, max_pixels=None,
@@ -405,11 +400,9 @@ def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: in
         Regions taken.
     """
     terms = grid_terms(problem, step)
-    if terms is None:
-        return 0
-    cost, offsets, tau, gamma = terms
-    return sum(_fuse_expansion(problem, lab, alpha, cost, offsets, tau, gamma, iterations,
-                               thresholds, workspace, 1e-3) for alpha in range(problem.k))
+    return 0 if terms is None else sum(
+        _fuse_expansion(problem, lab, alpha, terms, iterations, thresholds, workspace, 1e-3)
+        for alpha in range(problem.k))
 
 
 def fuse_tv_expansions(problem: MRFProblem, labels: np.ndarray, iterations: int, step: float,
