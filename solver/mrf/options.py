@@ -115,7 +115,7 @@ class PolishOptions:
     tv_area_step: float = 3.0
     tv_area_levels: tuple[float, ...] = tuple(round(0.02 * i, 2) for i in range(1, 50))
     tv_area_small: tuple[int, float] | None = (800, 1.0)
-    tv_area_small_pixels: int = 60_000
+    tv_area_small_pixels: int = 40_000
 
     def cap(self, n: int) -> int:
         """The region-move cap for a level of ``n`` pixels."""
