@@ -183,19 +183,25 @@ def test_area_relaxation_moves_the_area_into_its_bounds():
     assert not lo - 0.02 * problem.n <= free_area <= hi + 0.02 * problem.n
 
 
-def _cameraman_with_a_raised_area():
-    """The cameraman at 141 x 141 with its bundled strokes and the man's label bound to
-    1.2-1.25 times its unconstrained min-cut area (the constraint benchmark's "above" case)."""
+def _cameraman_with_an_area(side, lo, hi):
+    """The cameraman at ``side`` x ``side`` with its bundled strokes and the man's label bound
+    to ``lo``-``hi`` times its unconstrained min-cut area (as the constraint benchmark's
+    cases)."""
     from segapp.core.io import load_label_image
     from solver.mrf import AreaBound, Constraints
 
     img = load_image(ASSETS_DIR / "cameraman.png")
     strokes = load_label_image(ASSETS_DIR / "cameraman_strokes_k2.png", img.shape[:2])
-    img = cv2.resize(img, (141, 141), interpolation=cv2.INTER_AREA)
-    strokes = cv2.resize(strokes, (141, 141), interpolation=cv2.INTER_NEAREST)
+    img = cv2.resize(img, (side, side), interpolation=cv2.INTER_AREA)
+    strokes = cv2.resize(strokes, (side, side), interpolation=cv2.INTER_NEAREST)
     share = float((solve_mrf(build_problem(img, strokes, 2), "mincut").labels == 1).mean())
-    bound = Constraints(area=(AreaBound(1, 1.2 * share, 1.25 * share),))
+    bound = Constraints(area=(AreaBound(1, lo * share, hi * share),))
     return build_problem(img, strokes, 2, constraints=bound)
+
+
+def _cameraman_with_a_raised_area():
+    """At 141 x 141, the man's label at 1.2-1.25 times its min-cut area (the "above" case)."""
+    return _cameraman_with_an_area(141, 1.2, 1.25)
 
 
 def test_constrained_polish_with_the_area_relaxation_reaches_the_yardstick():
@@ -214,16 +220,7 @@ def test_the_second_area_relaxation_reaches_the_yardstick_on_a_small_image():
     """The constraint benchmark's cameraman at 100 x 100 with the man's label bound to
     0.75-0.8 times its min-cut area: the first relaxation's multiplier swings there, the
     second (``tv_area_small``) settles."""
-    from segapp.core.io import load_label_image
-    from solver.mrf import AreaBound, Constraints
-
-    img = load_image(ASSETS_DIR / "cameraman.png")
-    strokes = load_label_image(ASSETS_DIR / "cameraman_strokes_k2.png", img.shape[:2])
-    img = cv2.resize(img, (100, 100), interpolation=cv2.INTER_AREA)
-    strokes = cv2.resize(strokes, (100, 100), interpolation=cv2.INTER_NEAREST)
-    share = float((solve_mrf(build_problem(img, strokes, 2), "mincut").labels == 1).mean())
-    problem = build_problem(img, strokes, 2, constraints=Constraints(
-        area=(AreaBound(1, 0.75 * share, 0.8 * share),)))
+    problem = _cameraman_with_an_area(100, 0.75, 0.8)
     ref = solve_mrf(problem, "mincut").energy
     both = solve_mrf(problem, "admm")
     one = solve_mrf(problem, "admm", options=SolveOptions(

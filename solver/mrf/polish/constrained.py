@@ -257,9 +257,10 @@ def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: P
     if problem.n <= options.tv_area_small_pixels and options.tv_area_small is not None:
         runs.append(options.tv_area_small)
     out = []
+    start_e = problem.energy(lab + 1)
     for iterations, step in runs:
         s = tv_relaxation_area(problem, lab, area, w, int(iterations), float(step))
-        best, best_e = None, problem.energy(lab + 1)
+        best, best_e = None, start_e
         for cand in _level_sets_within(problem, s, w, area, options.tv_area_levels):
             e = problem.energy(cand + 1)
             if e < best_e - 1e-9 * abs(best_e) and problem.feasible(cand + 1):

@@ -167,18 +167,13 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
     """
     if problem.k != 2:
         raise ValueError(f"the TV relaxation is for two labels, not K = {problem.k}")
-    stencil, offsets = grid_stencil(problem)
-    if stencil.shape[0] != problem.n:
+    w = np.asarray(weights, dtype=np.float32)
+    terms = grid_terms(problem, step, row=w)
+    if terms is None:
         raise ValueError("the TV relaxation with an area bound needs an 8-neighbour grid")
+    cost, offsets, tau, gamma = terms
     u = (problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
     free = np.asarray(problem.hard).ravel() == 0
-    two_lam = 2.0 * float(problem.lam)
-    gamma = step / max(two_lam, 1e-300)
-    w = np.asarray(weights, dtype=np.float32)
-    cost = np.ascontiguousarray(
-        np.where(stencil[:, 4:] <= 0.0, -two_lam * stencil[:, 4:], 0.0).astype(np.float32).T)
-    deg = np.count_nonzero(stencil <= 0.0, axis=1)
-    tau = (gamma / (deg + w)).astype(np.float32)
     s32 = np.asarray(lab, dtype=np.float32).copy()
     _, nu = tv_kernels.tv_iterate_grid_area(cost, offsets, u, free, tau, s32,
                                             np.float32(0.5 / gamma), w, float(area[0]),
@@ -255,11 +250,13 @@ def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
     return u, out
 
 
-def grid_terms(problem: MRFProblem, step: float
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     """Forward-edge costs ``(4, n)`` (float32, 0: no edge; half the stencil's entries, a
     quarter of its bytes), offsets, primal steps and ``gamma`` of the grid kernel, or None when
-    the problem is not an 8-neighbour grid with a stencil."""
+    the problem is not an 8-neighbour grid with a stencil. A pixel's primal step is ``gamma``
+    over its edge count, plus its entry of ``row`` where one more constraint row (an area)
+    holds it."""
     stencil, offsets = grid_stencil(problem)
     if stencil.shape[0] != problem.n:
         return None
@@ -268,7 +265,8 @@ def grid_terms(problem: MRFProblem, step: float
     cost = np.ascontiguousarray(
         np.where(stencil[:, 4:] <= 0.0, -two_lam * stencil[:, 4:], 0.0).astype(np.float32).T)
     deg = np.count_nonzero(stencil <= 0.0, axis=1)
-    tau = (gamma / np.maximum(deg, 1)).astype(np.float32)
+    tau = (gamma / (np.maximum(deg, 1) if row is None else np.maximum(deg, 1) + row)
+           ).astype(np.float32)
     return cost, offsets, tau, gamma
 
 
