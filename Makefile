@@ -4,6 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
+# pytest-xdist workers for `make test`: one a core, at most this many (each compiles the kernels
+# it needs on a cold cache and holds its own Qt application, a few hundred MB).
+TEST_WORKERS ?= 4
 
 .PHONY: run test bench mutation smoke lint clean
 
@@ -29,7 +32,7 @@ run: $(RUN_STAMP)
 
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(VENV)/bin/lint-imports
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n auto --maxprocesses=$(TEST_WORKERS)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
