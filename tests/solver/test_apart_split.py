@@ -247,9 +247,10 @@ def test_fusion_with_a_margin_takes_a_proposal_the_plain_fusion_must_refuse():
     plain = kernels.zero_based(start)
     x = np.eye(3)[kernels.zero_based(proposal)]
     state = level_state(p, plain)
-    comp, queue = np.empty(p.n, np.int64), np.empty(p.n, np.int64)
-    assert ck.fuse_level_set(*csr, p.unary, 2 * p.lam, plain, movable, *state, x, 0, 0.5,
-                             comp, queue) == 0  # its one region touches the hard 3
+    comp, queue = np.full(p.n, -1, np.int64), np.empty(p.n, np.int64)
+    seeds = ck.level_set_seeds(x, plain, movable, 0.5)
+    assert seeds.size and ck.fuse_level_set(*csr, p.unary, 2 * p.lam, plain, movable, *state, x,
+                                            0, 0.5, seeds, comp, queue) == 0  # touches the hard 3
     lab = kernels.zero_based(start)
     taken = mk.fuse_with_margin(*csr, p.unary, 2 * p.lam, lab, movable, *level_state(p, lab),
                                 x, 0, 0.5, lab.copy(), np.full(p.n, -1, np.int64), queue, 0)

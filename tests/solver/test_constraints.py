@@ -300,6 +300,39 @@ def test_level_set_fusion_takes_a_region_only_when_it_fits_the_bounds(hi_px, exp
     assert p.feasible(lab + 1) and p.energy(lab + 1) <= before
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_level_set_fusion_from_the_seeds_is_the_fusion_from_every_pixel(seed):
+    """Regions started only from :func:`level_set_seeds` (found once a snapshot) give the
+    labels, counts and regions taken that starting from every pixel gives, over a run of
+    thresholds and labels on one snapshot, with area bounds that refuse some regions."""
+    from solver.mrf.polish import constrained_kernels as ck
+    from solver.mrf.polish import icm_kernels as kernels
+    from solver.mrf.polish.constrained import level_state
+
+    rng = np.random.default_rng(seed)
+    k = 2 + seed % 2
+    p = random_problem((9, 11), k=k, seed=seed, hard_fraction=0.1)
+    p = with_constraints(p, Constraints(area=(AreaBound(1, 20, 60, "px"),)))
+    start = np.where(p.hard > 0, p.hard, rng.integers(1, k + 1, p.n)) - 1
+    movable = np.asarray(p.hard).ravel() == 0
+    x = rng.dirichlet(np.full(k, 0.4), p.n).astype(np.float32)
+    csr = kernels.csr_arrays(p)
+    ends = []
+    for seeds in (np.arange(p.n, dtype=np.int64),
+                  ck.level_set_seeds(x, start, movable, 0.2)):
+        lab = start.astype(np.int64)
+        w, counts, lo, hi, apart = level_state(p, lab)
+        comp, queue = np.full(p.n, -1, np.int64), np.empty(p.n, np.int64)
+        taken = [ck.fuse_level_set(*csr, p.unary, 2 * p.lam, lab, movable, w, counts, lo, hi,
+                                   apart, x, c, t, seeds, comp, queue)
+                 for t in (0.2, 0.5, 0.8) for c in range(k)]
+        assert (comp == -1).all()  # the scratch is left as it was found
+        ends.append((lab, counts, taken))
+    assert sum(ends[0][2]) > 0 and ends[1][0].tolist() == ends[0][0].tolist()
+    assert ends[1][1].tolist() == ends[0][1].tolist() and ends[1][2] == ends[0][2]
+    assert ck.level_set_seeds(x, start, movable, 0.2).size < p.n
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_the_constrained_polish_keeps_a_feasible_start_feasible_and_never_worse(seed):
     from solver.mrf.polish.constrained import constrained_polish, repair

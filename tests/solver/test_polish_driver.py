@@ -69,16 +69,18 @@ def _fake_step(name, log, returns):
 
 @pytest.mark.parametrize("step, returns", [
     ("_split_moves_in_place", 1), ("_fuse_descents_in_place", True),
-    ("fuse_edge_snapped_into", True), ("fuse_level_sets_into", 3)])
+    ("fuse_edge_snapped_into", True), ("fuse_level_sets_into", 3),
+    ("fuse_tv_expansions_into", 2)])
 def test_each_step_that_changes_the_labels_is_followed_by_a_region_pass(monkeypatch, step,
                                                                         returns):
-    """After a split move, a descent fusion, an edge-snapped fusion or a level-set fusion
-    changes the labels, a region pass with the caller's options looks at the result before the
+    """After a split move, a descent fusion, TV-relaxed expansion moves, an edge-snapped
+    fusion or a level-set fusion changes the labels, a region pass with the caller's options looks at the result before the
     next step (their regions can leave islands that only a region move removes)."""
     p, labels, weights = _case()
     log = []
     quiet = {"_split_moves_in_place": 0, "_fuse_descents_in_place": False,
-             "fuse_edge_snapped_into": False, "fuse_level_sets_into": 0}
+             "fuse_edge_snapped_into": False, "fuse_level_sets_into": 0,
+             "fuse_tv_expansions_into": 0}
     for name, none in quiet.items():  # every other step finds nothing
         monkeypatch.setattr(pipeline, name, _fake_step(name, log, returns) if name == step
                             else (lambda *a, _n=name, _v=none, **kw: log.append((_n, None, _v))
@@ -89,3 +91,36 @@ def test_each_step_that_changes_the_labels_is_followed_by_a_region_pass(monkeypa
     at = names.index(step)
     assert names[at + 1] == "_settle_in_place", names
     assert all(opts is CUSTOM for name, opts, _ in log if name == "_settle_in_place")
+
+
+@pytest.mark.parametrize("k, steps, room, runs", [
+    (2, 1, 0, True),     # a single step is a TV move; an image exactly at the cap gets one
+    (3, 1, 0, True),
+    (2, 5, -1, False),   # an image one pixel over the cap gets none
+    (3, 5, -1, False),
+    (2, 0, 0, False),    # zero steps turn them off
+    (3, 0, None, False),
+    (3, 5, None, True),  # no cap: every size
+])
+def test_tv_moves_run_with_the_callers_steps_up_to_the_size_cap(monkeypatch, k, steps, room,
+                                                                runs):
+    """The final polish runs the TV relaxation (K = 2) or the TV-relaxed expansion moves (K > 2)
+    with the caller's number of steps, on images up to ``tv_max_pixels`` (None: any size), and
+    not at all with zero steps or in a coarse level's polish (``split=False``)."""
+    p, labels, weights = _case(k=k)
+    name = "fuse_tv_into" if k == 2 else "fuse_tv_expansions_into"
+    other = "fuse_tv_expansions_into" if k == 2 else "fuse_tv_into"
+    calls = []
+    real = getattr(pipeline, name)
+    monkeypatch.setattr(pipeline, name,
+                        lambda problem, lab, n_steps, *a, **kw: calls.append(n_steps)
+                        or real(problem, lab, n_steps, *a, **kw))
+    monkeypatch.setattr(pipeline, other, lambda *a, **kw: pytest.fail(f"{other} for K = {k}"))
+    field = "tv_iterations" if k == 2 else "tv_expansion_iterations"
+    opts = PolishOptions(**{field: steps,
+                            "tv_max_pixels": None if room is None else p.n + room})
+    pipeline.polish_labels(p, labels, weights, options=opts)
+    assert calls == ([steps] if runs else [])
+    calls.clear()
+    pipeline.polish_labels(p, labels, weights, options=opts, split=False)
+    assert calls == []

@@ -183,7 +183,7 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
     ``c`` (of ``labels``, 0-based; default all). Returns the regions taken."""
     w, counts, lo, hi, apart = state
     csr = kernels.csr_arrays(problem)
-    comp = np.empty(problem.n, np.int64)
+    comp = np.full(problem.n, -1, np.int64)
     queue = np.empty(problem.n, np.int64)
     c_ = problem.constraints
     # with apart pairs, the fusion with a margin takes every region the plain one would and
@@ -193,15 +193,19 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
     mark = np.full(problem.n, -1, np.int64)
     base = 0
     taken = 0
+    every = np.arange(problem.n, dtype=np.int64) if plain and margin else None
     for snap in snapshots:
-        X = np.ascontiguousarray(snap.dense() if hasattr(snap, "dense") else snap,
-                                 dtype=np.float64)
+        X = snap.dense() if hasattr(snap, "dense") else np.ascontiguousarray(snap)
+        # regions start only where the proposals differ from lab (found once a snapshot); the
+        # margin fusion changes pixels outside the level sets, so with it every pixel is a seed
+        seeds = (every if every is not None else
+                 ck.level_set_seeds(X, lab, movable, float(min(thresholds)))) if plain else None
         for t in thresholds:
             for c in (range(problem.k) if labels is None else labels):
                 if plain:
                     taken += ck.fuse_level_set(*csr, problem.unary, 2.0 * problem.lam, lab,
                                                movable, w, counts, lo, hi, apart, X, c, float(t),
-                                               comp, queue)
+                                               seeds, comp, queue)
                 if margin:
                     if plain:  # (the plain fusion may have changed lab)
                         np.copyto(prop, lab)

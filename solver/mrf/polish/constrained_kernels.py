@@ -326,24 +326,46 @@ def _on_boundary_other(indptr, indices, lab, i, target, shrink):  # pragma: no c
 
 
 @_jit
+def level_set_seeds(x, lab, movable, t):  # pragma: no cover
+    """The movable pixels, in increasing order, where some label other than their own has a
+    weight above ``t`` in ``x``: every pixel a run of :func:`fuse_level_set` calls on ``x`` with
+    thresholds ``>= t`` can start a region from, as long as only those calls change ``lab``
+    (a pixel changes only into such a region, so it lies in the set already)."""
+    n, k = x.shape
+    out = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        if not movable[i]:
+            continue
+        for c in range(k):
+            if c != lab[i] and x[i, c] > t:
+                out[m] = i
+                m += 1
+                break
+    return out[:m].copy()
+
+
+@_jit
 def fuse_level_set(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
-                   x, c, t, comp, queue):  # pragma: no cover
+                   x, c, t, seeds, comp, queue):  # pragma: no cover
     """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``" under the constraints.
 
     The movable pixels where that proposal differs from ``lab`` form connected regions (in the
     graph); no edge joins two of them, so each region's energy change is exact and independent
     of the others. A region is taken when it lowers the energy, puts no label ``c`` beside one
     apart from it, and keeps the areas within their bounds as the regions are taken, the best
-    first. ``comp`` (``(n,)`` int64) and ``queue`` (``(n,)`` int64) are scratch space.
-    Changes ``lab`` and ``counts`` in place; returns the regions taken."""
+    first. Regions start only from ``seeds`` (increasing pixel indices that hold every pixel
+    where the proposal differs from ``lab``: all pixels, or :func:`level_set_seeds`), so a call
+    costs the seeds and the regions, not a pass over the image. ``comp`` (``(n,)`` int64, all
+    -1 on entry and left so) and ``queue`` (``(n,)`` int64) are scratch space. Changes ``lab``
+    and ``counts`` in place; returns the regions taken."""
     n, k = unary.shape
-    comp[:] = -1
     starts = [np.int64(0)]
     starts.pop()
     gains = [0.0]
     gains.pop()
     end = 0
-    for s in range(n):
+    for s in seeds:
         if comp[s] >= 0 or not movable[s] or lab[s] == c or not x[s, c] > t:
             continue
         r = len(starts)
@@ -378,6 +400,8 @@ def fuse_level_set(indptr, indices, data, unary, two_lam, lab, movable, w, count
                     gain += cut * ((c != lj) - (li != lj))
         gains.append(np.inf if bad else gain)
     starts.append(np.int64(end))
+    for m in range(end):
+        comp[queue[m]] = -1
     nr = len(gains)
     if nr == 0:
         return 0
