@@ -333,6 +333,57 @@ def test_level_set_fusion_from_the_seeds_is_the_fusion_from_every_pixel(seed):
     assert ck.level_set_seeds(x, start, movable, 0.2).size < p.n
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_swap_rounds_leave_no_exchange_that_lowers_the_energy(seed):
+    """After :func:`swap_rounds` stops on its own, no pixel of label a anywhere on the a/c
+    boundary and pixel of c on it make an exchange that lowers the energy, neighbours or not (a
+    scan of every pixel, where the kernel looks only at the boundary it started from and around
+    its moves); the areas are unchanged and the energy is lower. (Exchanges of two neighbours
+    once counted their common edge as mended twice, raised the energy and went round in
+    circles until the round limit.)"""
+    from solver.mrf.polish import constrained_kernels as ck
+    from solver.mrf.polish import icm_kernels as kernels
+    from solver.mrf.polish.constrained import level_state
+
+    rng = np.random.default_rng(seed)
+    k = 2 + seed % 2
+    p = random_problem((10, 12), k=k, seed=seed)
+    p = with_constraints(p, Constraints(area=(AreaBound(1, 30, 30, "px"),)))
+    # blobs, so there are boundaries to move, with the area of label 1 pinned at 30
+    lab = np.minimum(rng.integers(0, k, (5, 6)).repeat(2, 0).repeat(2, 1).ravel(), k - 1)
+    lab[np.flatnonzero(lab == 0)[30:]] = 1
+    lab[np.flatnonzero(lab != 0)[: max(0, 30 - int((lab == 0).sum()))]] = 0
+    lab = lab.astype(np.int64)
+    assert (lab == 0).sum() == 30
+    csr = kernels.csr_arrays(p)
+    movable = np.ones(p.n, bool)
+    w, counts, lo, hi, apart = level_state(p, lab)
+    before, areas = p.energy(lab + 1), np.bincount(lab, minlength=k)
+    made = ck.swap_rounds(*csr, p.unary, 2 * p.lam, lab, movable, w, counts, lo, hi, apart,
+                          1000)
+    assert 0 < made < 1000 and p.energy(lab + 1) < before
+    assert np.bincount(lab, minlength=k).tolist() == areas.tolist()
+    cost = np.empty(k)
+    L = p.laplacian.toarray()
+    for a in range(k):
+        for c in range(a + 1, k):
+            moves = {a: [], c: []}  # (change, pixel) of each boundary pixel's move across
+            for i in range(p.n):
+                li = lab[i]
+                if li not in (a, c):
+                    continue
+                other = c if li == a else a
+                if not any(lab[j] == other for j in csr[1][csr[0][i]:csr[0][i + 1]] if j != i):
+                    continue
+                ck.pixel_costs(*csr, p.unary, 2 * p.lam, lab, i, cost)
+                moves[li].append((cost[other] - cost[li], i))
+            for d1, i in moves[a]:
+                for d2, j in moves[c]:
+                    # both moves at once; the edge between neighbours stays cut
+                    change = d1 + d2 - 2.0 * (2 * p.lam) * L[i, j]
+                    assert change >= -1e-9 * max(1.0, abs(d1) + abs(d2)), (i, j, change)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_the_constrained_polish_keeps_a_feasible_start_feasible_and_never_worse(seed):
     from solver.mrf.polish.constrained import constrained_polish, repair

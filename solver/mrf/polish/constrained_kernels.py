@@ -89,6 +89,16 @@ def constrained_icm(indptr, indices, data, unary, two_lam, lab, movable, w, coun
 
 
 @_jit
+def _edge_weight(indptr, indices, data, i, j):  # pragma: no cover
+    """The weight ``W_ij`` of the edge between pixels ``i`` and ``j``; 0 if they are not
+    neighbours."""
+    for p in range(indptr[i], indptr[i + 1]):
+        if indices[p] == j and j != i:
+            return -data[p]
+    return 0.0
+
+
+@_jit
 def _on_boundary(indptr, indices, lab, i, c):  # pragma: no cover
     """Whether pixel ``i`` has a neighbour labelled ``c``."""
     for p in range(indptr[i], indptr[i + 1]):
@@ -106,10 +116,23 @@ def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, 
     move, but a boundary can still shift this way. Each round pairs, for every two labels that
     meet, the cheapest moves each way on their common boundary, skipping pixels near one that
     already moved this round (their costs are stale); rounds repeat until none helps.
-    Returns the exchanges made."""
+    Only the movable pixels on a boundary at the start, and those beside a pixel that moved
+    since, are looked at: no other pixel can be on a boundary. Returns the exchanges made."""
     n, k = unary.shape
     cost = np.empty(k)
     dirty = np.zeros(n, np.bool_)
+    listed = np.zeros(n, np.bool_)
+    cand = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        if movable[i]:
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if j != i and lab[j] != lab[i]:
+                    listed[i] = True
+                    cand[m] = i
+                    m += 1
+                    break
     total = 0
     for _ in range(max_rounds):
         made = 0
@@ -121,9 +144,8 @@ def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, 
                 # candidate moves a -> c and c -> a on the boundary between the two labels
                 fwd = []
                 bwd = []
-                for i in range(n):
-                    if not movable[i]:
-                        continue
+                for x in range(m):  # (the lists are sorted below: their order is moot)
+                    i = cand[x]
                     li = lab[i]
                     if li != a and li != c:
                         continue
@@ -163,6 +185,27 @@ def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, 
                         else:
                             q += 1
                         continue
+                    # d1 + d2 is the exchange's change unless i and j are neighbours: their
+                    # edge stays cut, which each move alone counted as mended. Then i's partner
+                    # is the next pixel of the list whose exchange with it does lower the
+                    # energy (none past where d1 + d2 stops being negative)
+                    r = q
+                    while r < len(bwd):
+                        d2, j = bwd[r]
+                        if d1 + d2 >= -1e-9 * max(1.0, abs(d1) + abs(d2)):
+                            r = len(bwd)
+                            break
+                        if not dirty[j] and (lo[a] <= counts[a] - w[i] + w[j] <= hi[a]
+                                             and lo[c] <= counts[c] + w[i] - w[j] <= hi[c]):
+                            d = d1 + d2 + 2.0 * two_lam * _edge_weight(indptr, indices, data, i, j)
+                            if d < -1e-9 * max(1.0, abs(d1) + abs(d2)):
+                                break
+                        r += 1
+                    if r == len(bwd):
+                        p += 1
+                        continue
+                    if r == q:
+                        q += 1
                     lab[i] = c
                     lab[j] = a
                     counts[a] += w[j] - w[i]
@@ -173,10 +216,13 @@ def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, 
                         for t in range(indptr[pix], indptr[pix + 1]):
                             u = indices[t]
                             dirty[u] = True
+                            if movable[u] and not listed[u]:  # may be on a boundary now
+                                listed[u] = True
+                                cand[m] = u
+                                m += 1
                             for s in range(indptr[u], indptr[u + 1]):
                                 dirty[indices[s]] = True
                     p += 1
-                    q += 1
         total += made
         if made == 0:
             break
