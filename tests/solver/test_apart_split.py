@@ -15,6 +15,7 @@ from solver.admm.splits import PairSplit
 from solver.admm.systems import OneHotKronSystem, onehot_operator, sparse_operator
 from solver.backend import CPU
 from solver.mrf import (
+    AreaBound,
     Constraints,
     SolveOptions,
     build_problem,
@@ -253,7 +254,8 @@ def test_fusion_with_a_margin_takes_a_proposal_the_plain_fusion_must_refuse():
                                             0, 0.5, seeds, comp, queue) == 0  # touches the hard 3
     lab = kernels.zero_based(start)
     taken = mk.fuse_with_margin(*csr, p.unary, 2 * p.lam, lab, movable, *level_state(p, lab),
-                                x, 0, 0.5, lab.copy(), np.full(p.n, -1, np.int64), queue, 0)
+                                x, 0, 0.5, seeds, lab.copy(), np.full(p.n, -1, np.int64), queue,
+                                0)
     out = kernels.one_based(lab, p.shape)
     assert taken == 1 and p.feasible(out)
     assert p.energy(out) <= nested_mincut(p).energy + 1e-9  # the proposal with its margin
@@ -270,3 +272,80 @@ def test_a_margin_move_lets_the_ring_the_old_region_needed_go():
     out = kernels.one_based(lab, p.shape)
     assert p.feasible(out)
     assert p.energy(out) <= nested_mincut(p).energy + 1e-9
+
+
+@pytest.mark.parametrize("seed, area", [(0, False), (1, False), (2, True), (3, True)])
+def test_fusion_from_the_seeds_is_the_fusion_from_every_pixel_with_margins(seed, area):
+    """The constrained polish's level-set fusion, which starts regions only from the pixels
+    where a snapshot's level sets differ from the labels (found again after a margin fusion
+    takes a region), gives the labels and counts of the fusion that starts from every pixel,
+    with apart pairs alone (margin fusion) and with an area bound too (plain, then margin)."""
+    from solver.mrf.polish.constrained import _level_set_fusions, repair
+
+    rng = np.random.default_rng(seed)
+    c = Constraints(apart=((1, 3),), area=(AreaBound(2, 10, 90, "px"),) if area else ())
+    p = with_constraints(random_problem((10, 12), k=3, seed=seed), c)
+    start = kernels.zero_based(repair(p, rng.integers(1, 4, p.shape)))
+    movable = np.asarray(p.hard).ravel() == 0
+    snaps = [rng.dirichlet(np.full(3, 0.3), p.n) for _ in range(2)]
+    thresholds = (0.2, 0.5, 0.8)
+    lab = start.copy()
+    state = level_state(p, lab)
+    taken = _level_set_fusions(p, lab, movable, state, snaps, thresholds)
+    # the same sequence of calls, every pixel a seed
+    ref = start.copy()
+    w, counts, lo, hi, apart = level_state(p, ref)
+    csr = kernels.csr_arrays(p)
+    every = np.arange(p.n, dtype=np.int64)
+    comp, queue, mark = (np.full(p.n, -1, np.int64), np.empty(p.n, np.int64),
+                         np.full(p.n, -1, np.int64))
+    ref_taken, base = 0, 0
+    for x in snaps:
+        for t in thresholds:
+            for lbl in range(3):
+                if area:
+                    ref_taken += ck.fuse_level_set(*csr, p.unary, 2 * p.lam, ref, movable, w,
+                                                   counts, lo, hi, apart, x, lbl, t, every,
+                                                   comp, queue)
+                ref_taken += mk.fuse_with_margin(*csr, p.unary, 2 * p.lam, ref, movable, w,
+                                                 counts, lo, hi, apart, x, lbl, t, every,
+                                                 ref.copy(), mark, queue, base)
+                base += p.n
+    assert ref_taken > 0 and taken == ref_taken
+    assert lab.tolist() == ref.tolist() and state[1].tolist() == counts.tolist()
+    assert p.feasible(lab + 1)
+
+
+def test_after_a_kept_region_the_margin_fusion_starts_regions_from_every_pixel():
+    """Its margins change pixels outside the level set, which may then start a region: once a
+    region is kept, every later pixel is a seed, whatever the seed list said. Given only the
+    first region's seed, a call whose first region is kept takes what a call from every pixel
+    takes."""
+    rng = np.random.default_rng(0)
+    p = with_constraints(random_problem((10, 12), k=3, seed=0), Constraints(apart=((1, 3),)))
+    from solver.mrf.polish.constrained import repair
+
+    start = kernels.zero_based(repair(p, rng.integers(1, 4, p.shape)))
+    movable = np.asarray(p.hard).ravel() == 0
+    csr = kernels.csr_arrays(p)
+    queue, n = np.empty(p.n, np.int64), p.n
+    found = 0
+    for trial in range(40):
+        x = rng.dirichlet(np.full(3, 0.3), n)
+        for c in range(3):
+            ends = []
+            for seeds in ("every", "first"):
+                lab = start.copy()
+                state = level_state(p, lab)
+                if seeds == "every":
+                    list_ = np.arange(n, dtype=np.int64)
+                else:
+                    list_ = np.flatnonzero(movable & (lab != c) & (x[:, c] > 0.5))[:1]
+                taken = mk.fuse_with_margin(*csr, p.unary, 2 * p.lam, lab, movable, *state, x,
+                                            c, 0.5, list_, lab.copy(),
+                                            np.full(n, -1, np.int64), queue, 0)
+                ends.append((taken, lab.tolist()))
+            if ends[1][0]:  # the first region was kept: the rest is as from every pixel
+                assert ends[1] == ends[0]
+                found += ends[0][0] >= 2
+    assert found  # calls that kept two regions or more, the second from past the seed list

@@ -193,15 +193,17 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
     mark = np.full(problem.n, -1, np.int64)
     base = 0
     taken = 0
-    every = np.arange(problem.n, dtype=np.int64) if plain and margin else None
+    least = float(min(thresholds))
     for snap in snapshots:
         X = snap.dense() if hasattr(snap, "dense") else np.ascontiguousarray(snap)
-        # regions start only where the proposals differ from lab (found once a snapshot); the
-        # margin fusion changes pixels outside the level sets, so with it every pixel is a seed
-        seeds = (every if every is not None else
-                 ck.level_set_seeds(X, lab, movable, float(min(thresholds)))) if plain else None
+        # regions start only where the proposals differ from lab, found once a snapshot and
+        # again after a margin fusion takes a region (its margins change pixels outside the
+        # level sets; the level sets' own regions keep the seeds complete)
+        seeds = None
         for t in thresholds:
             for c in (range(problem.k) if labels is None else labels):
+                if seeds is None:
+                    seeds = ck.level_set_seeds(X, lab, movable, least)
                 if plain:
                     taken += ck.fuse_level_set(*csr, problem.unary, 2.0 * problem.lam, lab,
                                                movable, w, counts, lo, hi, apart, X, c, float(t),
@@ -209,10 +211,13 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
                 if margin:
                     if plain:  # (the plain fusion may have changed lab)
                         np.copyto(prop, lab)
-                    taken += mk.fuse_with_margin(*csr, problem.unary, 2.0 * problem.lam, lab,
-                                                 movable, w, counts, lo, hi, apart, X, c,
-                                                 float(t), prop, mark, queue, base)
+                    got = mk.fuse_with_margin(*csr, problem.unary, 2.0 * problem.lam, lab,
+                                              movable, w, counts, lo, hi, apart, X, c, float(t),
+                                              seeds, prop, mark, queue, base)
                     base += problem.n
+                    taken += got
+                    if got:
+                        seeds = None
     return taken
 
 

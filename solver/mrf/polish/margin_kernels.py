@@ -222,20 +222,37 @@ def _margin_fix(indptr, indices, unary, prop, apart, queue, size):  # pragma: no
 
 @_jit
 def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi,
-                     apart, x, c, t, prop, mark, queue, base):  # pragma: no cover
+                     apart, x, c, t, seeds, prop, mark, queue, base):  # pragma: no cover
     """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``", region by region,
     with a margin: the movable pixels where it differs from ``lab`` form connected regions;
     each takes label ``c``, its pixels that then touch a label apart from theirs take the
     cheapest label that touches none, and the region is kept when that is feasible and lowers
     the energy. Changes ``lab`` and ``counts`` in place; returns the regions taken.
 
-    Scratch space, so that a call costs one pass over the image and no allocation: ``prop``
-    equal to ``lab`` (kept so), ``mark`` (int64, values below ``base`` ignored: the caller
-    raises ``base`` by ``n`` each call) and ``queue`` (int64), all of length ``n``."""
+    Regions start from ``seeds`` (increasing pixel indices holding every pixel where the
+    proposal differs from ``lab``: all pixels, or
+    :func:`solver.mrf.polish.constrained_kernels.level_set_seeds`) until one is kept, then
+    from every pixel after it (the margin changes pixels outside the level set).
+
+    Scratch space, so that a call costs no allocation: ``prop`` equal to ``lab`` (kept so),
+    ``mark`` (int64, values below ``base`` ignored: the caller raises ``base`` by ``n`` each
+    call) and ``queue`` (int64), all of length ``n``."""
     n, k = unary.shape
     net = np.zeros(k)
     taken = 0
-    for s in range(n):
+    at = 0  # the next seed
+    s = -1
+    every = False  # past a kept region: every pixel
+    while True:
+        if every:
+            s += 1
+            if s >= n:
+                break
+        else:
+            if at >= seeds.size:
+                break
+            s = seeds[at]
+            at += 1
         if mark[s] >= base or not movable[s] or lab[s] == c or not x[s, c] > t:
             continue
         stamp = base + s
@@ -276,4 +293,5 @@ def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, cou
             else:
                 prop[i] = lab[i]
         taken += keep
+        every = every or keep
     return taken
