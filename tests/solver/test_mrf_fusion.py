@@ -111,6 +111,23 @@ def test_admm_keeps_its_early_iterates_for_fusion():
     np.testing.assert_allclose(first.sum(axis=1), 1.0, atol=1e-6)
 
 
+def test_a_sparse_snapshot_densifies_to_its_rows_and_its_fixed_labels():
+    rng = np.random.default_rng(3)
+    n, k = 40, 3
+    pixels = np.sort(rng.choice(n, 25, replace=False))
+    fixed = np.zeros(n, np.int8)
+    rest = np.setdiff1d(np.arange(n), pixels)
+    fixed[rest] = rng.integers(1, k + 1, rest.size)
+    fixed[rest[:3]] = 0  # neither free nor fixed (outside the snapshot): all zero
+    weights = rng.random((pixels.size, k)).astype(np.float32)
+    out = Snapshot(pixels, weights, fixed).dense()
+    want = np.zeros((n, k), np.float32)
+    want[pixels] = weights
+    for i in np.flatnonzero(fixed):
+        want[i, fixed[i] - 1] = 1.0
+    assert out.dtype == np.float32 and out.tolist() == want.tolist()
+
+
 def test_fusion_lowers_admm_energy_on_noisy_shapes():
     """Noise 0.25: ICM and region moves alone end 0.6-3% above min-cut on some seeds."""
     for seed in (1, 2, 7):

@@ -60,12 +60,7 @@ class Snapshot(NamedTuple):
 
     def dense(self) -> np.ndarray:
         """The ``(n, K)`` float32 label weights of every pixel."""
-        k = self.weights.shape[1]
-        out = np.zeros((self.fixed.size, k), dtype=np.float32)
-        fixed = np.flatnonzero(self.fixed > 0)
-        out[fixed, self.fixed[fixed] - 1] = 1.0
-        out[self.pixels] = self.weights
-        return out
+        return region_kernels.dense_snapshot(*snapshot_arrays(self))
 
 
 def snapshot_arrays(snap: Snapshot | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -147,6 +147,21 @@ def fuse_candidate(indptr, indices, data, stencil, offsets, unary, two_lam, lab,
 
 
 @_jit
+def dense_snapshot(pixels, weights, fixed):  # pragma: no cover
+    """The ``(n, K)`` float32 label weights of a sparse snapshot: its rows at ``pixels``, a 1 at
+    each fixed pixel's label (``fixed``, 1-based; 0 = free), 0 elsewhere."""
+    n, k = fixed.size, weights.shape[1]
+    out = np.zeros((n, k), np.float32)
+    for i in range(n):
+        if fixed[i] > 0:
+            out[i, fixed[i] - 1] = 1.0
+    for q in range(pixels.size):
+        for c in range(k):
+            out[pixels[q], c] = weights[q, c]
+    return out
+
+
+@_jit
 def _weight(weights, row, fixed, i, c):  # pragma: no cover
     """Weight of label ``c`` at pixel ``i`` in a sparse snapshot (see :func:`fuse_level_sets`)."""
     q = row[i]
