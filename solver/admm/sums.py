@@ -112,9 +112,48 @@ def project_box_sums(v, k, w, lo, hi, guess, out):  # pragma: no cover
 
 
 @_jit
+def _greedy_k2(v, w, x, s, lo, hi, order, drop):  # pragma: no cover
+    """The rounding's greedy pass over ``order``: with ``drop``, members (``x == 1``) leave
+    while the sum stays at least ``lo``, until it is at most ``hi``; else non-members join
+    while it stays at most ``hi``, until it is at least ``lo``. Returns the sum and whether
+    it got within the bounds."""
+    for t in range(order.size):
+        i = order[t]
+        if drop:
+            if x[i] == 1.0 and s - w[i] >= lo:
+                x[i] = 0.0
+                s -= w[i]
+                if s <= hi:
+                    return s, True
+        elif x[i] == 0.0 and s + w[i] <= hi:
+            x[i] = 1.0
+            s += w[i]
+            if s >= lo:
+                return s, True
+    return s, False
+
+
+@_jit
+def _extreme_first(key, pool, count):  # pragma: no cover
+    """Indices of ``pool`` (an index array into ``key``) whose keys are among its ``count``
+    smallest (every tie of the largest of them too), sorted by key: the head of the pool's
+    order by key, without sorting the whole pool."""
+    vals = key[pool]
+    if count < pool.size:
+        cut = np.partition(vals, count - 1)[count - 1]
+        pool = pool[vals <= cut]
+        vals = key[pool]
+    return pool[np.argsort(vals)]
+
+
+@_jit
 def round_k2_sums(v, w, lo, hi):  # pragma: no cover
     """Label 1's indicator (``(m,)`` float 0/1) from its weights ``v``: ``v > 1/2``, then the
-    largest weights added, or the smallest removed, until ``lo <= sum(w x) <= hi``."""
+    largest weights added, or the smallest removed, until ``lo <= sum(w x) <= hi``.
+
+    The pass takes the members (or non-members) in order of weight; it first orders only the
+    weakest (strongest) ones that can make up the excess twice over, and the rest only when
+    those do not reach the bounds."""
     m = v.size
     x = np.zeros(m)
     s = 0.0
@@ -122,26 +161,25 @@ def round_k2_sums(v, w, lo, hi):  # pragma: no cover
         if v[i] > 0.5:
             x[i] = 1.0
             s += w[i]
-    if s > hi:
-        order = np.argsort(v)  # the weakest members first
-        for t in range(m):
-            i = order[t]
-            if x[i] == 1.0 and s - w[i] >= lo:
-                x[i] = 0.0
-                s -= w[i]
-                if s <= hi:
-                    break
-    elif s < lo:
-        order = np.argsort(-v)  # the strongest non-members first
-        for t in range(m):
-            i = order[t]
-            if x[i] == 0.0 and s + w[i] <= hi:
-                x[i] = 1.0
-                s += w[i]
-                if s >= lo:
-                    break
+    if s <= hi and s >= lo:
+        return x
+    drop = s > hi
+    key = v if drop else -v
+    pool = np.flatnonzero(x == 1.0) if drop else np.flatnonzero(x == 0.0)
+    if pool.size == 0:
+        return x
+    least = np.inf
+    for i in pool:
+        least = min(least, w[i])
+    excess = (s - hi) if drop else (lo - s)
+    count = min(pool.size, 2 * int(np.ceil(excess / max(least, 1e-300))) + 64)
+    start = x.copy()
+    s0 = s
+    s, done = _greedy_k2(v, w, x, s, lo, hi, _extreme_first(key, pool, count), drop)
+    if not done and count < pool.size:  # (the head was not enough: the whole order)
+        x[:] = start
+        s, done = _greedy_k2(v, w, x, s0, lo, hi, _extreme_first(key, pool, pool.size), drop)
     return x
-
 
 
 @_jit

@@ -152,6 +152,55 @@ def test_roundings_keep_the_sums_within_their_bounds():
         assert np.all(counts >= np.ceil(lo3)) and np.all(counts <= np.floor(hi3))
 
 
+def _greedy_rounding(v, w, lo, hi):
+    """The K = 2 rounding under an area bound as a plain loop over the full order: v > 1/2,
+    then the weakest members leave (the strongest non-members join) while the sum stays
+    within the other bound, until it is within both."""
+    x = (v > 0.5).astype(float)
+    s = float(w @ x)
+    if s > hi:
+        for i in np.argsort(v, kind="stable"):
+            if x[i] == 1 and s - w[i] >= lo:
+                x[i], s = 0.0, s - w[i]
+                if s <= hi:
+                    break
+    elif s < lo:
+        for i in np.argsort(-v, kind="stable"):
+            if x[i] == 0 and s + w[i] <= hi:
+                x[i], s = 1.0, s + w[i]
+                if s >= lo:
+                    break
+    return x
+
+
+@pytest.mark.parametrize("case", ["random", "heavy head"])
+def test_the_k2_rounding_is_the_greedy_pass_over_the_whole_order(case):
+    """The rounding orders only the weakest (strongest) pixels that can make up the excess,
+    and the rest when those do not reach the bounds: the answer of the pass over the whole
+    order, on random sizes, weights and bounds, and where every pixel of that head is too
+    heavy to leave (the whole order is needed)."""
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        m = int(rng.integers(1, 2000))
+        v = rng.normal(0.5, 0.4, m)
+        w = rng.uniform(0.5, 3.0, m) if rng.random() < 0.5 else np.ones(m)
+        if case == "random":
+            lo, hi = sorted(rng.uniform(0, w.sum(), 2))
+        else:  # the weakest members are heavy and the excess small: only the light ones leave
+            m = max(m, 400)
+            v = rng.normal(0.8, 0.2, m)
+            w = np.ones(m)
+            w[np.argsort(v)[:300]] = 1000.0
+            s = float(w @ (v > 0.5))
+            lo, hi = s - 500.0, s - 3.0
+            if rng.random() < 0.5:  # the mirror: heavy strongest non-members, joining
+                v = 1.0 - v
+                s = float(w @ (v > 0.5))
+                lo, hi = s + 3.0, s + 500.0
+        got = round_k2_sums(v, w, float(lo), float(hi))
+        assert got.tolist() == _greedy_rounding(v, w, lo, hi).tolist()
+
+
 # ---------------------------------------------------------------------------- ADMM
 @pytest.mark.parametrize("seed", range(4))
 def test_admm_with_area_bounds_is_feasible_and_near_the_optimum_k2(seed):
