@@ -349,3 +349,22 @@ def test_after_a_kept_region_the_margin_fusion_starts_regions_from_every_pixel()
                 assert ends[1] == ends[0]
                 found += ends[0][0] >= 2
     assert found  # calls that kept two regions or more, the second from past the seed list
+
+
+def test_the_pixels_touching_a_label_apart_are_those_at_an_edge_between_such_labels():
+    from solver.mrf.build.graph import edge_ends
+    from solver.mrf.solve import reduction_kernels
+
+    rng = np.random.default_rng(4)
+    p = with_constraints(random_problem((9, 11), k=4, seed=4),
+                         Constraints(apart=((1, 3), (2, 4))))
+    apart = np.ascontiguousarray(p.constraints.apart)
+    i, j = (np.asarray(e, np.int64) for e in edge_ends(p.graph))
+    for _ in range(5):
+        lab = rng.integers(1, 5, p.n)
+        want = np.zeros(p.n, bool)
+        bad = apart[lab[i] - 1, lab[j] - 1]
+        want[i[bad]] = want[j[bad]] = True
+        L = p.laplacian
+        got = reduction_kernels.touching_apart(L.indptr, L.indices, lab, apart)
+        assert want.any() and got.tolist() == want.tolist()

@@ -36,7 +36,6 @@ from solver.admm.records import (
 from solver.admm.systems import (GenericSystem, OneHotKronSystem, onehot_operator,
                                  problem_scale, sparse_operator)
 from solver.backend import Backend, get_backend
-from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.polish.fusion import Snapshot
@@ -241,12 +240,9 @@ class MRFADMM:
         p, k = self.problem, self.problem.k
         lab = self._fixed_labels.astype(np.int64, copy=True)
         lab[self.free] = np.argmax(np.asarray(x_free).reshape(-1, k), axis=1) + 1
-        i, j = (np.asarray(e, np.int64) for e in edge_ends(p.graph))
-        bad = p.constraints.apart[lab[i] - 1, lab[j] - 1]
-        out = np.zeros(p.n, bool)
-        out[i[bad]] = True
-        out[j[bad]] = True
-        return out[self.free]
+        L = p.laplacian
+        return kernels.touching_apart(L.indptr, L.indices, lab,
+                                      np.ascontiguousarray(p.constraints.apart))[self.free]
 
     # -------------------------------------------------------------- variable mapping
     def free_weights(self, x_free: np.ndarray) -> np.ndarray:

@@ -151,3 +151,18 @@ def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
         same += same_in[blk]
     return ff_indptr, ff_indices, ff_data, coupling, same
 
+
+@_jit
+def touching_apart(indptr, indices, lab, apart):  # pragma: no cover
+    """``(n,)`` bool: the pixels with a neighbour (in the CSR graph ``indptr``/``indices``)
+    whose label is apart from theirs (``lab`` 1-based, ``apart`` ``(K, K)`` symmetric)."""
+    n = lab.size
+    out = np.zeros(n, np.bool_)
+    for i in range(n):
+        a = lab[i] - 1
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j != i and apart[a, lab[j] - 1]:
+                out[i] = True
+                break
+    return out
