@@ -44,7 +44,7 @@ def test_every_region_pass_gets_the_callers_options(monkeypatch):
     assert p.energy(out) <= p.energy(labels)
 
 
-def test_a_constrained_problem_gets_the_callers_options(monkeypatch):
+def test_a_constrained_problem_gets_the_callers_options_and_tv_in_the_final_polish(monkeypatch):
     p, labels, weights = _case()
     q = with_constraints(p, Constraints(area=(AreaBound(1, 0.05, 0.6),)))
     seen = []
@@ -52,9 +52,12 @@ def test_a_constrained_problem_gets_the_callers_options(monkeypatch):
     monkeypatch.setattr(pipeline, "constrained_polish",
                         lambda *a, **kw: seen.append((a, kw)) or real(*a, **kw))
     pipeline.polish_labels(q, labels, weights, options=CUSTOM)
-    assert len(seen) == 1
-    args, kwargs = seen[0]
-    assert (kwargs.get("options") if "options" in kwargs else args[3]) is CUSTOM
+    pipeline.polish_labels(q, labels, weights, options=CUSTOM, split=False)
+    assert len(seen) == 2
+    for (args, kwargs), final in zip(seen, (True, False)):
+        assert (kwargs.get("options") if "options" in kwargs else args[3]) is CUSTOM
+        # the TV proposals and expansion moves in the final polish only, as unconstrained
+        assert kwargs.get("tv") is final
 
 
 def _fake_step(name, log, returns):
