@@ -274,12 +274,13 @@ def test_a_margin_move_lets_the_ring_the_old_region_needed_go():
     assert p.energy(out) <= nested_mincut(p).energy + 1e-9
 
 
-@pytest.mark.parametrize("seed, area", [(0, False), (1, False), (2, True), (3, True)])
+@pytest.mark.parametrize("seed, area", [(0, False), (1, False), (2, False), (2, True),
+                                        (3, True), (5, True)])
 def test_fusion_from_the_seeds_is_the_fusion_from_every_pixel_with_margins(seed, area):
     """The constrained polish's level-set fusion, which starts regions only from the pixels
-    where a snapshot's level sets differ from the labels (found again after a margin fusion
-    takes a region), gives the labels and counts of the fusion that starts from every pixel,
-    with apart pairs alone (margin fusion) and with an area bound too (plain, then margin)."""
+    where a snapshot's level sets differ from the labels (found once a snapshot), gives the
+    labels and counts of the fusion that starts from every pixel, with apart pairs alone
+    (margin fusion) and with an area bound too (plain, then margin)."""
     from solver.mrf.polish.constrained import _level_set_fusions, repair
 
     rng = np.random.default_rng(seed)
@@ -314,41 +315,6 @@ def test_fusion_from_the_seeds_is_the_fusion_from_every_pixel_with_margins(seed,
     assert ref_taken > 0 and taken == ref_taken
     assert lab.tolist() == ref.tolist() and state[1].tolist() == counts.tolist()
     assert p.feasible(lab + 1)
-
-
-def test_after_a_kept_region_the_margin_fusion_starts_regions_from_every_pixel():
-    """Its margins change pixels outside the level set, which may then start a region: once a
-    region is kept, every later pixel is a seed, whatever the seed list said. Given only the
-    first region's seed, a call whose first region is kept takes what a call from every pixel
-    takes."""
-    rng = np.random.default_rng(0)
-    p = with_constraints(random_problem((10, 12), k=3, seed=0), Constraints(apart=((1, 3),)))
-    from solver.mrf.polish.constrained import repair
-
-    start = kernels.zero_based(repair(p, rng.integers(1, 4, p.shape)))
-    movable = np.asarray(p.hard).ravel() == 0
-    csr = kernels.csr_arrays(p)
-    queue, n = np.empty(p.n, np.int64), p.n
-    found = 0
-    for trial in range(40):
-        x = rng.dirichlet(np.full(3, 0.3), n)
-        for c in range(3):
-            ends = []
-            for seeds in ("every", "first"):
-                lab = start.copy()
-                state = level_state(p, lab)
-                if seeds == "every":
-                    list_ = np.arange(n, dtype=np.int64)
-                else:
-                    list_ = np.flatnonzero(movable & (lab != c) & (x[:, c] > 0.5))[:1]
-                taken = mk.fuse_with_margin(*csr, p.unary, 2 * p.lam, lab, movable, *state, x,
-                                            c, 0.5, list_, lab.copy(),
-                                            np.full(n, -1, np.int64), queue, 0)
-                ends.append((taken, lab.tolist()))
-            if ends[1][0]:  # the first region was kept: the rest is as from every pixel
-                assert ends[1] == ends[0]
-                found += ends[0][0] >= 2
-    assert found  # calls that kept two regions or more, the second from past the seed list
 
 
 def test_the_pixels_touching_a_label_apart_are_those_at_an_edge_between_such_labels():

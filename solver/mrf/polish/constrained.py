@@ -196,14 +196,12 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
     least = float(min(thresholds))
     for snap in snapshots:
         X = snap.dense() if hasattr(snap, "dense") else np.ascontiguousarray(snap)
-        # regions start only where the proposals differ from lab, found once a snapshot and
-        # again after a margin fusion takes a region (its margins change pixels outside the
-        # level sets; the level sets' own regions keep the seeds complete)
-        seeds = None
+        # regions start only where the proposals differ from lab, found once a snapshot: a
+        # region (with its margin) changes only its own pixels, which were in a level set of
+        # the snapshot and so among the seeds, and every other pixel keeps its label
+        seeds = ck.level_set_seeds(X, lab, movable, least)
         for t in thresholds:
             for c in (range(problem.k) if labels is None else labels):
-                if seeds is None:
-                    seeds = ck.level_set_seeds(X, lab, movable, least)
                 if plain:
                     taken += ck.fuse_level_set(*csr, problem.unary, 2.0 * problem.lam, lab,
                                                movable, w, counts, lo, hi, apart, X, c, float(t),
@@ -211,13 +209,10 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
                 if margin:
                     if plain:  # (the plain fusion may have changed lab)
                         np.copyto(prop, lab)
-                    got = mk.fuse_with_margin(*csr, problem.unary, 2.0 * problem.lam, lab,
-                                              movable, w, counts, lo, hi, apart, X, c, float(t),
-                                              seeds, prop, mark, queue, base)
+                    taken += mk.fuse_with_margin(*csr, problem.unary, 2.0 * problem.lam, lab,
+                                                 movable, w, counts, lo, hi, apart, X, c,
+                                                 float(t), seeds, prop, mark, queue, base)
                     base += problem.n
-                    taken += got
-                    if got:
-                        seeds = None
     return taken
 
 

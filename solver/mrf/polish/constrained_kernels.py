@@ -374,9 +374,10 @@ def _on_boundary_other(indptr, indices, lab, i, target, shrink):  # pragma: no c
 @_jit
 def level_set_seeds(x, lab, movable, t):  # pragma: no cover
     """The movable pixels, in increasing order, where some label other than their own has a
-    weight above ``t`` in ``x``: every pixel a run of :func:`fuse_level_set` calls on ``x`` with
-    thresholds ``>= t`` can start a region from, as long as only those calls change ``lab``
-    (a pixel changes only into such a region, so it lies in the set already)."""
+    weight above ``t`` in ``x``: every pixel a run of :func:`fuse_level_set` (or
+    :func:`solver.mrf.polish.margin_kernels.fuse_with_margin`) calls on ``x`` with thresholds
+    ``>= t`` can start a region from, as long as only those calls change ``lab``: a pixel
+    changes only as part of such a region, so it lies in the set already."""
     n, k = x.shape
     out = np.empty(n, np.int64)
     m = 0

@@ -229,10 +229,10 @@ def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, cou
     cheapest label that touches none, and the region is kept when that is feasible and lowers
     the energy. Changes ``lab`` and ``counts`` in place; returns the regions taken.
 
-    Regions start from ``seeds`` (increasing pixel indices holding every pixel where the
+    Regions start only from ``seeds`` (increasing pixel indices holding every pixel where the
     proposal differs from ``lab``: all pixels, or
-    :func:`solver.mrf.polish.constrained_kernels.level_set_seeds`) until one is kept, then
-    from every pixel after it (the margin changes pixels outside the level set).
+    :func:`solver.mrf.polish.constrained_kernels.level_set_seeds`; a kept region changes only
+    its own pixels, which were seeds, so the list stays complete).
 
     Scratch space, so that a call costs no allocation: ``prop`` equal to ``lab`` (kept so),
     ``mark`` (int64, values below ``base`` ignored: the caller raises ``base`` by ``n`` each
@@ -240,19 +240,7 @@ def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, cou
     n, k = unary.shape
     net = np.zeros(k)
     taken = 0
-    at = 0  # the next seed
-    s = -1
-    every = False  # past a kept region: every pixel
-    while True:
-        if every:
-            s += 1
-            if s >= n:
-                break
-        else:
-            if at >= seeds.size:
-                break
-            s = seeds[at]
-            at += 1
+    for s in seeds:
         if mark[s] >= base or not movable[s] or lab[s] == c or not x[s, c] > t:
             continue
         stamp = base + s
@@ -293,5 +281,4 @@ def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, cou
             else:
                 prop[i] = lab[i]
         taken += keep
-        every = every or keep
     return taken
