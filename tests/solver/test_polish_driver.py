@@ -127,3 +127,20 @@ def test_tv_moves_run_with_the_callers_steps_up_to_the_size_cap(monkeypatch, k, 
     calls.clear()
     pipeline.polish_labels(p, labels, weights, options=opts, split=False)
     assert calls == []
+
+
+def test_the_plain_fusion_gets_the_callers_thresholds_and_proposal_cap(monkeypatch):
+    """The level-set fusion rounds use ``options.thresholds`` and
+    ``options.proposal_max_pixels`` (the size cap of a proposal), not the fusion's defaults."""
+    p, labels, weights = _case()
+    seen = []
+    real = pipeline.fuse_level_sets_into
+
+    def spy(problem, lab, snapshots, thresholds, *args, **kwargs):
+        seen.append((tuple(thresholds), kwargs.get("max_pixels", "default")))
+        return real(problem, lab, snapshots, thresholds, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "fuse_level_sets_into", spy)
+    opts = PolishOptions(thresholds=(0.3, 0.7), proposal_max_pixels=123, final_fusion_rounds=2)
+    pipeline.polish_labels(p, labels, weights, options=opts)
+    assert seen and all(s == ((0.3, 0.7), 123) for s in seen)
