@@ -332,5 +332,5 @@ def test_the_pixels_touching_a_label_apart_are_those_at_an_edge_between_such_lab
         bad = apart[lab[i] - 1, lab[j] - 1]
         want[i[bad]] = want[j[bad]] = True
         L = p.laplacian
-        got = reduction_kernels.touching_apart(L.indptr, L.indices, lab, apart)
+        got = reduction_kernels.touching_apart(L.indptr, L.indices, lab - 1, apart)
         assert want.any() and got.tolist() == want.tolist()

@@ -238,8 +238,8 @@ class MRFADMM:
         """``(m,)`` bool over the free pixels: those whose rounded label touches a label apart
         from it (among the rounded free pixels and the fixed ones)."""
         p, k = self.problem, self.problem.k
-        lab = self._fixed_labels.astype(np.int64, copy=True)
-        lab[self.free] = np.argmax(np.asarray(x_free).reshape(-1, k), axis=1) + 1
+        lab = self._fixed_labels.astype(np.int64) - 1  # 0-based
+        lab[self.free] = np.argmax(np.asarray(x_free).reshape(-1, k), axis=1)
         L = p.laplacian
         return kernels.touching_apart(L.indptr, L.indices, lab,
                                       np.ascontiguousarray(p.constraints.apart))[self.free]

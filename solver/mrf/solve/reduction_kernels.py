@@ -7,6 +7,7 @@ import numba
 import numpy as np
 
 from solver.backend.threads import threaded
+from solver.mrf.polish.constrained_kernels import apart_ok
 
 _jit = numba.njit(cache=True, nogil=True)
 #: :func:`split_by_fixed` can run on numba's threads (see :func:`split_fixed`).
@@ -155,14 +156,10 @@ def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
 @_jit
 def touching_apart(indptr, indices, lab, apart):  # pragma: no cover
     """``(n,)`` bool: the pixels with a neighbour (in the CSR graph ``indptr``/``indices``)
-    whose label is apart from theirs (``lab`` 1-based, ``apart`` ``(K, K)`` symmetric)."""
+    whose label is apart from theirs (``lab`` 0-based, ``apart`` ``(K, K)`` symmetric): those
+    :func:`solver.mrf.polish.constrained_kernels.apart_ok` refuses their own label."""
     n = lab.size
     out = np.zeros(n, np.bool_)
     for i in range(n):
-        a = lab[i] - 1
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if j != i and apart[a, lab[j] - 1]:
-                out[i] = True
-                break
+        out[i] = not apart_ok(indptr, indices, lab, apart, i, lab[i])
     return out
