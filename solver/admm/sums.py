@@ -178,7 +178,7 @@ def round_k2_sums(v, w, lo, hi):  # pragma: no cover
     s, done = _greedy_k2(v, w, x, s, lo, hi, _extreme_first(key, pool, count), drop)
     if not done and count < pool.size:  # (the head was not enough: the whole order)
         x[:] = start
-        s, done = _greedy_k2(v, w, x, s0, lo, hi, _extreme_first(key, pool, pool.size), drop)
+        _greedy_k2(v, w, x, s0, lo, hi, _extreme_first(key, pool, pool.size), drop)
     return x
 
 
