@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from solver.admm.loop import LpBoxADMM
 from solver.admm.params import ADMMParams
+from solver.admm.splits import L1Split
 from solver.admm.sums import BoxWithSums
 from solver.admm.systems import GenericSystem, LinearOperatorPair, sparse_operator
 from solver.backend import get_backend
@@ -215,3 +216,98 @@ def test_violation_counts_the_bounded_sums(backend):
         # label 1's count m - count0 is above 4 when count0 < 2
         expected = max(want, (m - count0) - 4.0)
         assert adm.violation(be.asarray(X.ravel())) == pytest.approx(expected)
+
+
+def _sphere(v):
+    n = v.size
+    w = v - 0.5
+    return 0.5 + w * (np.sqrt(n) / 2 / np.linalg.norm(w))
+
+
+def test_a_run_is_the_written_loop(backend):
+    """Seven iterations of ``run`` against the transcription: the start (z1 and z2 the
+    projections of x0, z3 the slack of x0, duals zero), the penalty's schedule (growth every
+    ``rho_every`` iterations from ``rho0 * scale``, the rows' penalty a fixed multiple), each
+    record's objectives, feasibility and residuals, the callback's iterates, and the result
+    kept from the first iteration whose rounded point is best (least violation, then least
+    objective)."""
+    be = get_backend(backend)
+    A, b, C1, d1, C2, d2 = _problem(13)
+    C2 = 0.3 * C2  # fractional rows: rounded points breach them by less than 1
+    n = b.size
+    params = ADMMParams(rho0=0.4, rho_growth=1.3, rho_every=2, rho_constraints=0.7, gamma=0.9,
+                        max_iter=7, tol=1e-14, pcg_tol=1e-13, pcg_maxiter=500)
+    scale, constant = 1.7, 2.5
+    adm = LpBoxADMM(GenericSystem(A, be), b, eq=sparse_operator(sp.csr_matrix(C1), d1, be),
+                    ineq=sparse_operator(sp.csr_matrix(C2), d2, be), scale=scale,
+                    constant=constant, params=params, backend=be)
+    x0 = np.random.default_rng(6).random(n)
+    seen = []
+    res = adm.run(x0=x0, callback=lambda st: seen.append(
+        (st.iteration, st.x_host().copy(), be.to_numpy(st.z1).copy(),
+         be.to_numpy(st.z2).copy())))
+    groups = [list(range(0, 4)), [4, 5, 6], [7, 8, 9]]
+    s = {"x": x0, "z1": np.clip(x0, 0, 1), "z2": _sphere(x0),
+         "z3": np.maximum(d2 - C2 @ x0, 0.0), "y1": np.zeros(n), "y2": np.zeros(n),
+         "y3": np.zeros(3), "y4": np.zeros(2)}
+    rho = 0.4 * scale
+    best, trail = None, []
+    for it in range(1, 8):
+        s, r1, r2, cres = _reference_step(A, b, C1, d1, C2, d2, s, rho, 0.7 * rho, 0.9)
+        xr = _numpy_round(s["x"], groups=groups)
+        viol = max(0.0, np.abs(C1 @ xr - d1).max(), (C2 @ xr - d2).max())
+        obj_r = xr @ A @ xr + b @ xr + constant
+        rec = res.history[it - 1]
+        assert rec.iteration == it and rec.rho == pytest.approx(rho, rel=1e-12)
+        assert rec.objective == pytest.approx(s["x"] @ A @ s["x"] + b @ s["x"] + constant,
+                                              rel=1e-8)
+        assert rec.objective_rounded == pytest.approx(obj_r, rel=1e-10)
+        assert rec.feasible_rounded == (viol <= 1e-9)
+        assert (rec.residual_box, rec.residual_sphere, rec.residual_constraints) == \
+            pytest.approx((r1, r2, cres), rel=1e-7)
+        it_seen, x_seen, z1_seen, z2_seen = seen[it - 1]
+        assert it_seen == it
+        for got, key in ((x_seen, "x"), (z1_seen, "z1"), (z2_seen, "z2")):
+            np.testing.assert_allclose(got, s[key], rtol=1e-8, atol=1e-9, err_msg=key)
+        trail.append((round(viol, 12), round(obj_r, 9)))
+        if best is None or trail[-1] < best[0]:
+            best = (trail[-1], it, xr)
+        if it % 2 == 0:
+            rho *= 1.3
+    # the premises: some iterates breach a row by a fraction, a feasible point beats a lower
+    # infeasible objective, and the best point recurs later
+    assert any(0.0 < v < 1.0 for v, _ in trail), trail
+    assert min(o for v, o in trail if v > 0) < best[0][1] and best[0][0] == 0.0, trail
+    assert trail.count(best[0]) >= 2 and trail.index(best[0]) == best[1] - 1, trail
+    assert res.status == "max_iter" and res.iterations == 7
+    assert res.best_iteration == best[1]
+    np.testing.assert_array_equal(res.x, best[2].astype(np.int8))
+    assert res.objective == pytest.approx(best[0][1], rel=1e-8)
+    assert res.feasible == (best[0][0] <= 1e-9)
+    np.testing.assert_allclose(res.x_continuous, s["x"], rtol=1e-8, atol=1e-9)
+
+
+def test_bad_starts_are_named(backend):
+    """A start point or a resumed state that does not fit the problem is refused with a
+    sentence that says what is wrong; an integer start point is taken as the same floats."""
+    be = get_backend(backend)
+    A, b, _, _, _, _ = _problem(4)
+    adm = LpBoxADMM(GenericSystem(A, be), b, params=ADMMParams(max_iter=3), backend=be)
+    with pytest.raises(ValueError, match=r"^x0 must have shape \(12,\), got \(5,\)$"):
+        adm.run(x0=np.ones(5))
+    bad = np.full(12, 0.5)
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="^x0 has non-finite entries$"):
+        adm.run(x0=bad)
+    ints = np.array([0, 1] * 6)
+    a, f = adm.run(x0=ints), adm.run(x0=ints.astype(float))
+    np.testing.assert_array_equal(a.x_continuous, f.x_continuous)
+    paused = adm.run(pause_at=1)
+    other = LpBoxADMM(GenericSystem(np.eye(5), be), np.ones(5), backend=be)
+    with pytest.raises(ValueError, match="^resume state has 12 variables, the problem 5$"):
+        other.run(resume=paused.state)
+    C0 = sp.csr_matrix(np.eye(12)[:4])
+    with_l1 = LpBoxADMM(GenericSystem(A, be), b, backend=be,
+                        l1=L1Split(sparse_operator(C0, np.zeros(4), be), 0.3))
+    with pytest.raises(ValueError, match=r"^resume state has no split \(z0, y0\) for this split$"):
+        with_l1.run(resume=paused.state)
