@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from solver.admm.loop import LpBoxADMM
 from solver.admm.params import ADMMParams
-from solver.admm.splits import L1Split
+from solver.admm.splits import L1Split, PairSplit
 from solver.admm.sums import BoxWithSums
 from solver.admm.systems import GenericSystem, LinearOperatorPair, sparse_operator
 from solver.backend import get_backend
@@ -289,7 +289,7 @@ def test_a_run_is_the_written_loop(backend):
 
 def test_bad_starts_are_named(backend):
     """A start point or a resumed state that does not fit the problem is refused with a
-    sentence that says what is wrong; an integer start point is taken as the same floats."""
+    sentence that says what is wrong; a start point of another dtype is taken as the same point in float64."""
     be = get_backend(backend)
     A, b, _, _, _, _ = _problem(4)
     adm = LpBoxADMM(GenericSystem(A, be), b, params=ADMMParams(max_iter=3), backend=be)
@@ -299,9 +299,10 @@ def test_bad_starts_are_named(backend):
     bad[3] = np.nan
     with pytest.raises(ValueError, match="^x0 has non-finite entries$"):
         adm.run(x0=bad)
-    ints = np.array([0, 1] * 6)
-    a, f = adm.run(x0=ints), adm.run(x0=ints.astype(float))
-    np.testing.assert_array_equal(a.x_continuous, f.x_continuous)
+    # a start point of another dtype is the same start point in float64
+    for other in (np.array([0, 1] * 6), np.linspace(0.1, 0.9, 12).astype(np.float32)):
+        a, f = adm.run(x0=other), adm.run(x0=other.astype(np.float64))
+        np.testing.assert_array_equal(a.x_continuous, f.x_continuous)
     paused = adm.run(pause_at=1)
     other = LpBoxADMM(GenericSystem(np.eye(5), be), np.ones(5), backend=be)
     with pytest.raises(ValueError, match="^resume state has 12 variables, the problem 5$"):
@@ -311,3 +312,215 @@ def test_bad_starts_are_named(backend):
                         l1=L1Split(sparse_operator(C0, np.zeros(4), be), 0.3))
     with pytest.raises(ValueError, match=r"^resume state has no split \(z0, y0\) for this split$"):
         with_l1.run(resume=paused.state)
+
+
+def test_violation_counts_the_split_rows(backend):
+    """With pair rows ``x_u + x_v <= 1`` held by a split, a binary point that sets both ends of
+    a row breaches it by 1, with the split's compiled row lists and without them."""
+    be = get_backend(backend)
+    A, b, _, _, _, _ = _problem(5)
+    pairs = [(0, 1), (2, 7), (5, 11)]
+    C0 = np.zeros((2 * len(pairs), b.size))
+    for r, (u, v) in enumerate(pairs):
+        C0[2 * r, u] = C0[2 * r + 1, v] = 1.0
+    op = sparse_operator(sp.csr_matrix(C0), np.zeros(2 * len(pairs)), be)
+    rows = (np.array([u for u, _ in pairs]), np.array([v for _, v in pairs]))
+    for listed in (rows, None):
+        split = PairSplit(op, be.asarray(np.ones(3)), be.asarray(np.ones(3)), rows=listed)
+        adm = LpBoxADMM(GenericSystem(A, be), b, split=split, backend=be)
+        for on, want in (([0, 2, 5], 0.0), ([0, 1, 5], 1.0), ([5, 11, 2, 7], 1.0)):
+            x = np.zeros(b.size)
+            x[on] = 1.0
+            assert adm.violation(be.asarray(x)) == want
+
+
+def _reference_l1_step(A, b, C1, d1, C2, d2, C0, d0, w, ratio, s, rho, rc, gamma):
+    """One iteration with an ℓ1 split ``w |C0 x - d0|`` (penalty ``ratio * rho``) beside the
+    rows, as docs/algorithm.md writes it; ``s`` holds the split's ``z0`` and ``y0`` too."""
+    n, r0 = b.size, ratio * rho
+    z1, z2, z3, y1, y2, y3, y4, z0, y0 = (s[k] for k in ("z1", "z2", "z3", "y1", "y2", "y3",
+                                                         "y4", "z0", "y0"))
+    rhs = (rho * (z1 + z2) - b - y1 - y2 + C1.T @ (rc * d1 - y3)
+           + C2.T @ (rc * (d2 - z3) - y4) + C0.T @ (r0 * (z0 + d0) - y0))
+    K = 2 * A + 2 * rho * np.eye(n) + rc * C1.T @ C1 + rc * C2.T @ C2 + r0 * C0.T @ C0
+    x = np.linalg.solve(K, rhs)
+    z1 = np.clip(x + y1 / rho, 0.0, 1.0)
+    z2 = _sphere(x + y2 / rho)
+    y1, y2 = y1 + gamma * rho * (x - z1), y2 + gamma * rho * (x - z2)
+    r3 = C1 @ x - d1
+    y3 = y3 + gamma * rc * r3
+    z3 = np.maximum(d2 - C2 @ x - y4 / rc, 0.0)
+    r4 = C2 @ x + z3 - d2
+    y4 = y4 + gamma * rc * r4
+    u = C0 @ x - d0
+    v = u + y0 / r0
+    z0 = np.sign(v) * np.maximum(np.abs(v) - w / r0, 0.0)
+    y0 = y0 + gamma * r0 * (u - z0)
+    cres = max(np.linalg.norm(r3) / max(np.linalg.norm(d1), 1.0),
+               np.linalg.norm(r4) / max(np.linalg.norm(d2), 1.0),
+               np.linalg.norm(u - z0) / max(np.linalg.norm(u), 1.0))
+    return dict(x=x, z1=z1, z2=z2, z3=z3, y1=y1, y2=y2, y3=y3, y4=y4, z0=z0, y0=y0), cres
+
+
+def _l1_problem(be, gamma, **params):
+    A, b, C1, d1, C2, d2 = _problem(9)
+    rng = np.random.default_rng(12)
+    C0, d0, w, ratio = rng.normal(size=(4, b.size)), rng.normal(size=4), 0.6, 2.5
+    adm = LpBoxADMM(GenericSystem(A, be), b, eq=sparse_operator(sp.csr_matrix(C1), d1, be),
+                    ineq=sparse_operator(sp.csr_matrix(C2), d2, be),
+                    params=ADMMParams(gamma=gamma, pcg_tol=1e-13, pcg_maxiter=500, **params),
+                    backend=be, l1=L1Split(sparse_operator(sp.csr_matrix(C0), d0, be), w, ratio))
+    return adm, (A, b, C1, d1, C2, d2, C0, d0, w, ratio)
+
+
+def test_a_step_with_an_l1_split_is_the_written_update(backend):
+    """Five iterations with an ℓ1 split ``w |C0 x - d0|`` beside the equality and inequality
+    rows, its penalty ``rho0 = ratio * rho`` (ratio 2.5): the x-update's system and right-hand
+    side gain the split's terms, then the soft threshold and the split's dual step, and the
+    constraint residual counts the split's."""
+    be = get_backend(backend)
+    adm, prob = _l1_problem(be, 0.8)
+    n = prob[1].size
+    rng = np.random.default_rng(13)
+    s = {"x": 0.3 * rng.random(n), "z1": rng.random(n), "z2": rng.random(n),
+         "z3": rng.random(2), "y1": rng.normal(size=n), "y2": rng.normal(size=n),
+         "y3": rng.normal(size=3), "y4": rng.normal(size=2), "z0": rng.normal(size=4),
+         "y0": rng.normal(size=4)}
+    dev = {k: be.asarray(v.copy()) for k, v in s.items()}
+    extra = [dev["z0"], dev["y0"]]
+    rho, rc = 0.8, 1.3
+    for _ in range(5):
+        s, cres = _reference_l1_step(*prob, s, rho, rc, 0.8)
+        got = adm._generic_step(dev["x"], dev["z1"], dev["z2"], dev["z3"], dev["y1"],
+                                dev["y2"], dev["y3"], dev["y4"], rho, rc, False, extra)
+        dev.update(x=got[0], z1=got[1], z2=got[2], z3=got[3], z0=extra[0], y0=extra[1])
+        for key, value in s.items():
+            np.testing.assert_allclose(be.to_numpy(dev[key]), value, rtol=1e-8, atol=1e-9,
+                                       err_msg=key)
+        assert got[6] == pytest.approx(cres, rel=1e-8)
+        rho, rc = rho * 1.5, rc * 1.2
+
+
+def test_a_run_with_an_l1_split_reports_the_term(backend):
+    """A run with an ℓ1 split starts it at ``z0 = C0 x0 - d0``, ``y0 = 0``, and every record's
+    objectives, of the iterate and of its rounded point, include ``w |C0 x - d0|_1``."""
+    be = get_backend(backend)
+    adm, prob = _l1_problem(be, 1.0, rho0=0.6, rho_growth=1.2, max_iter=4, tol=1e-14)
+    A, b, C1, d1, C2, d2, C0, d0, w, _ = prob
+    n = b.size
+    x0 = np.random.default_rng(14).random(n)
+    seen = []
+    res = adm.run(x0=x0, callback=lambda st: seen.append(st.x_host().copy()))
+    s = {"x": x0, "z1": np.clip(x0, 0, 1), "z2": _sphere(x0),
+         "z3": np.maximum(d2 - C2 @ x0, 0.0), "y1": np.zeros(n), "y2": np.zeros(n),
+         "y3": np.zeros(3), "y4": np.zeros(2), "z0": C0 @ x0 - d0, "y0": np.zeros(4)}
+    rho = 0.6 * adm.scale
+    for it in range(4):
+        s, _ = _reference_l1_step(*prob, s, rho, rho, 1.0)
+        x = s["x"]
+        xr = _numpy_round(x, groups=[list(range(0, 4)), [4, 5, 6], [7, 8, 9]])
+        np.testing.assert_allclose(seen[it], x, rtol=1e-8, atol=1e-9)
+        rec = res.history[it]
+        assert rec.objective == pytest.approx(
+            x @ A @ x + b @ x + w * np.abs(C0 @ x - d0).sum(), rel=1e-8)
+        assert rec.objective_rounded == pytest.approx(
+            xr @ A @ xr + b @ xr + w * np.abs(C0 @ xr - d0).sum(), rel=1e-10)
+        rho *= 1.2
+
+
+def test_the_rows_residual_is_relative_to_their_bound(backend):
+    """With inequality rows alone, the constraint residual is ``|C2 x + z3 - d2| /
+    max(|d2|, 1)``: here ``|d2|`` lies between 1 and 2, where both the division and the floor
+    of 1 show."""
+    be = get_backend(backend)
+    A, b, _, _, C2, _ = _problem(10)
+    d2 = np.array([1.5, -0.5])
+    adm = LpBoxADMM(GenericSystem(A, be), b, ineq=sparse_operator(sp.csr_matrix(C2), d2, be),
+                    params=ADMMParams(pcg_tol=1e-13, pcg_maxiter=500), backend=be)
+    n = b.size
+    rng = np.random.default_rng(15)
+    x, y4 = rng.random(n), rng.normal(size=2)
+    out = adm._generic_step(be.asarray(x), be.asarray(rng.random(n)), be.asarray(rng.random(n)),
+                            be.asarray(rng.random(2)), be.asarray(np.zeros(n)),
+                            be.asarray(np.zeros(n)), None, be.asarray(y4.copy()), 0.9, 1.1,
+                            False)
+    xn, z3 = be.to_numpy(out[0]), be.to_numpy(out[3])
+    r4 = C2 @ xn + z3 - d2
+    assert np.linalg.norm(r4) > 1e-3
+    assert out[6] == pytest.approx(np.linalg.norm(r4) / np.linalg.norm(d2), rel=1e-10)
+
+
+def test_a_seeded_run_starts_at_its_random_point(backend):
+    """``seed`` draws the start point uniformly in [0, 1] (numpy's default generator), the
+    same run as that point given as ``x0``; without either the start is 1/2 everywhere."""
+    be = get_backend(backend)
+    A, b, _, _, _, _ = _problem(8)
+    adm = LpBoxADMM(GenericSystem(A, be), b, params=ADMMParams(max_iter=3), backend=be)
+    seeded = adm.run(seed=21).x_continuous
+    np.testing.assert_array_equal(
+        seeded, adm.run(x0=np.random.default_rng(21).random(b.size)).x_continuous)
+    np.testing.assert_array_equal(adm.run().x_continuous,
+                                  adm.run(x0=np.full(b.size, 0.5)).x_continuous)
+    assert not np.array_equal(seeded, adm.run().x_continuous)
+
+
+def test_resuming_at_the_limit_runs_nothing(backend):
+    """A run paused at its last iteration and resumed has no iteration left: the result has no
+    record and no best iteration, and its labels are the paused iterate rounded."""
+    be = get_backend(backend)
+    A, b, _, _, _, _ = _problem(6)
+    adm = LpBoxADMM(GenericSystem(A, be), b, params=ADMMParams(max_iter=4), backend=be)
+    paused = adm.run(pause_at=4)
+    assert paused.status == "paused" and paused.iterations == 4
+    rest = adm.run(resume=paused.state)
+    assert rest.iterations == 0 and rest.best_iteration == 0 and rest.history == []
+    np.testing.assert_array_equal(rest.x, (paused.x_continuous > 0.5).astype(np.int8))
+
+
+@pytest.mark.parametrize("form", ["simplex", "sums"])
+def test_z1_stays_in_its_set(backend, form):
+    """Every iterate's z1 lies in the set the problem names: each row of k on the simplex
+    (``simplex_groups``), or the box with its columns' sums within their bounds (``z1_set``),
+    where a plain box clip would leave it."""
+    be = get_backend(backend)
+    k, m = 3, 8
+    rng = np.random.default_rng(16)
+    M = rng.normal(size=(m * k, m * k))
+    b = 3.0 * rng.normal(size=m * k)
+    sums = BoxWithSums(k, np.ones(m), lo=[3.0, -np.inf, 1.0], hi=[4.0, 2.0, np.inf])
+    extra = {"simplex_groups": k} if form == "simplex" else {"z1_set": sums}
+    adm = LpBoxADMM(GenericSystem(M.T @ M / m, be), b, params=ADMMParams(max_iter=6),
+                    backend=be, **extra)
+    z1s = []
+    adm.run(x0=rng.random(m * k), callback=lambda st: z1s.append(be.to_numpy(st.z1).copy()))
+    for z1 in z1s:
+        Z = z1.reshape(m, k)
+        assert Z.min() >= -1e-12 and Z.max() <= 1 + 1e-12
+        if form == "simplex":
+            np.testing.assert_allclose(Z.sum(axis=1), 1.0, atol=1e-9)
+        else:
+            col = Z.sum(axis=0)
+            assert np.all(col >= sums.lo - 1e-6) and np.all(col <= sums.hi + 1e-6), col
+
+
+def test_the_callback_sees_the_limit_and_every_variable(backend):
+    """The callback's state carries the iteration limit, and ``x_host()`` the iterate over all
+    variables, the eliminated ones at their values through ``expand``."""
+    be = get_backend(backend)
+    A, b, _, _, _, _ = _problem(7)
+    n = b.size
+
+    def expand(v):
+        full = np.full(n + 3, 7.0)
+        full[3:] = v
+        return full
+
+    adm = LpBoxADMM(GenericSystem(A, be), b, expand=expand, params=ADMMParams(max_iter=3),
+                    backend=be)
+    seen = []
+    res = adm.run(callback=lambda st: seen.append((st.max_iter, st.x_host().copy(),
+                                                   be.to_numpy(st.x).copy())))
+    assert [s[0] for s in seen] == [3, 3, 3]
+    for _, full, free in seen:
+        np.testing.assert_array_equal(full, expand(free))
+    assert res.x_continuous.shape == (n + 3,) and res.x.shape == (n + 3,)
