@@ -5,12 +5,22 @@ import time
 
 import numpy as np
 import pytest
-from PyQt6.QtCore import QStandardPaths
+from PyQt6.QtCore import QSettings, QStandardPaths
 from PyQt6.QtWidgets import QMessageBox
 
 from segapp.ui.main_window import MainWindow
 
 QStandardPaths.setTestModeEnabled(True)  # (recent files and settings stay out of the user's)
+
+
+@pytest.fixture(autouse=True)
+def own_settings(tmp_path_factory):
+    """Each test's settings (recent files, window state) in a folder of its own: test mode alone
+    shares one file between the suite's worker processes and between runs, so a recent file
+    left by another test could change what a menu shows."""
+    path = str(tmp_path_factory.mktemp("settings"))
+    for fmt in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
+        QSettings.setPath(fmt, QSettings.Scope.UserScope, path)
 
 
 @pytest.fixture
