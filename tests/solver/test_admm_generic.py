@@ -362,11 +362,12 @@ def _reference_l1_step(A, b, C1, d1, C2, d2, C0, d0, w, ratio, s, rho, rc, gamma
     return dict(x=x, z1=z1, z2=z2, z3=z3, y1=y1, y2=y2, y3=y3, y4=y4, z0=z0, y0=y0), cres
 
 
-def _l1_problem(be, gamma, **params):
+def _l1_problem(be, gamma, sparse=False, **params):
     A, b, C1, d1, C2, d2 = _problem(9)
     rng = np.random.default_rng(12)
     C0, d0, w, ratio = rng.normal(size=(4, b.size)), rng.normal(size=4), 0.6, 2.5
-    adm = LpBoxADMM(GenericSystem(A, be), b, eq=sparse_operator(sp.csr_matrix(C1), d1, be),
+    adm = LpBoxADMM(GenericSystem(sp.csr_matrix(A) if sparse else A, be), b,
+                    eq=sparse_operator(sp.csr_matrix(C1), d1, be),
                     ineq=sparse_operator(sp.csr_matrix(C2), d2, be),
                     params=ADMMParams(gamma=gamma, pcg_tol=1e-13, pcg_maxiter=500, **params),
                     backend=be, l1=L1Split(sparse_operator(sp.csr_matrix(C0), d0, be), w, ratio))
@@ -401,11 +402,13 @@ def test_a_step_with_an_l1_split_is_the_written_update(backend):
         rho, rc = rho * 1.5, rc * 1.2
 
 
-def test_a_run_with_an_l1_split_reports_the_term(backend):
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_run_with_an_l1_split_reports_the_term(backend, sparse):
     """A run with an ℓ1 split starts it at ``z0 = C0 x0 - d0``, ``y0 = 0``, and every record's
-    objectives, of the iterate and of its rounded point, include ``w |C0 x - d0|_1``."""
+    objectives, of the iterate and of its rounded point, include ``w |C0 x - d0|_1``, whether
+    the system's solve hands back ``x'Ax`` (sparse, compiled) or the loop computes it."""
     be = get_backend(backend)
-    adm, prob = _l1_problem(be, 1.0, rho0=0.6, rho_growth=1.2, max_iter=4, tol=1e-14)
+    adm, prob = _l1_problem(be, 1.0, sparse, rho0=0.6, rho_growth=1.2, max_iter=4, tol=1e-14)
     A, b, C1, d1, C2, d2, C0, d0, w, _ = prob
     n = b.size
     x0 = np.random.default_rng(14).random(n)
@@ -524,3 +527,29 @@ def test_the_callback_sees_the_limit_and_every_variable(backend):
     for _, full, free in seen:
         np.testing.assert_array_equal(full, expand(free))
     assert res.x_continuous.shape == (n + 3,) and res.x.shape == (n + 3,)
+
+
+@pytest.mark.parametrize("part", ["eq", "ineq", "rounding"])
+def test_the_compiled_step_is_taken_only_where_it_keeps_the_problem(backend, part):
+    """With a sparse system the CPU may take the compiled iteration; equality or inequality
+    rows or a caller's rounding must still act, so the run gives the generic loop's iterates and
+    labels (``fused=False``), which differ from those of the problem without that part (its
+    iterates; for the rounding, its labels)."""
+    be = get_backend(backend)
+    A, b, C1, d1, C2, d2 = _problem(17)
+    extra = {"eq": {"eq": sparse_operator(sp.csr_matrix(C1), d1, be)},
+             "ineq": {"ineq": sparse_operator(sp.csr_matrix(3.0 * C2), d2 - 2.0, be)},
+             "rounding": {"rounding": lambda v: (v < 0.5).astype(v.dtype)}}[part]
+
+    def run(fused, **kw):
+        params = ADMMParams(max_iter=12, fused=fused, pcg_tol=1e-12, pcg_maxiter=300)
+        return LpBoxADMM(GenericSystem(sp.csr_matrix(A), be), b, params=params, backend=be,
+                         **kw).run(seed=4)
+
+    generic, fused, plain = run(False, **extra), run(True, **extra), run(False)
+    np.testing.assert_allclose(fused.x_continuous, generic.x_continuous, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(fused.x, generic.x)
+    if part == "rounding":  # the rounding changes the labels, not the iterates
+        assert not np.array_equal(generic.x, plain.x)
+    else:
+        assert not np.allclose(generic.x_continuous, plain.x_continuous, atol=1e-3)
