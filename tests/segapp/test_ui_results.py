@@ -223,7 +223,10 @@ def test_disagreement_view_marks_where_admm_and_reference_differ(win, qtbot):
     shown_count = int(win.results_panel.fields["disagree"].text().replace(",", ""))
     assert shown_count == int(diff.sum())
     win.results_panel.strokes.setChecked(False)  # the strokes would cover some pixels
+    assert win.results_panel.replay_label.text() == "final"
     set_view(win, "compare")
+    assert win.statusBar().currentMessage() == \
+        f"{int(diff.sum()):,} pixels differ from the reference (magenta)"
     rgba = item_pixels(win.canvas.compare)
     assert rgba.shape == diff.shape + (4,)
     magenta = (rgba[:, :, 3] == 255) & np.all(rgba[:, :, :3] == MAGENTA, axis=2)
@@ -234,9 +237,12 @@ def test_disagreement_view_marks_where_admm_and_reference_differ(win, qtbot):
     assert not (screen[~diff] == MAGENTA).all(axis=1).any()
     # a replayed iteration is compared through its own labels
     win.results_panel.replay.setValue(0)
-    _, probs = win.frames.get(0)
+    first, probs = win.frames.get(0)
     frame_diff = (np.argmax(probs, axis=2) + 1) != o.reference_labels
     assert frame_diff.any() and not np.array_equal(frame_diff, diff)
+    assert win.results_panel.replay_label.text() == f"it {first}"
+    assert win.statusBar().currentMessage() == \
+        f"{int(frame_diff.sum()):,} pixels differ from the reference (magenta)"
     rgba = item_pixels(win.canvas.compare)
     assert np.array_equal(rgba[:, :, 3] == 255, frame_diff)
     # the solution view has no disagreement layer

@@ -234,3 +234,117 @@ def test_a_finished_run_keeps_no_live_frame(win, qtbot):
     assert win._live_probs is None
     assert o.x_final is None  # the warm start takes the labels
     assert len(win.frames) >= 2  # what the replay needs stays
+
+
+# ------------------------------------------------------------------------------- endings
+def test_a_failed_warm_up_takes_its_compile_notice_away(win, qtbot, monkeypatch):
+    """A warm-up that fails after its kernels began compiling leaves no compile notice behind
+    (the first run then compiles, and says so itself)."""
+    import numba
+
+    import solver.mrf
+
+    def failing_warm_up():
+        numba.njit(lambda x: 7 * x - 3)(4)
+        raise RuntimeError("no kernels today")
+
+    monkeypatch.setattr(solver.mrf, "warm_up", failing_warm_up)
+    calls: list[tuple] = []
+    real = win._set_compiling
+
+    def recording(*args):
+        calls.append(args)
+        real(*args)
+
+    monkeypatch.setattr(win, "_set_compiling", recording)
+    thread = win.start_warm_up()
+    thread.join(60)
+    qtbot.waitUntil(lambda: len(calls) == 2, timeout=5000)
+    assert calls == [("warm-up", True), ("warm-up", False)]
+    assert not win.compile_label.isVisible() and not win.compile_bar.isVisible()
+
+
+def test_a_notice_is_in_the_status_bar_as_the_results_panel_words_it(win):
+    """A solve's notice (here a GPU fallback) is in the status bar as one line, reworded as
+    the results panel shows it, and in the permanent notice label."""
+    text = "CuPy cannot be imported; running on the CPU instead"
+    win.on_notice(text)
+    line = "GPU not available: ran on the CPU (CuPy cannot be imported)"
+    assert win.statusBar().currentMessage() == line
+    assert win.notice_label.text() == "GPU not available: ran on the CPU"
+    assert win.notice_label.toolTip() == line
+
+
+def test_the_polish_text_only_while_admm_is_between_iterations(win, qtbot):
+    """The "polish (after ADMM iteration N)" text appears when the iterations pause during the
+    ADMM phase, not while the reference is solved, and not from a tick after the run ended."""
+    open_image(win, qtbot)
+    during_reference: list[str] = []
+
+    def on_phase(name):
+        if name == "reference":
+            win._polish_timer.timeout.emit()  # a pause while the reference is solved
+            during_reference.append(win.iter_label.text())
+
+    win.solver.phase.connect(on_phase)
+    run(win, qtbot)
+    assert during_reference == ["solving the reference (min-cut)…"]
+    assert win.records_received > 0 and win.iter_label.text() == ""
+    win._polish_timer.timeout.emit()  # a tick after the run ended
+    assert win.iter_label.text() == ""
+
+
+def test_the_status_bar_names_the_outcome_its_gap_and_its_warning(win, qtbot, no_cupy):
+    """After a run the status bar says how ADMM ended in words (the iteration limit here), its
+    energy and iterations, the gap to the reference, and the run's last warning."""
+    from segapp.ui.panels import warning_line
+    open_image(win, qtbot)
+    win.params_panel.backend.setCurrentIndex(win.params_panel.backend.findData("gpu"))
+    win.params_panel.admm["max_iter"].setValue(3)
+    o = run(win, qtbot)
+    assert o.status == "max_iter" and o.reference_energy and o.warnings
+    gap = (o.energy - o.reference_energy) / abs(o.reference_energy) * 100
+    assert win.statusBar().currentMessage() == (
+        f"ADMM iteration limit: E = {o.energy:.6g} after {o.iterations} iterations "
+        f"(gap {gap:+.3f} % to the reference) — {warning_line(o.warnings[-1])}")
+
+
+@pytest.mark.parametrize("answer", ["yes", "no"])
+def test_out_of_memory_for_the_reference_offers_a_run_without_it(win, qtbot, monkeypatch,
+                                                                 caplog, answer):
+    """A run that would fit in memory without the reference asks whether to run without it:
+    Yes unchecks the reference and runs (to an outcome with no reference), No leaves both."""
+    from PyQt6.QtWidgets import QMessageBox
+
+    import segapp.core.pipeline as pipeline
+    from segapp.core.memory import WITHOUT_REFERENCE, InsufficientMemoryError
+    real = pipeline.run_segmentation
+    message = f"this image needs 9 GiB; {WITHOUT_REFERENCE} to need 2 GiB"
+
+    def short_of_memory(*a, **kw):
+        if win.params_panel.reference.isChecked():
+            raise InsufficientMemoryError(message)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(pipeline, "run_segmentation", short_of_memory)
+    asked: list[tuple] = []
+    button = QMessageBox.StandardButton.Yes if answer == "yes" else QMessageBox.StandardButton.No
+
+    def question(*args):
+        asked.append(args)
+        return button
+
+    monkeypatch.setattr(QMessageBox, "question", question)
+    open_image(win, qtbot)
+    assert win.params_panel.reference.isChecked()
+    win.act_run.trigger()
+    qtbot.waitUntil(lambda: bool(asked) and not win.running, timeout=300000)
+    assert asked == [(win, "Not enough memory", f"{message}.\n\nRun without the reference?",
+                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)]
+    assert f"Cannot segment: {message}" in caplog.text
+    assert not win.errors
+    if answer == "yes":
+        assert not win.params_panel.reference.isChecked()
+        assert win.outcome is not None and win.outcome.reference_energy is None
+    else:
+        assert win.params_panel.reference.isChecked() and win.outcome is None
