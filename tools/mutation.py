@@ -90,7 +90,8 @@ SCOPE: dict[str, tuple[str, ...]] = {
 # sample of this many of their in-scope mutants (fixed by the module's name, so a re-run judges
 # the same ones), which estimates it without the bias of judging the fastest tests' mutants
 # first; the report gives the sample's 95% interval.
-SAMPLE: dict[str, int] = {"segapp/ui/runctl.py": 160, "solver/admm/loop.py": 200}
+SAMPLE: dict[str, int] = {"segapp/ui/runctl.py": 80, "segapp/ui/frames.py": 30,
+                          "solver/admm/loop.py": 200}
 
 # mutmut's exit-code meanings (mutmut.stats.status_by_exit_code, 3.8)
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests",

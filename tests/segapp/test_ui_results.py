@@ -391,9 +391,9 @@ def test_each_export_suggests_a_name_and_reports_what_happened(
     run(win, qtbot)
     asked = []
     monkeypatch.setattr(QFileDialog, "getSaveFileName",
-                        lambda parent, *a: asked.append(a) or ("", ""))
+                        lambda parent, *a: asked.append((parent, *a)) or ("", ""))
     getattr(win, action).trigger()
-    assert asked == [(title, "synthetic" + suffix, filt)]
+    assert asked == [(win, title, "synthetic" + suffix, filt)]
     assert getattr(win, method)() is False  # the dialog cancelled again, from the method
     assert list(tmp_path.iterdir()) == [] and win.errors == []
     assert getattr(win, method)(str(tmp_path / "missing" / ("out" + suffix))) is False
@@ -403,6 +403,11 @@ def test_each_export_suggests_a_name_and_reports_what_happened(
     assert getattr(win, method)(str(tmp_path / ("out" + suffix))) is True
     assert (tmp_path / ("out" + suffix)).stat().st_size > 0
     assert win.statusBar().currentMessage() == f"Saved {word} to out{suffix}"
+    # an image with no file behind it (set by a script): the suggestion is "segmentation"
+    win.doc.image_path = None
+    asked.clear()
+    getattr(win, action).trigger()
+    assert asked == [(win, title, "segmentation" + suffix, filt)]
 
 
 def test_exported_history_csv_holds_the_run_column_by_column(win, qtbot, monkeypatch, tmp_path):
@@ -528,3 +533,24 @@ def test_rectangle_drawn_in_the_app_reaches_the_solver(win, qtbot, monkeypatch):
     win.results_panel.strokes.setChecked(False)
     assert max_diff(item_pixels(win.canvas.result)[:, :, :3],
                     labels_rgb(o.labels, palette(2))) == 0
+
+
+# ------------------------------------------------------------------------------- live frames
+@pytest.mark.parametrize("view", ["photo", "solution"])
+def test_live_frames_give_the_areas_and_keep_to_the_view(win, qtbot, view):
+    """While ADMM runs, each live frame updates the constraints panel's current areas (each
+    label's share of the frame's most likely labels) and is drawn over the photo, except in
+    the photo view."""
+    img, strokes = disc_image()
+    open_image(win, qtbot, img, strokes)
+    set_view(win, view)
+    frames: list[tuple] = []
+    win.solver.frame.connect(lambda _it, probs: frames.append(
+        (probs.copy(), [r.now.text() for r in win.constraints_panel.rows],
+         item_pixels(win.canvas.result).size)))
+    run(win, qtbot)
+    assert frames  # premise: the run showed live frames
+    for probs, texts, drawn in frames:
+        counts = np.bincount(np.argmax(probs, axis=2).ravel(), minlength=probs.shape[2])
+        assert texts == [f"{100.0 * c / counts.sum():.1f} %" for c in counts]
+        assert (drawn == 0) == (view == "photo")
