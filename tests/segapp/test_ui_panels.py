@@ -251,3 +251,17 @@ def test_frame_store_stays_under_its_byte_cap(qtbot):
         assert big.nbytes() <= big.max_bytes and big.iterations[0] == 1
     assert big.iterations[-1] == 5 and len(big) >= 2
     assert big.frames[0].shape == (16, 16, 3)
+
+
+def test_a_frame_sent_again_replaces_the_last_and_is_counted_once(qtbot):
+    """The last iteration sent twice (the final frame after the last live one) replaces the
+    stored frame: one frame for it, its pixels the newer, and the bytes counted once."""
+    rng = np.random.default_rng(1)
+    store = FrameStore(capacity=100, max_side=16)
+    first, second, again = (rng.random((16, 16, 2)) for _ in range(3))
+    store.add(1, first)
+    store.add(4, second)
+    store.add(4, again)
+    assert store.iterations == [1, 4]
+    assert store.nbytes() == sum(f.nbytes for f in store.frames) == 2 * 16 * 16 * 2
+    np.testing.assert_allclose(store.get(1)[1], again, atol=0.5 / 255 + 1e-7)

@@ -553,3 +553,46 @@ def test_the_compiled_step_is_taken_only_where_it_keeps_the_problem(backend, par
         assert not np.array_equal(generic.x, plain.x)
     else:
         assert not np.allclose(generic.x_continuous, plain.x_continuous, atol=1e-3)
+
+
+def test_a_run_stops_when_the_rounded_objective_has_stagnated(backend):
+    """With the residuals' tolerance met at once (tol 10), the run stops at the first
+    iteration whose last ``stagnation_window`` rounded objectives lie within
+    ``stagnation_tol * max(1, |objective|)`` of each other, and says it converged; the log
+    line names the outcome, the iterations and the objective."""
+    import logging
+    be = get_backend(backend)
+    A, b, _, _, _, _ = _problem(12)
+    params = ADMMParams(tol=10.0, stagnation_window=3, stagnation_tol=1e-9, max_iter=60)
+    adm = LpBoxADMM(GenericSystem(A, be), b, constant=50.0, params=params, backend=be)
+    logger = logging.getLogger("solver.admm.loop")
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    old = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        res = adm.run(seed=2)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+    objs = [h.objective_rounded for h in res.history]
+    assert min(objs) > 0  # premise: positive objectives, where a sum is not a spread
+    want = next(i + 1 for i in range(2, len(objs))
+                if max(objs[i - 2:i + 1]) - min(objs[i - 2:i + 1])
+                <= 1e-9 * max(1.0, abs(objs[i])))
+    assert res.status == "converged" and res.iterations == want < 60
+    assert [r.getMessage() for r in records] == [
+        f"ADMM converged after {want} iterations in {res.time_s:.3f} s: objective "
+        f"{res.objective:.6g} (best at {res.best_iteration})"]
+
+
+def test_a_float32_cost_is_the_same_cost_in_float64(backend):
+    """The linear cost ``b`` is kept in float64 whatever dtype it comes in."""
+    be = get_backend(backend)
+    A, b, _, _, _, _ = _problem(13)
+    b32 = b.astype(np.float32)
+    runs = [LpBoxADMM(GenericSystem(A, be), c, params=ADMMParams(max_iter=4), backend=be)
+            .run(seed=1).x_continuous for c in (b32, b32.astype(np.float64))]
+    np.testing.assert_array_equal(runs[0], runs[1])
