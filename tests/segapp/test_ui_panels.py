@@ -265,3 +265,10 @@ def test_a_frame_sent_again_replaces_the_last_and_is_counted_once(qtbot):
     assert store.iterations == [1, 4]
     assert store.nbytes() == sum(f.nbytes for f in store.frames) == 2 * 16 * 16 * 2
     np.testing.assert_allclose(store.get(1)[1], again, atol=0.5 / 255 + 1e-7)
+
+
+def test_a_byte_cap_below_one_pixel_stores_one_pixel_frames(qtbot):
+    """A cap smaller than any frame still stores (one-pixel frames), and ends."""
+    store = FrameStore(max_side=8, max_bytes=2)
+    store.add(1, np.random.default_rng(2).random((8, 8, 3)))
+    assert store.frames[0].shape == (1, 1, 3)

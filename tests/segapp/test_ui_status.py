@@ -59,7 +59,8 @@ def hover_a_status_tip(win, tip: str = "a toolbar button's status tip") -> None:
 # ------------------------------------------------------------------------------- warm start
 def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monkeypatch):
     """Warm start (checked by default) uses the last answer only after a parameter change; a
-    stroke added since gives a cold start, which the status bar says."""
+    stroke or a hard constraint added or changed since gives a cold start, which the status bar
+    says."""
     x0s = spy_x0(monkeypatch)
     messages: list[str] = []
     win.statusBar().messageChanged.connect(messages.append)
@@ -67,6 +68,7 @@ def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monk
     assert win.act_warm.isChecked()
     run(win, qtbot)
     assert x0s[-1] is None  # nothing to start from
+    assert "Solving" in messages  # and nothing said about a start
     win.doc.begin_stroke("strokes")
     win.doc.stroke_to((35, 35), (38, 38), 1, 1)
     win.doc.end_stroke()
@@ -82,6 +84,13 @@ def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monk
     np.testing.assert_array_equal(np.asarray(x0).reshape(-1, 2).argmax(1) + 1, labels.ravel())
     assert "warm start" in win.results_panel.fields["status"].text()
     assert any(m.startswith("Solving (warm start") for m in messages), messages
+    # hard constraints are annotations too: painting some, then changing them, starts cold
+    for corner in ((3, 3), (30, 30)):
+        win.doc.begin_stroke("hard")
+        win.doc.stroke_to(corner, (corner[0] + 2, corner[1] + 2), 1, 2)
+        win.doc.end_stroke()
+        run(win, qtbot)
+        assert x0s[-1] is None and not win._warm
 
 
 # ------------------------------------------------------------------------------- notices
@@ -348,3 +357,13 @@ def test_out_of_memory_for_the_reference_offers_a_run_without_it(win, qtbot, mon
         assert win.outcome is not None and win.outcome.reference_energy is None
     else:
         assert win.params_panel.reference.isChecked() and win.outcome is None
+
+
+def test_a_run_that_fails_while_compiling_takes_the_notice_away(win, qtbot):
+    """A run that fails while it waits for its kernels to compile leaves no compile notice."""
+    from segapp.ui.worker import compile_text
+    win.on_notice(compile_text())
+    assert win.compile_label.isVisible()
+    win.on_failed("the solver ran out of patience")
+    assert win.errors == [("Cannot segment", "the solver ran out of patience")]
+    assert not win.compile_label.isVisible() and not win.compile_bar.isVisible()
