@@ -38,3 +38,21 @@ def test_score_leaves_out_what_was_not_judged():
                  "docs only": 2, "not checked": 1})
     assert mutation.score(c) == 14 / 16
     assert mutation.score(Counter({"mutants": 3, "docs only": 3})) is None
+
+
+def test_wilson_interval():
+    lo, hi = mutation.wilson(8, 10)  # the textbook example: 0.490 to 0.943
+    assert (round(lo, 3), round(hi, 3)) == (0.49, 0.943)
+    assert mutation.wilson(0, 12)[0] == 0.0 and abs(mutation.wilson(12, 12)[1] - 1.0) < 1e-12
+
+
+def test_a_sample_is_fixed_by_the_module_and_leaves_out_help_text(monkeypatch):
+    module = "segapp/ui/runctl.py"
+    names = [f"segapp.ui.runctl.x_f__mutmut_{i}" for i in range(1, 401)]
+    docs = set(names[:50])
+    monkeypatch.setattr(mutation, "docs_only", lambda group: docs)
+    picked = mutation.sample("app", module, names + ["segapp.ui.frames.x_g__mutmut_1"])
+    assert len(picked) == mutation.SAMPLE[module] and not picked & docs
+    assert picked <= set(names)
+    assert mutation.sample("app", module, list(reversed(names))) == picked
+    assert mutation.sample("cli", "segapp/cli/segment.py", names) is None

@@ -227,8 +227,10 @@ def run(groups: list[str], jobs: int, again: bool = False) -> int:
             if picked is not None:
                 others = {n for n in results if n.startswith(_dotted(module) + ".")}
                 chosen = (chosen or set(results)) - others | picked
+        judged = equivalents()  # (an equivalent mutant's verdict does not count)
         todo = [name for name, code in results.items()
-                if code in rerun and name not in skip and (chosen is None or name in chosen)
+                if code in rerun and name not in skip and name not in judged
+                and (chosen is None or name in chosen)
                 and any(fnmatch.fnmatchcase(name, pattern) for pattern in scope)]
         if todo:
             worst = max(worst, subprocess.call([*mutmut, *todo], cwd=dest, env=env))
