@@ -29,17 +29,29 @@ def _problem(seed, n=12):
     return A, b, C1, d1, C2, d2
 
 
-def _reference_step(A, b, C1, d1, C2, d2, s, rho, rc, gamma, fixed_norm_sq=0.0, seen=None):
-    """One iteration as docs/algorithm.md writes it, with the x-system solved exactly."""
+def _sphere(v):
+    n = v.size
+    w = v - 0.5
+    return 0.5 + w * (np.sqrt(n) / 2 / np.linalg.norm(w))
+
+
+def _reference_step(A, b, C1, d1, C2, d2, s, rho, rc, gamma, fixed_norm_sq=0.0, seen=None,
+                    l1=None):
+    """One iteration as docs/algorithm.md writes it, with the x-system solved exactly. With
+    ``l1 = (C0, d0, w, ratio)``, also the split ``w |C0 x - d0|`` (penalty ``ratio * rho``),
+    whose ``z0`` and ``y0`` ``s`` then holds too."""
     n = b.size
-    x_old, z1, z2, z3, y1, y2, y3, y4 = (s[k].copy() for k in
-                                         ("x", "z1", "z2", "z3", "y1", "y2", "y3", "y4"))
+    z1, z2, z3, y1, y2, y3, y4 = (s[k] for k in ("z1", "z2", "z3", "y1", "y2", "y3", "y4"))
     rhs = rho * (z1 + z2) - b - y1 - y2 + C1.T @ (rc * d1 - y3) + C2.T @ (rc * (d2 - z3) - y4)
     K = 2 * A + 2 * rho * np.eye(n) + rc * C1.T @ C1 + rc * C2.T @ C2
+    if l1 is not None:
+        C0, d0, w, ratio = l1
+        r0 = ratio * rho
+        rhs = rhs + C0.T @ (r0 * (s["z0"] + d0) - s["y0"])
+        K = K + r0 * C0.T @ C0
     x = np.linalg.solve(K, rhs)
     z1 = np.clip(x + y1 / rho, 0.0, 1.0)
-    v = x + y2 / rho - 0.5
-    z2 = 0.5 + v * (np.sqrt(n) / 2 / np.linalg.norm(v))
+    z2 = _sphere(x + y2 / rho)
     y1 = y1 + gamma * rho * (x - z1)
     y2 = y2 + gamma * rho * (x - z2)
     xnorm = max(np.sqrt(x @ x + fixed_norm_sq), 1.0)
@@ -54,8 +66,14 @@ def _reference_step(A, b, C1, d1, C2, d2, s, rho, rc, gamma, fixed_norm_sq=0.0, 
     y4 = y4 + gamma * rc * r4
     cres = max(np.linalg.norm(r3) / max(np.linalg.norm(d1), 1.0),
                np.linalg.norm(r4) / max(np.linalg.norm(d2), 1.0))
-    del x_old
-    return dict(x=x, z1=z1, z2=z2, z3=z3, y1=y1, y2=y2, y3=y3, y4=y4), r1, r2, cres
+    out = dict(x=x, z1=z1, z2=z2, z3=z3, y1=y1, y2=y2, y3=y3, y4=y4)
+    if l1 is not None:
+        u = C0 @ x - d0
+        v = u + s["y0"] / r0
+        z0 = np.sign(v) * np.maximum(np.abs(v) - w / r0, 0.0)
+        out.update(z0=z0, y0=s["y0"] + gamma * r0 * (u - z0))
+        cres = max(cres, np.linalg.norm(u - z0) / max(np.linalg.norm(u), 1.0))
+    return out, r1, r2, cres
 
 
 @pytest.mark.parametrize("sparse,fixed", [(False, 3.0), (True, 3.0), (False, 0.0)])
@@ -223,12 +241,6 @@ def test_violation_counts_the_bounded_sums(backend):
         assert adm.violation(be.asarray(X.ravel())) == pytest.approx(expected)
 
 
-def _sphere(v):
-    n = v.size
-    w = v - 0.5
-    return 0.5 + w * (np.sqrt(n) / 2 / np.linalg.norm(w))
-
-
 def test_a_run_is_the_written_loop(backend):
     """Seven iterations of ``run`` against the transcription: the start (z1 and z2 the
     projections of x0, z3 the slack of x0, duals zero), the penalty's schedule (growth every
@@ -339,34 +351,6 @@ def test_violation_counts_the_split_rows(backend):
             assert adm.violation(be.asarray(x)) == want
 
 
-def _reference_l1_step(A, b, C1, d1, C2, d2, C0, d0, w, ratio, s, rho, rc, gamma):
-    """One iteration with an ℓ1 split ``w |C0 x - d0|`` (penalty ``ratio * rho``) beside the
-    rows, as docs/algorithm.md writes it; ``s`` holds the split's ``z0`` and ``y0`` too."""
-    n, r0 = b.size, ratio * rho
-    z1, z2, z3, y1, y2, y3, y4, z0, y0 = (s[k] for k in ("z1", "z2", "z3", "y1", "y2", "y3",
-                                                         "y4", "z0", "y0"))
-    rhs = (rho * (z1 + z2) - b - y1 - y2 + C1.T @ (rc * d1 - y3)
-           + C2.T @ (rc * (d2 - z3) - y4) + C0.T @ (r0 * (z0 + d0) - y0))
-    K = 2 * A + 2 * rho * np.eye(n) + rc * C1.T @ C1 + rc * C2.T @ C2 + r0 * C0.T @ C0
-    x = np.linalg.solve(K, rhs)
-    z1 = np.clip(x + y1 / rho, 0.0, 1.0)
-    z2 = _sphere(x + y2 / rho)
-    y1, y2 = y1 + gamma * rho * (x - z1), y2 + gamma * rho * (x - z2)
-    r3 = C1 @ x - d1
-    y3 = y3 + gamma * rc * r3
-    z3 = np.maximum(d2 - C2 @ x - y4 / rc, 0.0)
-    r4 = C2 @ x + z3 - d2
-    y4 = y4 + gamma * rc * r4
-    u = C0 @ x - d0
-    v = u + y0 / r0
-    z0 = np.sign(v) * np.maximum(np.abs(v) - w / r0, 0.0)
-    y0 = y0 + gamma * r0 * (u - z0)
-    cres = max(np.linalg.norm(r3) / max(np.linalg.norm(d1), 1.0),
-               np.linalg.norm(r4) / max(np.linalg.norm(d2), 1.0),
-               np.linalg.norm(u - z0) / max(np.linalg.norm(u), 1.0))
-    return dict(x=x, z1=z1, z2=z2, z3=z3, y1=y1, y2=y2, y3=y3, y4=y4, z0=z0, y0=y0), cres
-
-
 def _l1_problem(be, gamma, sparse=False, **params):
     A, b, C1, d1, C2, d2 = _problem(9)
     rng = np.random.default_rng(12)
@@ -396,7 +380,7 @@ def test_a_step_with_an_l1_split_is_the_written_update(backend):
     extra = [dev["z0"], dev["y0"]]
     rho, rc = 0.8, 1.3
     for _ in range(5):
-        s, cres = _reference_l1_step(*prob, s, rho, rc, 0.8)
+        s, _, _, cres = _reference_step(*prob[:6], s, rho, rc, 0.8, l1=prob[6:])
         got = adm._generic_step(dev["x"], dev["z1"], dev["z2"], dev["z3"], dev["y1"],
                                 dev["y2"], dev["y3"], dev["y4"], rho, rc, False, extra)
         dev.update(x=got[0], z1=got[1], z2=got[2], z3=got[3], z0=extra[0], y0=extra[1])
@@ -424,7 +408,7 @@ def test_a_run_with_an_l1_split_reports_the_term(backend, sparse):
          "y3": np.zeros(3), "y4": np.zeros(2), "z0": C0 @ x0 - d0, "y0": np.zeros(4)}
     rho = 0.6 * adm.scale
     for it in range(4):
-        s, _ = _reference_l1_step(*prob, s, rho, rho, 1.0)
+        s = _reference_step(*prob[:6], s, rho, rho, 1.0, l1=prob[6:])[0]
         x = s["x"]
         xr = _numpy_round(x, groups=[list(range(0, 4)), [4, 5, 6], [7, 8, 9]])
         np.testing.assert_allclose(seen[it], x, rtol=1e-8, atol=1e-9)
