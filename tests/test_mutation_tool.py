@@ -46,13 +46,12 @@ def test_wilson_interval():
     assert mutation.wilson(0, 12)[0] == 0.0 and abs(mutation.wilson(12, 12)[1] - 1.0) < 1e-12
 
 
-def test_a_sample_is_fixed_by_the_module_and_leaves_out_help_text(monkeypatch):
+def test_a_sample_is_fixed_by_the_module_and_leaves_out_help_text():
     module = "segapp/ui/runctl.py"
     names = [f"segapp.ui.runctl.x_f__mutmut_{i}" for i in range(1, 401)]
     docs = set(names[:50])
-    monkeypatch.setattr(mutation, "docs_only", lambda group: docs)
-    picked = mutation.sample("app", module, names + ["segapp.ui.frames.x_g__mutmut_1"])
+    picked = mutation.sample("app", module, names + ["segapp.ui.frames.x_g__mutmut_1"], docs)
     assert len(picked) == mutation.SAMPLE[module] and not picked & docs
     assert picked <= set(names)
-    assert mutation.sample("app", module, list(reversed(names))) == picked
-    assert mutation.sample("cli", "segapp/cli/segment.py", names) is None
+    assert mutation.sample("app", module, list(reversed(names)), docs) == picked
+    assert mutation.sample("cli", "segapp/cli/segment.py", names, docs) is None

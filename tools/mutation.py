@@ -86,10 +86,10 @@ SCOPE: dict[str, tuple[str, ...]] = {
 
 # Modules too costly to run whole on two cores: a function of the window is reached by dozens
 # of Qt tests, and the ADMM loop's run() by the quality tests, so a surviving mutant costs
-# minutes. Their score is measured on a uniform random
-# sample of this many of their in-scope mutants (fixed by the module's name, so a re-run judges
-# the same ones), which estimates it without the bias of judging the fastest tests' mutants
-# first; the report gives the sample's 95% interval.
+# minutes. Their score is measured on a uniform random sample of this many of their in-scope
+# mutants (fixed by the module's name, so a re-run judges the same ones), which estimates it
+# without the bias of judging the fastest tests' mutants first; the report gives the sample's
+# 95% interval.
 SAMPLE: dict[str, int] = {"segapp/ui/runctl.py": 80, "segapp/ui/frames.py": 30,
                           "solver/admm/loop.py": 200}
 
@@ -187,16 +187,15 @@ def _dotted(module: str) -> str:
     return module.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
 
 
-def sample(group: str, module: str, names: list[str]) -> set[str] | None:
+def sample(group: str, module: str, names: list[str], docs: set[str]) -> set[str] | None:
     """The mutants of ``module`` that stand for it (None: all of them). For a module in
-    ``SAMPLE``, a uniform random choice among its in-scope mutants that are not docs-only,
-    seeded by the module's path."""
+    ``SAMPLE``, a uniform random choice among its in-scope mutants that are not docs-only
+    (``docs``: :func:`docs_only` of the group), seeded by the module's path."""
     size = SAMPLE.get(module)
     if size is None:
         return None
-    skip = docs_only(group)
     scope = SCOPE.get(group, ("*",))
-    pool = sorted(n for n in names if n.startswith(_dotted(module) + ".") and n not in skip
+    pool = sorted(n for n in names if n.startswith(_dotted(module) + ".") and n not in docs
                   and any(fnmatch.fnmatchcase(n, pattern) for pattern in scope))
     return set(random.Random(module).sample(pool, min(size, len(pool))))
 
@@ -221,16 +220,14 @@ def run(groups: list[str], jobs: int, again: bool = False) -> int:
         rerun = {None, 0, 5, 33} if again else {None}
         scope = SCOPE.get(group, ("*",))
         results = _results(group)
-        chosen: set[str] | None = None
+        picked = set()  # the sampled modules' samples
         for module in GROUPS[group][0]:
-            picked = sample(group, module, list(results))
-            if picked is not None:
-                others = {n for n in results if n.startswith(_dotted(module) + ".")}
-                chosen = (chosen or set(results)) - others | picked
+            picked |= sample(group, module, list(results), skip) or set()
+        sampled = tuple(_dotted(m) + "." for m in GROUPS[group][0] if m in SAMPLE)
         judged = equivalents()  # (an equivalent mutant's verdict does not count)
         todo = [name for name, code in results.items()
                 if code in rerun and name not in skip and name not in judged
-                and (chosen is None or name in chosen)
+                and (name in picked or not name.startswith(sampled))
                 and any(fnmatch.fnmatchcase(name, pattern) for pattern in scope)]
         if todo:
             worst = max(worst, subprocess.call([*mutmut, *todo], cwd=dest, env=env))
@@ -257,7 +254,7 @@ def tally(group: str, module: str, equivalent: dict[str, tuple[str, str]],
         return counts, survivors
     data = json.loads(meta.read_text())
     codes, hashes = data["exit_code_by_key"], data.get("hash_by_function_name", {})
-    picked = sample(group, module, list(codes))
+    picked = sample(group, module, list(codes), docs)
     if picked is not None:
         codes = {name: code for name, code in codes.items() if name in picked}
     for name, code in codes.items():
@@ -275,10 +272,16 @@ def tally(group: str, module: str, equivalent: dict[str, tuple[str, str]],
     return counts, survivors
 
 
+def _tallied(c: Counter) -> tuple[int, int]:
+    """``(killed, judged)``: the killed (timed-out, crashed) mutants and those that count."""
+    judged = c["mutants"] - c["equivalent"] - c["docs only"] - c["not checked"] - c["skipped"]
+    return c["killed"] + c["timeout"] + c["segfault"], judged
+
+
 def score(c: Counter) -> float | None:
     """Killed (and timed-out) mutants over the mutants that count; None when none count."""
-    judged = c["mutants"] - c["equivalent"] - c["docs only"] - c["not checked"] - c["skipped"]
-    return None if judged <= 0 else (c["killed"] + c["timeout"] + c["segfault"]) / judged
+    killed, judged = _tallied(c)
+    return None if judged <= 0 else killed / judged
 
 
 def wilson(killed: int, judged: int, z: float = 1.96) -> tuple[float, float]:
@@ -296,9 +299,7 @@ def _row(name: str, c: Counter, interval: bool = False) -> str:
              c["no tests"], c["equivalent"], c["docs only"], c["not checked"]]
     text = "—" if s is None else f"{100 * s:.1f}%"
     if interval and s is not None:
-        judged = c["mutants"] - c["equivalent"] - c["docs only"] - c["not checked"] - \
-            c["skipped"]
-        lo, hi = wilson(c["killed"] + c["timeout"] + c["segfault"], judged)
+        lo, hi = wilson(*_tallied(c))
         text += f" ({100 * lo:.0f}–{100 * hi:.0f}%)"
     return "| " + " | ".join([name, *map(str, cells), text]) + " |"
 
