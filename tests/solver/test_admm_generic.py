@@ -241,6 +241,15 @@ def test_violation_counts_the_bounded_sums(backend):
         assert adm.violation(be.asarray(X.ravel())) == pytest.approx(expected)
 
 
+def _start(x0, C1, C2, d2):
+    """A run's first state as docs/algorithm.md writes it: z1 and z2 the projections of x0,
+    z3 its slack, the duals zero."""
+    n = x0.size
+    return {"x": x0, "z1": np.clip(x0, 0, 1), "z2": _sphere(x0),
+            "z3": np.maximum(d2 - C2 @ x0, 0.0), "y1": np.zeros(n), "y2": np.zeros(n),
+            "y3": np.zeros(C1.shape[0]), "y4": np.zeros(C2.shape[0])}
+
+
 def test_a_run_is_the_written_loop(backend):
     """Seven iterations of ``run`` against the transcription: the start (z1 and z2 the
     projections of x0, z3 the slack of x0, duals zero), the penalty's schedule (growth every
@@ -264,9 +273,7 @@ def test_a_run_is_the_written_loop(backend):
         (st.iteration, st.x_host().copy(), be.to_numpy(st.z1).copy(),
          be.to_numpy(st.z2).copy())))
     groups = [list(range(0, 4)), [4, 5, 6], [7, 8, 9]]
-    s = {"x": x0, "z1": np.clip(x0, 0, 1), "z2": _sphere(x0),
-         "z3": np.maximum(d2 - C2 @ x0, 0.0), "y1": np.zeros(n), "y2": np.zeros(n),
-         "y3": np.zeros(3), "y4": np.zeros(2)}
+    s = _start(x0, C1, C2, d2)
     rho = 0.4 * scale
     best, trail = None, []
     for it in range(1, 8):
@@ -403,9 +410,7 @@ def test_a_run_with_an_l1_split_reports_the_term(backend, sparse):
     x0 = np.random.default_rng(14).random(n)
     seen = []
     res = adm.run(x0=x0, callback=lambda st: seen.append(st.x_host().copy()))
-    s = {"x": x0, "z1": np.clip(x0, 0, 1), "z2": _sphere(x0),
-         "z3": np.maximum(d2 - C2 @ x0, 0.0), "y1": np.zeros(n), "y2": np.zeros(n),
-         "y3": np.zeros(3), "y4": np.zeros(2), "z0": C0 @ x0 - d0, "y0": np.zeros(4)}
+    s = {**_start(x0, C1, C2, d2), "z0": C0 @ x0 - d0, "y0": np.zeros(4)}
     rho = 0.6 * adm.scale
     for it in range(4):
         s = _reference_step(*prob[:6], s, rho, rho, 1.0, l1=prob[6:])[0]
