@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   snapshots: Sequence[Snapshot | np.ndarray] = (),
                   max_rounds: int | None = None, split: bool = True,
                   since: np.ndarray | None = None,
-                  options: PolishOptions = _DEFAULT) -> np.ndarray:
+                  options: PolishOptions = _DEFAULT, backend: Any = None) -> np.ndarray:
     """ICM and pair moves (K > 2, or ``options.pair_moves_binary``), filled concavities and box
     completions, whole-region moves, region splits, then fusion with the level sets of ADMM's
     iterates carved by ICM (:func:`solver.mrf.polish.descents.fuse_descents`), with the TV
@@ -72,6 +73,9 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         (:func:`solver.mrf.polish.icm.icm`), with the same result.
     options : PolishOptions
         What to try.
+    backend : solver.backend.Backend, optional
+        The solve's backend: on the GPU the TV relaxations' steps run there
+        (:func:`solver.mrf.polish.tv.grid_steps`); None: the host.
 
     Returns
     -------
@@ -128,7 +132,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
             and (options.tv_max_pixels is None or problem.n <= options.tv_max_pixels)):
         mark()
         fuse = fuse_tv_into if problem.k == 2 else fuse_tv_expansions_into
-        if fuse(problem, lab, tv_steps, options.tv_step, options.tv_thresholds, workspace=ws):
+        if fuse(problem, lab, tv_steps, options.tv_step, options.tv_thresholds, workspace=ws,
+                backend=backend):
             _icm_in_place(problem, lab, since=before)
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,

@@ -16,12 +16,13 @@ docs/decisions.md, "TV proposals for two labels" and "TV-relaxed expansion moves
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from solver.mrf.build.problem import MRFProblem
-from solver.mrf.polish import tv_kernels
+from solver.mrf.polish import tv_device, tv_kernels
 from solver.mrf.polish.fusion import Snapshot, Workspace, fuse_level_sets_into
 from solver.mrf.polish.stencil import grid_stencil
 
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
-                  tol: float = 1e-3) -> tuple[np.ndarray, int]:
+                  tol: float = 1e-3, backend: Any = None) -> tuple[np.ndarray, int]:
     """Approximate minimiser of the TV relaxation of a K = 2 energy, started from ``lab``.
 
     Parameters
@@ -44,6 +45,8 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
         The primal step scale relative to the largest pairwise weight ``2 lam``.
     tol : float
         Stop once 25 steps move no pixel's value by more than this.
+    backend : solver.backend.Backend, optional
+        Where the steps run (:func:`grid_steps`); None: the host.
 
     Returns
     -------
@@ -60,10 +63,8 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
     if terms is not None:
         cost, offsets, tau, gamma = terms
         s32 = np.asarray(lab, dtype=np.float32).copy()
-        steps, sparse = tv_kernels.tv_iterate_grid(cost, offsets, u.astype(np.float32), free,
-                                                   tau, s32, np.float32(0.5 / gamma),
-                                                   int(iterations), float(tol),
-                                                   tv_kernels.SPARSE_BELOW)
+        steps, sparse = grid_steps(backend, cost, offsets, u.astype(np.float32), free, tau, s32,
+                                   np.float32(0.5 / gamma), int(iterations), float(tol))
         log.debug("TV relaxation: %d steps, %d of them sparse", steps, sparse)
         s = s32.astype(np.float64)
     else:  # (no grid: the Laplacian's upper triangle, each edge once)
@@ -78,8 +79,37 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
     return s, int(steps)
 
 
+def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarray,
+               free: np.ndarray, tau: np.ndarray, s: np.ndarray, sigma: np.float32,
+               iterations: int, tol: float) -> tuple[int, int]:
+    """The grid kernel's steps on ``s`` in place: on the GPU where ``backend`` is the real GPU
+    backend (:mod:`solver.mrf.polish.tv_device`, the same iterates), else on the host
+    (:func:`solver.mrf.polish.tv_kernels.tv_iterate_grid`).
+
+    Parameters
+    ----------
+    backend : solver.backend.Backend or None
+        Where to run them.
+    cost, offsets, u, free, tau, s, sigma, iterations, tol
+        As :func:`solver.mrf.polish.tv_kernels.tv_iterate_grid`'s.
+
+    Returns
+    -------
+    steps : int
+        Steps run.
+    sparse : int
+        How many of them visited only the pixels that could move (the host's).
+    """
+    if tv_device.applies(backend):
+        return tv_device.tv_iterate_grid(backend, cost, offsets, u, free, tau, s, sigma,
+                                         iterations, tol), 0
+    return tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
+                                      tv_kernels.SPARSE_BELOW)
+
+
 def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
-                 thresholds: tuple[float, ...], workspace: Workspace | None = None) -> int:
+                 thresholds: tuple[float, ...], workspace: Workspace | None = None,
+                 backend: Any = None) -> int:
     """Fuse the level sets of :func:`tv_relaxation` (from ``lab``) into ``lab`` in place.
 
     Parameters
@@ -94,13 +124,15 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
         Levels ``t`` whose sets ``{s > t}`` are proposed.
     workspace : Workspace, optional
         The polish's shared work arrays.
+    backend : solver.backend.Backend, optional
+        Where the relaxation's steps run (:func:`grid_steps`); None: the host.
 
     Returns
     -------
     int
         Regions taken.
     """
-    s, steps = tv_relaxation(problem, lab, iterations, step)
+    s, steps = tv_relaxation(problem, lab, iterations, step, backend=backend)
     weights = np.empty((s.size, 2), dtype=np.float32)
     weights[:, 1] = s
     weights[:, 0] = 1.0 - s
@@ -272,7 +304,8 @@ def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | None = None
 
 def fuse_tv_expansion_into(problem: MRFProblem, lab: np.ndarray, alpha: int, iterations: int,
                            step: float, thresholds: tuple[float, ...],
-                           workspace: Workspace | None = None, tol: float = 1e-3) -> int:
+                           workspace: Workspace | None = None, tol: float = 1e-3,
+                           backend: Any = None) -> int:
     """Fuse the level sets of the TV relaxation of the α-expansion move of ``lab`` to label
     ``alpha`` (:func:`expansion_terms`) into ``lab`` in place, as regions of ``alpha``.
 
@@ -295,7 +328,7 @@ def fuse_tv_expansion_into(problem: MRFProblem, lab: np.ndarray, alpha: int, ite
         Levels ``t`` whose sets ``{y > t}`` are proposed.
     workspace : Workspace, optional
         The polish's shared work arrays.
-    tol : float
+    tol, backend
         As :func:`tv_relaxation`.
 
     Returns
@@ -305,14 +338,15 @@ def fuse_tv_expansion_into(problem: MRFProblem, lab: np.ndarray, alpha: int, ite
     """
     terms = grid_terms(problem, step)
     return 0 if terms is None else _fuse_expansion(problem, lab, alpha, terms, iterations,
-                                                   thresholds, workspace, tol)
+                                                   thresholds, workspace, tol, backend)
 
 
 def _fuse_expansion(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: tuple,
                     iterations: int, thresholds: tuple[float, ...],
-                    workspace: Workspace | None, tol: float) -> int:
+                    workspace: Workspace | None, tol: float, backend: Any) -> int:
     """:func:`fuse_tv_expansion_into` with the grid's terms made."""
-    snap = expansion_snapshot(problem, lab, alpha, terms, iterations, min(thresholds), tol)
+    snap = expansion_snapshot(problem, lab, alpha, terms, iterations, min(thresholds), tol,
+                              backend=backend)
     if snap is None:
         return 0
     return fuse_level_sets_into(problem, lab, [snap], thresholds, max_pixels=None,
@@ -321,7 +355,8 @@ def _fuse_expansion(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: tup
 
 def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: tuple,
                        iterations: int, least: float, tol: float = 1e-3,
-                       apart: np.ndarray | None = None) -> Snapshot | None:
+                       apart: np.ndarray | None = None, backend: Any = None
+                       ) -> Snapshot | None:
     """The TV relaxation of the α-expansion move of ``lab`` as label weights: ``y`` on
     ``alpha`` and ``1 - y`` on each pixel's own label, over the free pixels whose ``y``
     exceeds ``least`` (every other pixel at its label), or None when there are none.
@@ -344,6 +379,8 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
         As :func:`tv_relaxation`.
     apart : numpy.ndarray, optional
         Apart pairs the move must keep (:func:`expansion_terms`).
+    backend : solver.backend.Backend, optional
+        Where the relaxation's steps run (:func:`grid_steps`); None: the host.
 
     Returns
     -------
@@ -361,9 +398,8 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
         reach[o:] += move_cost[q, :n - o]
     free &= u < reach
     y = (lab == alpha).astype(np.float32)
-    steps, sparse = tv_kernels.tv_iterate_grid(move_cost, offsets, u, free, tau, y,
-                                               np.float32(0.5 / gamma), int(iterations),
-                                               float(tol), tv_kernels.SPARSE_BELOW)
+    steps, sparse = grid_steps(backend, move_cost, offsets, u, free, tau, y,
+                               np.float32(0.5 / gamma), int(iterations), float(tol))
     pixels = np.flatnonzero(free & (y > least))
     log.debug("TV expansion of label %d: %d steps (%d sparse), %d free, %d proposed",
               alpha + 1, steps, sparse, int(free.sum()), pixels.size)
@@ -379,7 +415,7 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
 
 def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
                             thresholds: tuple[float, ...],
-                            workspace: Workspace | None = None) -> int:
+                            workspace: Workspace | None = None, backend: Any = None) -> int:
     """:func:`fuse_tv_expansion_into` for each label in turn (one sweep of TV-relaxed
     α-expansion moves): the K > 2 counterpart of :func:`fuse_tv_into`.
 
@@ -389,7 +425,7 @@ def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: in
         A problem on an 8-neighbour grid (else nothing is done).
     lab : numpy.ndarray
         ``(n,)`` 0-based labels, changed in place; the energy never rises.
-    iterations, step, thresholds, workspace
+    iterations, step, thresholds, workspace, backend
         As :func:`fuse_tv_expansion_into`.
 
     Returns
@@ -399,7 +435,8 @@ def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: in
     """
     terms = grid_terms(problem, step)
     return 0 if terms is None else sum(
-        _fuse_expansion(problem, lab, alpha, terms, iterations, thresholds, workspace, 1e-3)
+        _fuse_expansion(problem, lab, alpha, terms, iterations, thresholds, workspace, 1e-3,
+                        backend)
         for alpha in range(problem.k))
 
 

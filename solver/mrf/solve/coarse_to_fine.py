@@ -185,7 +185,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
                          start_labels=up if start is None and not coarsest else None)
         history += [replace(r, iteration=r.iteration + view["offset"]) for r in res.history]
         start = view = None
-        free_count, backend_name = solver.free.size, solver.backend.name
+        free_count, device = solver.free.size, solver.backend
         labels = res.labels
         stopped = res.status == CANCELLED
         if li == 0:
@@ -201,7 +201,8 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             unpolished = np.asarray(labels).ravel()
             # outside the band ADMM's labels are the warm start, an ICM fixed point
             labels = pipeline.polish_labels(level, labels, snapshots,
-                                            split=li == 0, since=up, options=options.polish)
+                                            split=li == 0, since=up, options=options.polish,
+                                            backend=device)
             snapshots = None
             if c2f.warm_fusion and up is not None and level.constraints is None:
                 labels = _fuse_warm_start(level, labels, up, options.polish)
@@ -222,7 +223,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     if x_cont is not None and li > 0:
         x_cont = x_cont[maps[li]]
     # (the last level's status; a cancel at a coarser level is a cancel of the whole solve)
-    return MRFResult(fine, problem.energy(fine), "admm", backend_name, len(history),
+    return MRFResult(fine, problem.energy(fine), "admm", device.name, len(history),
                      time.perf_counter() - t0, res.status, history, x_cont, res.admm,
                      energy_admm if energy_admm is not None else problem.energy(fine),
                      problem.constraint_report(fine))

@@ -410,7 +410,7 @@ class MRFADMM:
         energy_admm = energy
         if polish and status != CANCELLED:
             labels = polish_labels(self.problem, labels, self.snapshot_weights(),
-                                   options=self.options.polish)
+                                   options=self.options.polish, backend=self.backend)
             energy = self.problem.energy(labels)
         return MRFResult(labels, energy, "admm", self.backend.name, res.iterations,
                          self.setup_time_s + time.perf_counter() - t_start, status,

@@ -23,7 +23,9 @@ def warm_up(max_labels: int = 3, gpu: bool = False) -> float:
     max_labels : int
         Largest K to prepare (K = 2 and K > 2 use different kernels).
     gpu : bool
-        Also solve them on the GPU, which compiles :mod:`solver.admm.steps.cuda`'s CUDA kernels and
+        Also solve them on the GPU, which compiles the CUDA kernels of ADMM
+        (:mod:`solver.admm.steps.cuda`) and of the polish's TV relaxation
+        (:mod:`solver.mrf.polish.tv_device`, in the coarse-to-fine solve's final polish) and
         starts CuPy's libraries (about a second in a fresh process). Needs a usable GPU.
 
     Returns
