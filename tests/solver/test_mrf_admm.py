@@ -465,6 +465,8 @@ def _fake_gpu(monkeypatch, usable=True):
 def test_auto_backend_takes_the_gpu_only_where_it_pays(monkeypatch):
     _fake_gpu(monkeypatch)
     assert auto_backend(10_000, 2) == "cpu"  # K = 2 is launch-bound on a GPU
+    assert auto_backend(100_000, 2) == "cpu"  # (1.3x the CPU's time there, 2026-11-27)
+    assert auto_backend(500_000, 2) == "gpu"  # (0.6x)
     assert auto_backend(2_000_000, 2) == "gpu"
     assert auto_backend(1_000, 3) == "cpu"
     assert auto_backend(50_000, 4) == "gpu"

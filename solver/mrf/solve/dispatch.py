@@ -36,7 +36,7 @@ MULTI_PCG_MAXITER = 3
 
 #: Pixels from which ``backend="auto"`` takes a usable GPU, for K = 2 and for K > 2: the sizes
 #: from which a GPU solve is faster than the CPU's (measured: docs/performance.md, GPU).
-AUTO_GPU_PIXELS = {2: 1_000_000, "multi": 5_000}
+AUTO_GPU_PIXELS = {2: 250_000, "multi": 5_000}
 
 
 def auto_backend(n: int, k: int) -> str:
