@@ -73,6 +73,9 @@ class PolishOptions:
     tv_expansion_iterations : int
         K > 2, final polish: the same for the TV relaxation of each label's α-expansion move
         (:func:`solver.mrf.polish.tv.fuse_tv_expansions_into`); 0 turns them off.
+    tv_layered_iterations : int
+        K = 3 with one apart pair and no area bound, final polish: most steps on the layered TV
+        relaxation of the nesting (:mod:`solver.mrf.polish.layered`); 0 turns it off.
     tv_step : float
         Their primal step scale, relative to the largest pairwise weight ``2 lam``.
     tv_thresholds : tuple of float
@@ -108,6 +111,7 @@ class PolishOptions:
     snapshot_iterations: frozenset[int] = SNAPSHOT_ITERATIONS
     tv_iterations: int = 200
     tv_expansion_iterations: int = 100
+    tv_layered_iterations: int = 200
     tv_step: float = 1.0
     tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
     tv_max_pixels: int | None = 1_200_000

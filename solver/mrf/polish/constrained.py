@@ -13,7 +13,9 @@ move). See :mod:`solver.mrf.polish.constrained_kernels`.
 
 With two labels and area bounds the final polish runs a second time from the TV relaxation
 under the bound (:func:`solver.mrf.polish.tv.tv_relaxation_area`): from its best level set
-within the bounds, with its level sets among the proposals, and the better end is kept.
+within the bounds, with its level sets among the proposals, and the better end is kept. A
+nesting (three labels, one pair apart) does the same from its layered relaxation
+(:mod:`solver.mrf.polish.layered`), started from the polished labels.
 
 On a coarse pyramid level a pixel stands for several image pixels, and an exact area may not
 be reachable with such pieces; there the bounds widen by the largest piece (the finest level
@@ -34,6 +36,7 @@ from solver.mrf.polish import constrained_kernels as ck
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import margin_kernels as mk
 from solver.mrf.polish.fusion import Snapshot
+from solver.mrf.polish.layered import layered_proposals
 from solver.mrf.polish.stencil import grid_stencil
 from solver.mrf.polish.tv import expansion_snapshot, grid_terms, tv_relaxation_area
 
@@ -345,8 +348,11 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
         The region cap, and the TV relaxation's settings.
     tv : bool
         K = 2 with area bounds: also polish from the TV relaxations under the bound
-        (:func:`_tv_proposals`) and keep the best end; apart pairs without area bounds: TV-
-        relaxed expansion moves (:func:`_expansion_fusions`). The coarse-to-fine solver asks for it
+        (:func:`_tv_proposals`) and keep the best end; apart pairs without area bounds:
+        TV-relaxed expansion moves (:func:`_expansion_fusions`), then for a nesting a polish
+        from the layered relaxation's best level set
+        (:func:`solver.mrf.polish.layered.layered_proposals`), the better end kept. The
+        coarse-to-fine solver asks for it
         in the final polish only (at a coarser level it changes what the next level starts
         from, and can lead it to a worse end).
 
@@ -371,5 +377,13 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
         moves += _polish_rounds(problem, other_args, [*snapshots, snap], options)
         if problem.energy(other + 1) < problem.energy(lab + 1):
             lab = other
+    # a nesting: the layered relaxation from the polished labels (from far, its layers do not
+    # settle in its steps), and a polish from its best level set where that is lower
+    for snap, candidate in layered_proposals(problem, lab, options) if tv else []:
+        if candidate is not None:
+            other_args = (*args[:5], candidate, args[6], *level_state(problem, candidate))
+            moves += _polish_rounds(problem, other_args, [snap], options)
+            if problem.energy(candidate + 1) < problem.energy(lab + 1):
+                lab = candidate
     log.debug("constrained polish: %d moves", moves)
     return kernels.one_based(lab, problem.shape)
