@@ -123,6 +123,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--repeat", type=int, default=REPEAT,
                     help="runs of each ADMM solve, in turns; times are medians")
+    ap.add_argument("--kinds", default="area,nesting",
+                    help="which cases: area, nesting or both")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other rows of the last results in --out")
     args = ap.parse_args(argv)
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     out = Path(args.out)
@@ -135,7 +139,27 @@ def main(argv=None) -> int:
     rows = []
     for n in sizes:
         for case in _cases():
-            rows.extend(run_case(*case, n, repeat=args.repeat))
+            if case[1] in args.kinds.split(","):
+                rows.extend(run_case(*case, n, repeat=args.repeat))
+    if args.merge:
+        rows = merged(json.loads((out / "constraints.json").read_text()), rows)
+    write_results(rows, out)
+    return 0
+
+
+def merged(old: list[dict], new: list[dict]) -> list[dict]:
+    """``old``'s rows in their order, each replaced by the row of ``new`` for the same case,
+    constraint and size where there is one; ``new``'s other rows after them."""
+    def key(r):
+        return r["case"], r["kind"], r["constraint"], r["n"]
+    fresh = {key(r): r for r in new}
+    rows = [fresh.pop(key(r), r) for r in old]
+    return rows + [r for r in new if key(r) in fresh]
+
+
+def write_results(rows: list[dict], out: Path) -> None:
+    """``constraints.json``, ``constraints.md`` and ``constraints.png`` of ``rows`` in ``out``;
+    prints the table."""
     (out / "constraints.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = ["| case | constraint | n | gap to yardstick | gap to bound | × unconstrained | "
              "feasible |", "|---|---|---|---|---|---|---|"]
@@ -167,7 +191,6 @@ def main(argv=None) -> int:
     except ImportError:
         print("matplotlib missing: no plot", file=sys.stderr)
     print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":

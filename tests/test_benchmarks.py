@@ -148,3 +148,23 @@ def test_gpu_session_rejects_an_unknown_step(tmp_path):
     res = _gpu_session("benchmark-everything", tmp_path)
     assert res.returncode == 2
     assert "unknown step 'benchmark-everything'" in res.stderr
+
+
+def _load(name):
+    spec_ = importlib.util.spec_from_file_location(
+        name, Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    return module
+
+
+def test_constraint_results_merge_in_place_and_keep_the_other_rows():
+    merged = _load("constraints").merged
+
+    def row(case, n, gap):
+        return {"case": case, "kind": "nesting", "constraint": "1,3 apart", "n": n, "gap": gap}
+
+    old = [row("a", 10, 0.1), row("b", 10, 0.2), row("a", 50, 0.3)]
+    new = [row("b", 10, 0.0), row("c", 10, 0.5)]
+    assert merged(old, new) == [row("a", 10, 0.1), row("b", 10, 0.0), row("a", 50, 0.3),
+                                row("c", 10, 0.5)]
