@@ -183,3 +183,36 @@ def test_threaded_kernels_from_several_python_threads_under_the_workqueue_layer(
                           text=True, timeout=600, cwd=root)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().endswith("ok"), proc.stdout[-2000:]
+
+
+def test_the_polish_relaxations_do_not_depend_on_threads():
+    """The TV relaxation's dense steps and the layered relaxation's steps are parallel over the
+    pixels with no sums across them: the same bits on one thread and on all."""
+    from solver.mrf import Constraints, with_constraints
+    from solver.mrf.polish import layered_kernels, tv_kernels
+    from solver.mrf.polish.tv import grid_terms
+
+    from ._mrf_helpers import random_problem
+
+    p = with_constraints(random_problem((37, 41), k=3, seed=5), Constraints(apart=((1, 3),)))
+    cost, offsets, tau, gamma = grid_terms(p, 1.0)
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=p.n).astype(np.float32)
+    start = rng.random((2, p.n)).astype(np.float32)
+    free = rng.random(p.n) > 0.1
+    sigma = np.float32(0.5 / gamma)
+
+    def tv():
+        s = start[0].copy()
+        steps = tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, 60, 0.0, 0.0)
+        return s, np.asarray(steps)
+
+    def layered():
+        u1, u2 = start[0].copy(), start[1].copy()
+        layered_kernels.layered_iterate(cost, offsets, u, -u, free, tau, u1, u2, sigma, 60, 0.0)
+        return u1, u2
+
+    for fn in (tv, layered):
+        one, many = _both(fn)
+        for a, b in zip(one, many):
+            np.testing.assert_array_equal(a, b)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from solver.backend.threads import threaded
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish import tv_device, tv_kernels
 from solver.mrf.polish.fusion import Snapshot, Workspace, fuse_level_sets_into
@@ -103,8 +104,8 @@ def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarra
     if tv_device.applies(backend):
         return tv_device.tv_iterate_grid(backend, cost, offsets, u, free, tau, s, sigma,
                                          iterations, tol), 0
-    return tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
-                                      tv_kernels.SPARSE_BELOW)
+    return threaded(tv_kernels.tv_iterate_grid, cost, offsets, u, free, tau, s, sigma,
+                    iterations, tol, tv_kernels.SPARSE_BELOW)
 
 
 def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,

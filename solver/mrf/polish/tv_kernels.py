@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 _jit = numba.njit(cache=True, nogil=True)
+_pjit = numba.njit(cache=True, nogil=True, parallel=True)
 
 
 @_jit
@@ -107,23 +108,24 @@ def _touch(touched, tl, nt, i):  # pragma: no cover
     return nt
 
 
-@_jit
+@_pjit
 def _dense_step(cost, offsets, u, free, tau, s, bar, p, g, sigma):  # pragma: no cover
     """One step over every edge and pixel (loops free of dependencies between iterations, so
-    compiled to vector instructions)."""
+    compiled to vector instructions, and parallel over the pixels: no sums across them, so
+    the same numbers on any number of threads)."""
     n = s.size
     for q in range(4):
         o = offsets[4 + q]
-        for i in range(n - o):
+        for i in numba.prange(n - o):
             c = cost[q, i]
             p[q, i] = min(max(p[q, i] + sigma * (bar[i] - bar[i + o]), -c), c)
-    for i in range(n):
+    for i in numba.prange(n):
         g[i] = u[i] + p[0, i] + p[1, i] + p[2, i] + p[3, i]
     for q in range(4):
         o = offsets[4 + q]
-        for i in range(o, n):
+        for i in numba.prange(o, n):
             g[i] -= p[q, i - o]
-    for i in range(n):
+    for i in numba.prange(n):
         t = min(max(s[i] - tau[i] * g[i], np.float32(0.0)), np.float32(1.0))
         if not free[i]:
             t = s[i]
