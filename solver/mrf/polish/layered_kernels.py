@@ -29,58 +29,73 @@ _pjit = numba.njit(cache=True, nogil=True, parallel=True)
 def _duals(cost, offsets, b1, b2, p1, p2, r, sigma):  # pragma: no cover
     """Dual ascent from the extrapolated layers ``b1``, ``b2``: each layer's edge duals clipped
     to ``[-c, c]``, the order rows' duals projected on ``[0, inf)`` (0 where there is no
-    neighbour)."""
+    neighbour). One pass per edge direction: the edge's two layer duals and its two order rows
+    (``u2_i - u1_{i + o}``, row ``4 + q`` of pixel ``i``; ``u2_{i + o} - u1_i``, row ``3 - q`` of
+    pixel ``i + o``)."""
     n = b1.size
     zero = np.float32(0.0)
-    for q in range(4):
-        o = offsets[4 + q]
-        for i in numba.prange(n - o):
-            c = cost[q, i]
-            p1[q, i] = min(max(p1[q, i] + sigma * (b1[i] - b1[i + o]), -c), c)
-            p2[q, i] = min(max(p2[q, i] + sigma * (b2[i] - b2[i + o]), -c), c)
     for i in numba.prange(n):
         r[8, i] = max(r[8, i] + sigma * (b2[i] - b1[i]), zero)
     for q in range(4):
         o = offsets[4 + q]
-        for i in numba.prange(n - o):  # row 4 + q of pixel i: u2_i - u1_{i + o}
-            v = max(r[4 + q, i] + sigma * (b2[i] - b1[i + o]), zero)
-            r[4 + q, i] = v if cost[q, i] > 0.0 else zero
-        for i in numba.prange(n - o):  # row 3 - q of pixel i + o: u2_{i + o} - u1_i
-            v = max(r[3 - q, i + o] + sigma * (b2[i + o] - b1[i]), zero)
-            r[3 - q, i + o] = v if cost[q, i] > 0.0 else zero
+        for i in numba.prange(n - o):
+            c = cost[q, i]
+            j = i + o
+            p1[q, i] = min(max(p1[q, i] + sigma * (b1[i] - b1[j]), -c), c)
+            p2[q, i] = min(max(p2[q, i] + sigma * (b2[i] - b2[j]), -c), c)
+            if c > 0.0:
+                r[4 + q, i] = max(r[4 + q, i] + sigma * (b2[i] - b1[j]), zero)
+                r[3 - q, j] = max(r[3 - q, j] + sigma * (b2[j] - b1[i]), zero)
+            else:
+                r[4 + q, i] = zero
+                r[3 - q, j] = zero
 
 
 @_pjit
-def layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, G1, G2,
+def layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r,
                  sigma):  # pragma: no cover
-    """One step over every pixel, in place: the duals, each layer's gradient (``G1``, ``G2``:
-    unary, edge duals, order rows), the projected primal step (pixels not ``free`` keep their
+    """One step over every pixel, in place: the duals, then per pixel its layers' gradients
+    (unary, edge duals, order rows), the projected primal step (pixels not ``free`` keep their
     values) and the extrapolation ``b = 2 u_new - u_old``."""
     n = u1.size
     _duals(cost, offsets, b1, b2, p1, p2, r, sigma)
-    for i in numba.prange(n):
-        G1[i] = g1[i] - r[8, i] + p1[0, i] + p1[1, i] + p1[2, i] + p1[3, i]
-        G2[i] = (g2[i] + r[8, i] + p2[0, i] + p2[1, i] + p2[2, i] + p2[3, i]
-                 + r[0, i] + r[1, i] + r[2, i] + r[3, i] + r[4, i] + r[5, i] + r[6, i]
-                 + r[7, i])
-    for q in range(4):
-        o = offsets[4 + q]
-        for i in numba.prange(o, n):
-            G1[i] -= p1[q, i - o] + r[4 + q, i - o]
-            G2[i] -= p2[q, i - o]
-        for i in numba.prange(n - o):
-            G1[i] -= r[3 - q, i + o]
     lo, hi = np.float32(0.0), np.float32(1.0)
+    o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
     for i in numba.prange(n):
-        t1 = min(max(u1[i] - tau[i] * G1[i], lo), hi)
-        t2 = min(max(u2[i] - tau[i] * G2[i], lo), hi)
-        if not free[i]:
-            t1 = u1[i]
-            t2 = u2[i]
-        b1[i] = 2 * t1 - u1[i]
-        b2[i] = 2 * t2 - u2[i]
-        u1[i] = t1
-        u2[i] = t2
+        G1 = g1[i] - r[8, i] + p1[0, i] + p1[1, i] + p1[2, i] + p1[3, i]
+        G2 = (g2[i] + r[8, i] + p2[0, i] + p2[1, i] + p2[2, i] + p2[3, i]
+              + r[0, i] + r[1, i] + r[2, i] + r[3, i] + r[4, i] + r[5, i] + r[6, i]
+              + r[7, i])
+        if i >= o0:
+            G1 -= p1[0, i - o0] + r[4, i - o0]
+            G2 -= p2[0, i - o0]
+        if i >= o1:
+            G1 -= p1[1, i - o1] + r[5, i - o1]
+            G2 -= p2[1, i - o1]
+        if i >= o2:
+            G1 -= p1[2, i - o2] + r[6, i - o2]
+            G2 -= p2[2, i - o2]
+        if i >= o3:
+            G1 -= p1[3, i - o3] + r[7, i - o3]
+            G2 -= p2[3, i - o3]
+        if i + o0 < n:
+            G1 -= r[3, i + o0]
+        if i + o1 < n:
+            G1 -= r[2, i + o1]
+        if i + o2 < n:
+            G1 -= r[1, i + o2]
+        if i + o3 < n:
+            G1 -= r[0, i + o3]
+        if free[i]:
+            t1 = min(max(u1[i] - tau[i] * G1, lo), hi)
+            t2 = min(max(u2[i] - tau[i] * G2, lo), hi)
+            b1[i] = 2 * t1 - u1[i]
+            b2[i] = 2 * t2 - u2[i]
+            u1[i] = t1
+            u2[i] = t2
+        else:
+            b1[i] = u1[i]
+            b2[i] = u2[i]
 
 
 @_jit
@@ -110,12 +125,9 @@ def layered_iterate(cost, offsets, g1, g2, free, tau, u1, u2, sigma, iterations,
     p1 = np.zeros((4, n), np.float32)
     p2 = np.zeros((4, n), np.float32)
     r = np.zeros((9, n), np.float32)
-    G1 = np.empty(n, np.float32)
-    G2 = np.empty(n, np.float32)
     done = 0
     while done < iterations:
-        layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, G1, G2,
-                     sigma)
+        layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, sigma)
         done += 1
         if done % 25 == 0 and _most_moved(u1, u2, o1, o2) < tol:
             break
