@@ -57,9 +57,8 @@ def _dense_driver(args, iterations, tol):
     cost, offsets, u, free, tau, s, sigma = args
     s = s.copy()
     bar, p = s.copy(), np.zeros((4, s.size), np.float32)
-    g = np.empty(s.size, np.float32)
     steps = tv_device.run_steps(np, lambda: tv_kernels._dense_step(
-        cost, offsets, u, free, tau, s, bar, p, g, sigma), s, iterations, tol)
+        cost, offsets, u, free, tau, s, bar, p, sigma), s, iterations, tol)
     return s, steps
 
 

@@ -109,24 +109,28 @@ def _touch(touched, tl, nt, i):  # pragma: no cover
 
 
 @_pjit
-def _dense_step(cost, offsets, u, free, tau, s, bar, p, g, sigma):  # pragma: no cover
-    """One step over every edge and pixel (loops free of dependencies between iterations, so
-    compiled to vector instructions, and parallel over the pixels: no sums across them, so
-    the same numbers on any number of threads)."""
+def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma):  # pragma: no cover
+    """One step over every edge and pixel: the duals a direction at a time, then each pixel's
+    gradient and value in one pass (loops free of dependencies between iterations, parallel
+    over the pixels with no sums across them, so the same numbers on any number of threads)."""
     n = s.size
     for q in range(4):
         o = offsets[4 + q]
         for i in numba.prange(n - o):
             c = cost[q, i]
             p[q, i] = min(max(p[q, i] + sigma * (bar[i] - bar[i + o]), -c), c)
+    o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
     for i in numba.prange(n):
-        g[i] = u[i] + p[0, i] + p[1, i] + p[2, i] + p[3, i]
-    for q in range(4):
-        o = offsets[4 + q]
-        for i in numba.prange(o, n):
-            g[i] -= p[q, i - o]
-    for i in numba.prange(n):
-        t = min(max(s[i] - tau[i] * g[i], np.float32(0.0)), np.float32(1.0))
+        g = u[i] + p[0, i] + p[1, i] + p[2, i] + p[3, i]
+        if i >= o0:
+            g -= p[0, i - o0]
+        if i >= o1:
+            g -= p[1, i - o1]
+        if i >= o2:
+            g -= p[2, i - o2]
+        if i >= o3:
+            g -= p[3, i - o3]
+        t = min(max(s[i] - tau[i] * g, np.float32(0.0)), np.float32(1.0))
         if not free[i]:
             t = s[i]
         bar[i] = 2 * t - s[i]
@@ -227,7 +231,6 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
     bar = s.copy()
     old = s.copy()
     p = np.zeros((4, n), np.float32)
-    g = np.empty(n, np.float32)
     stamp = np.full((4, n), -1, np.int32)  # the step each edge's dual was last updated in
     listed = np.full(n, -1, np.int32)      # the step each pixel was last listed for
     touched = np.zeros(n, np.bool_)
@@ -251,7 +254,7 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
         elif done % 25 == 24:  # a step over every pixel, compared with the state before it
             p0 = p.copy()
             b0 = bar.copy()
-            _dense_step(cost, offsets, u, free, tau, s, bar, p, g, sigma)
+            _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma)
             # at most this many pixels changed (counted first: listing them all would cost
             # more than the step when most did)
             bound = 0
@@ -278,7 +281,7 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
                     done += 1
                     break
         else:
-            _dense_step(cost, offsets, u, free, tau, s, bar, p, g, sigma)
+            _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma)
         done += 1
         if done % 25 == 0 and _most_moved(s, old) < tol:
             break
