@@ -186,8 +186,9 @@ def test_threaded_kernels_from_several_python_threads_under_the_workqueue_layer(
 
 
 def test_the_polish_relaxations_do_not_depend_on_threads():
-    """The TV relaxation's dense steps and the layered relaxation's steps are parallel over the
-    pixels with no sums across them: the same bits on one thread and on all."""
+    """The TV relaxation's dense steps (also under an area bound) and the layered relaxation's
+    steps are parallel over the pixels with no sums across them: the same bits on one thread
+    and on all."""
     from solver.mrf import Constraints, with_constraints
     from solver.mrf.polish import layered_kernels, tv_kernels
     from solver.mrf.polish.tv import grid_terms
@@ -212,7 +213,14 @@ def test_the_polish_relaxations_do_not_depend_on_threads():
         layered_kernels.layered_iterate(cost, offsets, u, -u, free, tau, u1, u2, sigma, 60, 0.0)
         return u1, u2
 
-    for fn in (tv, layered):
+    def area():  # (its area is summed in order on one thread)
+        s = start[0].copy()
+        w = np.ones(p.n, np.float32)
+        _, nu = tv_kernels.tv_iterate_grid_area(cost, offsets, u, free, tau, s, sigma, w,
+                                                0.2 * p.n, 0.3 * p.n, 0.1 / p.n, 60)
+        return s, np.asarray(nu)
+
+    for fn in (tv, layered, area):
         one, many = _both(fn)
         for a, b in zip(one, many):
             np.testing.assert_array_equal(a, b)

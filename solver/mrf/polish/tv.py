@@ -208,10 +208,9 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
     u = (problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
     free = np.asarray(problem.hard).ravel() == 0
     s32 = np.asarray(lab, dtype=np.float32).copy()
-    _, nu = tv_kernels.tv_iterate_grid_area(cost, offsets, u, free, tau, s32,
-                                            np.float32(0.5 / gamma), w, float(area[0]),
-                                            float(area[1]), 1.0 / (gamma * float(w.sum())),
-                                            int(iterations))
+    _, nu = threaded(tv_kernels.tv_iterate_grid_area, cost, offsets, u, free, tau, s32,
+                     np.float32(0.5 / gamma), w, float(area[0]), float(area[1]),
+                     1.0 / (gamma * float(w.sum())), int(iterations))
     log.debug("TV relaxation under an area bound: multiplier %.4g", nu)
     return s32.astype(np.float64)
 

@@ -288,7 +288,7 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
     return done, sparse
 
 
-@_jit
+@_pjit
 def tv_iterate_grid_area(cost, offsets, u, free, tau, s, sigma, w, a_lo, a_hi, sigma_area,
                          iterations):  # pragma: no cover
     """:func:`tv_iterate_grid` (steps over every pixel) with the area ``a(s) = sum w_i s_i``
@@ -299,32 +299,36 @@ def tv_iterate_grid_area(cost, offsets, u, free, tau, s, sigma, w, a_lo, a_hi, s
     n = s.size
     bar = s.copy()
     p = np.zeros((4, n), np.float32)
-    g = np.empty(n, np.float32)
     nu = 0.0
     area = 0.0
     for i in range(n):
         area += w[i] * bar[i]
+    o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
     for _ in range(iterations):
         v = nu + sigma_area * area
         nu = v - sigma_area * min(max(v / sigma_area, a_lo), a_hi)
         for q in range(4):
             o = offsets[4 + q]
-            for i in range(n - o):
+            for i in numba.prange(n - o):
                 c = cost[q, i]
                 p[q, i] = min(max(p[q, i] + sigma * (bar[i] - bar[i + o]), -c), c)
         pull = np.float32(nu)
-        for i in range(n):
-            g[i] = u[i] + p[0, i] + p[1, i] + p[2, i] + p[3, i] + pull * w[i]
-        for q in range(4):
-            o = offsets[4 + q]
-            for i in range(o, n):
-                g[i] -= p[q, i - o]
-        area = 0.0
-        for i in range(n):
-            t = min(max(s[i] - tau[i] * g[i], np.float32(0.0)), np.float32(1.0))
+        for i in numba.prange(n):
+            g = u[i] + p[0, i] + p[1, i] + p[2, i] + p[3, i] + pull * w[i]
+            if i >= o0:
+                g -= p[0, i - o0]
+            if i >= o1:
+                g -= p[1, i - o1]
+            if i >= o2:
+                g -= p[2, i - o2]
+            if i >= o3:
+                g -= p[3, i - o3]
+            t = min(max(s[i] - tau[i] * g, np.float32(0.0)), np.float32(1.0))
             if not free[i]:
                 t = s[i]
             bar[i] = 2 * t - s[i]
             s[i] = t
+        area = 0.0
+        for i in range(n):  # (in order, on one thread: the same sum on any number of threads)
             area += w[i] * bar[i]
     return iterations, nu
