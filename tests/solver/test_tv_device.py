@@ -58,7 +58,8 @@ def _dense_driver(args, iterations, tol):
     s = s.copy()
     bar, p = s.copy(), np.zeros((4, s.size), np.float32)
     steps = tv_device.run_steps(np, lambda: tv_kernels._dense_step(
-        cost, offsets, u, free, tau, s, bar, p, sigma), s, iterations, tol)
+        cost, offsets, u, free, tau, s, bar, p, sigma, tv_kernels.NO_PULL,
+        tv_kernels.NO_WEIGHTS), s, iterations, tol)
     return s, steps
 
 

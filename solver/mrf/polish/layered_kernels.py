@@ -60,13 +60,14 @@ def layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r,
     n = u1.size
     _duals(cost, offsets, b1, b2, p1, p2, r, sigma)
     lo, hi = np.float32(0.0), np.float32(1.0)
+    # (the four directions written out: a loop over them here took 1.27x the time)
     o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
     for i in numba.prange(n):
         G1 = g1[i] - r[8, i] + p1[0, i] + p1[1, i] + p1[2, i] + p1[3, i]
         G2 = (g2[i] + r[8, i] + p2[0, i] + p2[1, i] + p2[2, i] + p2[3, i]
               + r[0, i] + r[1, i] + r[2, i] + r[3, i] + r[4, i] + r[5, i] + r[6, i]
               + r[7, i])
-        if i >= o0:
+        if i >= o0:  # the edges and order rows from the pixel's backward neighbours
             G1 -= p1[0, i - o0] + r[4, i - o0]
             G2 -= p2[0, i - o0]
         if i >= o1:
@@ -78,7 +79,7 @@ def layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r,
         if i >= o3:
             G1 -= p1[3, i - o3] + r[7, i - o3]
             G2 -= p2[3, i - o3]
-        if i + o0 < n:
+        if i + o0 < n:  # the order rows of its forward neighbours
             G1 -= r[3, i + o0]
         if i + o1 < n:
             G1 -= r[2, i + o1]
