@@ -76,6 +76,10 @@ class PolishOptions:
     tv_layered_iterations : int
         K = 3 with one apart pair and no area bound, final polish: most steps on the layered TV
         relaxation of the nesting (:mod:`solver.mrf.polish.layered`); 0 turns it off.
+    tv_layered_gap : float
+        Its steps stop once the polished labels are proved within this fraction of their
+        energy's magnitude of the optimum (the relaxation's duality gap, checked every 25
+        steps); 0: never.
     tv_step : float
         Their primal step scale, relative to the largest pairwise weight ``2 lam``.
     tv_thresholds : tuple of float
@@ -112,6 +116,7 @@ class PolishOptions:
     tv_iterations: int = 200
     tv_expansion_iterations: int = 100
     tv_layered_iterations: int = 200
+    tv_layered_gap: float = 1e-5
     tv_step: float = 1.0
     tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
     tv_max_pixels: int | None = 1_200_000

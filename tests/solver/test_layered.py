@@ -91,7 +91,7 @@ def test_the_steps_are_the_primal_dual_method_on_the_explicit_operator(seed):
     labels = layered.nesting_labels(p)
     lab = np.random.default_rng(seed).integers(0, 3, p.n)
     for steps in (1, 2, 30):
-        u1, u2, done = layered.layered_relaxation(p, lab, labels, steps, 1.0, tol=0.0)
+        u1, u2, done, _ = layered.layered_relaxation(p, lab, labels, steps, 1.0, tol=0.0)
         assert done == steps
         w1, w2 = _transcribed_steps(p, (lab != labels[0], lab == labels[2]), labels, steps)
         np.testing.assert_allclose(u1, w1, atol=2e-5)
@@ -119,7 +119,7 @@ def test_the_kernel_from_any_point_of_the_box_follows_the_transcription(seed):
     for steps in (1, 3, 20):
         u1, u2 = start[0].copy(), start[1].copy()
         layered_kernels.layered_iterate(cost, offsets, g1, g2, free, tau, u1, u2,
-                                        np.float32(0.5 / gamma), steps, 0.0)
+                                        np.float32(0.5 / gamma), steps, 0.0, 0.0, -np.inf)
         w1, w2 = _transcribed_steps(p, start, labels, steps)
         np.testing.assert_allclose(u1, w1, atol=2e-5)
         np.testing.assert_allclose(u2, w2, atol=2e-5)
@@ -134,7 +134,7 @@ def test_a_converged_relaxation_cut_at_any_level_is_a_feasible_optimum(seed):
     start = np.zeros(p.n, np.int64)
     hard = p.hard.ravel()
     start[hard > 0] = hard[hard > 0] - 1
-    u1, u2, steps = layered.layered_relaxation(p, start, labels, 40000, 1.0, tol=1e-7)
+    u1, u2, steps, _ = layered.layered_relaxation(p, start, labels, 40000, 1.0, tol=1e-7)
     assert 25 <= steps < 40000  # (stopped by its test, having moved)
     assert np.all(u2 <= u1 + 1e-3)
     for t in (0.25, 0.5, 0.75):
@@ -174,3 +174,35 @@ def test_the_polish_reaches_the_nesting_optimum_where_moves_of_one_label_stopped
     # measured (2026-11-27): +0.002% with it, +0.135% without (with the expansion moves)
     assert gap <= 2e-4
     assert gap_without > gap + 5e-4
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_duality_gap_certifies_an_optimal_start_and_never_a_worse_one(seed):
+    p = _tiny((3, 4), 3, seed, Constraints(apart=((1, 3),)), hard_fraction=0.15 if seed % 2
+              else 0.0)
+    best, arg = brute(p)
+    labels = layered.nesting_labels(p)
+    optimal = arg.ravel().astype(np.int64) - 1
+    _, _, steps, gap = layered.layered_relaxation(p, optimal, labels, 20000, 1.0, tol=0.0,
+                                                  gap=1e-6)
+    assert steps < 20000 and steps % 25 == 0 and gap <= 1e-6
+    # a worse feasible start: its gap bounds its distance to the optimum from above
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        other = optimal.copy()
+        other[rng.integers(0, p.n)] = rng.integers(0, 3)
+        if p.feasible(other + 1) and p.energy(other + 1) > best + 1e-6:
+            break
+    else:
+        pytest.skip("no worse feasible labelling one pixel away")
+    excess = (p.energy(other + 1) - best) / max(1.0, abs(p.energy(other + 1)))
+    _, _, steps, gap = layered.layered_relaxation(p, other, labels, 2000, 1.0, tol=0.0,
+                                                  gap=1e-6)
+    assert steps == 2000 and gap >= excess - 1e-6
+
+
+def test_a_certified_start_gets_no_proposal():
+    p = _tiny((3, 4), 3, 2, Constraints(apart=((1, 3),)))
+    _, arg = brute(p)
+    options = SolveOptions().polish
+    assert layered.layered_proposals(p, arg.ravel().astype(np.int64) - 1, options) == []

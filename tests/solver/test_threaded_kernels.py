@@ -187,8 +187,8 @@ def test_threaded_kernels_from_several_python_threads_under_the_workqueue_layer(
 
 def test_the_polish_relaxations_do_not_depend_on_threads():
     """The TV relaxation's dense steps (also under an area bound) and the layered relaxation's
-    steps are parallel over the pixels with no sums across them: the same bits on one thread
-    and on all."""
+    steps are parallel over the pixels with no sums across them, and the layered dual value
+    sums fixed blocks: the same bits on one thread and on all."""
     from solver.mrf import Constraints, with_constraints
     from solver.mrf.polish import layered_kernels, tv_kernels
     from solver.mrf.polish.tv import grid_terms
@@ -210,8 +210,12 @@ def test_the_polish_relaxations_do_not_depend_on_threads():
 
     def layered():
         u1, u2 = start[0].copy(), start[1].copy()
-        layered_kernels.layered_iterate(cost, offsets, u, -u, free, tau, u1, u2, sigma, 60, 0.0)
-        return u1, u2
+        layered_kernels.layered_iterate(cost, offsets, u, -u, free, tau, u1, u2, sigma, 60, 0.0,
+                                        0.0, -np.inf)
+        rows = np.random.default_rng(1).random((9, p.n)).astype(np.float32)
+        dual = layered_kernels.dual_value(offsets, u, -u, free, start[0], start[1], rows[:4],
+                                          rows[4:8], rows)
+        return u1, u2, np.asarray(dual)
 
     def area():  # (its area is summed in order on one thread)
         s = start[0].copy()
