@@ -1,9 +1,9 @@
 """The TV relaxation's grid steps on a GPU, as two CUDA kernels per step.
 
-:func:`solver.mrf.polish.tv_kernels.tv_iterate_grid` runs on one CPU core: at n = 5e5 its 100
-to 200 steps were 1.1 s of a 1.7 s K = 2 solve, and the four expansion moves 1.5 s of a 3.7 s
-K = 4 one, on an H100 machine whose GPU ran ADMM itself in under 0.6 s (2026-11-27,
-docs/performance.md, GPU). A step is a stencil over the image, so here each is two launches
+:func:`solver.mrf.polish.tv_kernels.tv_iterate_grid` runs on the host: at n = 5e5 its 100 to
+200 steps were 1.1 s of a 1.7 s K = 2 solve, and the four expansion moves 1.5 s of a 3.7 s
+K = 4 one, on an H100 machine whose GPU ran ADMM itself in under 0.6 s (2026-11-27, on one
+core, before its dense steps used the CPU's threads; docs/performance.md, GPU). A step is a stencil over the image, so here each is two launches
 over every pixel: ``tv_dual`` (each forward edge's dual from the extrapolated values,
 clipped to the edge's weight) and ``tv_primal`` (each pixel's gradient from its eight duals,
 the projected step and the extrapolation). The stopping test is the CPU's (every 25 steps, the
