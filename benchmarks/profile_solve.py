@@ -81,13 +81,15 @@ def run_case(name: str, backend: str, top: int, out: Path, gpu: PeakGPU) -> dict
     from solver.mrf import warm_up  # noqa: PLC0415
 
     warm_up(k, gpu=backend != "cpu")
-    small = np.ascontiguousarray(img[:200, :200])
-    small_rect = None if rect is None else (20, 20, 150, 150)
+    small = np.ascontiguousarray(img[:200, :200])  # (the whole image when it is smaller)
+    hs, ws = small.shape[:2]
+    small_rect = None if rect is None else (ws // 10, hs // 10, 3 * ws // 4, 3 * hs // 4)
     small_strokes = None
     if strokes is not None:
-        small_strokes = np.zeros((200, 200), np.int32)
+        small_strokes = np.zeros((hs, ws), np.int32)
         for c in range(k):
-            small_strokes[c * 40 + 10: c * 40 + 14, 20:180] = c + 1
+            row = hs * (c + 1) // (k + 1)
+            small_strokes[row:row + 4, ws // 10:9 * ws // 10] = c + 1
     run_segmentation(small, small_strokes, params, rect=small_rect, reference=False)
     gpu.reset()
     t0 = time.perf_counter()

@@ -144,6 +144,17 @@ def test_gpu_session_table_step_takes_alpha_expansion_as_the_yardstick_for_k3(tm
     assert {"expansion", "admm-cpu"} <= methods and "mincut" not in methods
 
 
+def test_gpu_session_profile_step_profiles_the_named_cases(tmp_path):
+    from solver import gpu_available  # noqa: PLC0415
+
+    res = _gpu_session("profile", tmp_path, CASES="k2_1e4")
+    assert res.returncode == 0, res.stderr
+    backend = "gpu" if gpu_available() else "cpu"
+    table = (tmp_path / f"profile_{backend}.txt").read_text()
+    assert "| k2_1e4 | " in table and f" | 2 | {backend} | " in table
+    assert (tmp_path / "profile_k2_1e4.pstats").stat().st_size > 0
+
+
 def test_gpu_session_rejects_an_unknown_step(tmp_path):
     res = _gpu_session("benchmark-everything", tmp_path)
     assert res.returncode == 2
