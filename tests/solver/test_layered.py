@@ -125,12 +125,17 @@ def test_the_kernel_from_any_point_of_the_box_follows_the_transcription(seed):
         np.testing.assert_allclose(u2, w2, atol=2e-5)
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_a_converged_relaxation_cut_at_any_level_is_a_feasible_optimum(seed):
+def _brute_forced_nesting(seed):
+    """A tiny nesting (hard pixels on odd seeds), its optimum, a minimiser and its labels."""
     p = _tiny((3, 4), 3, seed, Constraints(apart=((1, 3),)), hard_fraction=0.15 if seed % 2
               else 0.0)
-    best, _ = brute(p)
-    labels = layered.nesting_labels(p)
+    best, arg = brute(p)
+    return p, best, arg, layered.nesting_labels(p)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_converged_relaxation_cut_at_any_level_is_a_feasible_optimum(seed):
+    p, best, _, labels = _brute_forced_nesting(seed)
     start = np.zeros(p.n, np.int64)
     hard = p.hard.ravel()
     start[hard > 0] = hard[hard > 0] - 1
@@ -178,10 +183,7 @@ def test_the_polish_reaches_the_nesting_optimum_where_moves_of_one_label_stopped
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_duality_gap_certifies_an_optimal_start_and_never_a_worse_one(seed):
-    p = _tiny((3, 4), 3, seed, Constraints(apart=((1, 3),)), hard_fraction=0.15 if seed % 2
-              else 0.0)
-    best, arg = brute(p)
-    labels = layered.nesting_labels(p)
+    p, best, arg, labels = _brute_forced_nesting(seed)
     optimal = arg.ravel().astype(np.int64) - 1
     _, _, steps, gap = layered.layered_relaxation(p, optimal, labels, 20000, 1.0, tol=0.0,
                                                   gap=1e-6)
