@@ -329,6 +329,14 @@ def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
     return moves
 
 
+def _polish_from(problem: MRFProblem, args: tuple, start: np.ndarray, snapshots: Sequence,
+                 options: PolishOptions) -> int:
+    """:func:`_polish_rounds` from other feasible 0-based labels ``start`` (changed in place),
+    with their own areas, on the rest of the kernels' ``args``; returns the moves."""
+    return _polish_rounds(problem, (*args[:5], start, args[6], *level_state(problem, start)),
+                          snapshots, options)
+
+
 def constrained_polish(problem: MRFProblem, labels: np.ndarray,
                        snapshots: Sequence = (), options: PolishOptions = _DEFAULT,
                        tv: bool = True) -> np.ndarray:
@@ -352,9 +360,8 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
         TV-relaxed expansion moves (:func:`_expansion_fusions`), then for a nesting a polish
         from the layered relaxation's best level set
         (:func:`solver.mrf.polish.layered.layered_proposals`), the better end kept. The
-        coarse-to-fine solver asks for it
-        in the final polish only (at a coarser level it changes what the next level starts
-        from, and can lead it to a worse end).
+        coarse-to-fine solver asks for it in the final polish only (at a coarser level it
+        changes what the next level starts from, and can lead it to a worse end).
 
     Returns
     -------
@@ -373,16 +380,14 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
         # the repaired labels, its level sets fused as well; the best end is kept (one polish
         # with all of them can end worse than the plain one: its fusions lead elsewhere)
         other = start.copy() if candidate is None else candidate
-        other_args = (*args[:5], other, args[6], *level_state(problem, other))
-        moves += _polish_rounds(problem, other_args, [*snapshots, snap], options)
+        moves += _polish_from(problem, args, other, [*snapshots, snap], options)
         if problem.energy(other + 1) < problem.energy(lab + 1):
             lab = other
     # a nesting: the layered relaxation from the polished labels (from far, its layers do not
     # settle in its steps), and a polish from its best level set where that is lower
     for snap, candidate in layered_proposals(problem, lab, options) if tv else []:
         if candidate is not None:
-            other_args = (*args[:5], candidate, args[6], *level_state(problem, candidate))
-            moves += _polish_rounds(problem, other_args, [snap], options)
+            moves += _polish_from(problem, args, candidate, [snap], options)
             if problem.energy(candidate + 1) < problem.energy(lab + 1):
                 lab = candidate
     log.debug("constrained polish: %d moves", moves)
