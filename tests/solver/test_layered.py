@@ -156,15 +156,21 @@ def test_the_level_set_puts_b_only_inside_m():
                                   [1, 0, 2, 2])
 
 
-def _cameraman_nesting():
-    """The constraints benchmark's cameraman nesting at 1e4 pixels (strokes that are not a
-    nesting: the pair apart cuts through the man)."""
+def _benchmark_case(name):
+    """The constraints benchmark's K = 3 sample ``name`` at 1e4 pixels: image, strokes, hard."""
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import constraints as bench
-    case = next(c for c in bench._cases() if c[:2] == ("cameraman", "nesting"))
+    case = next(c for c in bench._cases() if c[:2] == (name, "nesting"))
     image, (strokes, hard) = bench._resized(case[2], [case[3], case[4]], 10_000)
+    return image, strokes, hard
+
+
+def _cameraman_nesting():
+    """The constraints benchmark's cameraman nesting at 1e4 pixels (strokes that are not a
+    nesting: the pair apart cuts through the man)."""
+    image, strokes, hard = _benchmark_case("cameraman")
     return build_problem(image, strokes, 3, hard=hard, constraints=Constraints(apart=((1, 3),)))
 
 
@@ -208,3 +214,20 @@ def test_a_certified_start_gets_no_proposal():
     _, arg = brute(p)
     options = SolveOptions().polish
     assert layered.layered_proposals(p, arg.ravel().astype(np.int64) - 1, options) == []
+
+
+def test_three_labels_under_an_area_bound_get_the_expansion_moves():
+    """K = 3 with an area bound (no apart pair): the constrained polish's TV-relaxed expansion
+    moves, each region taken only within the bounds; on the bundled coffee at 1e4 pixels with
+    label 2 held to 78-80% of its α-expansion area they end lower than without them
+    (measured 2026-11-27: -36233.2 against -35960.5)."""
+    image, strokes, _ = _benchmark_case("coffee")
+    plain = build_problem(image, strokes, 3)
+    a = float((solve_mrf(plain, "expansion").labels == 2).mean())
+    p = build_problem(image, strokes, 3,
+                      constraints=Constraints(area=(AreaBound(2, 0.78 * a, 0.8 * a),)))
+    got = solve_mrf(p, "admm", seed=0)
+    off = SolveOptions(polish=replace(SolveOptions().polish, tv_expansion_iterations=0))
+    without = solve_mrf(p, "admm", seed=0, options=off)
+    assert got.feasible and without.feasible
+    assert got.energy < without.energy - 1e-3 * abs(without.energy)
