@@ -85,26 +85,22 @@ def layered_relaxation(problem: MRFProblem, lab: np.ndarray, labels: tuple[int, 
     None
         When the problem has no grid stencil.
     """
-    terms = grid_terms(problem, step)
+    # a pixel's column holds its edges in both layers and its order rows (its own, and one per
+    # neighbour): 2 deg + 1 entries, each of magnitude 1
+    terms = grid_terms(problem, step, row=1.0, layers=2)
     if terms is None:
         return None
-    cost, offsets, _, gamma = terms
+    cost, offsets, tau, gamma = terms
     n = problem.n
     a, m, b = labels
-    # a pixel's column holds its edges in both layers and its order rows (its own, and one per
-    # neighbour in either layer): 2 deg + 1 entries, each of magnitude 1
-    deg = np.count_nonzero(cost > 0.0, axis=0)
-    for q in range(4):
-        o = int(offsets[4 + q])
-        deg[o:] += cost[q, :n - o] > 0.0
-    tau = (gamma / (2 * deg + 1)).astype(np.float32)
     u = problem.unary
     g1 = (u[:, m] - u[:, a]).astype(np.float32)
     g2 = (u[:, b] - u[:, m]).astype(np.float32)
     u1 = (lab != a).astype(np.float32)
     u2 = (lab == b).astype(np.float32)
     free = np.asarray(problem.hard).ravel() == 0
-    # the start's value in the layered form: its energy less the constant sum of d_a
+    # the start's value in the layered form (its energy less the constant sum of d_a), from the
+    # same float32 terms as the kernel's dual value, so that the two compare
     start = float(g1 @ u1) + float(g2 @ u2)
     for q in range(4):
         o = int(offsets[4 + q])

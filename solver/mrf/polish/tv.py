@@ -282,13 +282,14 @@ def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
     return u, out
 
 
-def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | float | None = None,
+               layers: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     """Forward-edge costs ``(4, n)`` (float32, 0: no edge; half the stencil's entries, a
     quarter of its bytes), offsets, primal steps and ``gamma`` of the grid kernel, or None when
     the problem is not an 8-neighbour grid with a stencil. A pixel's primal step is ``gamma``
-    over its edge count, plus its entry of ``row`` where one more constraint row (an area)
-    holds it."""
+    over the entries of its column: its edge count once per layer of the relaxation (two for
+    :mod:`solver.mrf.polish.layered`), plus its entry of ``row`` where more constraint rows hold
+    it (an area; a nesting's order rows)."""
     stencil, offsets = grid_stencil(problem)
     if stencil.shape[0] != problem.n:
         return None
@@ -297,8 +298,8 @@ def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | None = None
     cost = np.ascontiguousarray(
         np.where(stencil[:, 4:] <= 0.0, -two_lam * stencil[:, 4:], 0.0).astype(np.float32).T)
     deg = np.count_nonzero(stencil <= 0.0, axis=1)
-    tau = (gamma / (np.maximum(deg, 1) if row is None else np.maximum(deg, 1) + row)
-           ).astype(np.float32)
+    entries = layers * np.maximum(deg, 1)
+    tau = (gamma / (entries if row is None else entries + row)).astype(np.float32)
     return cost, offsets, tau, gamma
 
 
