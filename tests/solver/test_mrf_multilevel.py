@@ -155,9 +155,11 @@ def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(throu
     stencil, offsets = grid_stencil(p)
     stencil = stencil if through == "stencil" else np.empty((0, 8))
     region, order, starts, big = scratch = region_kernels.region_scratch(p.n)
-    seeds = np.array([2 * 20 + 2, 3 * 20 + 3, 12 * 20 + 12, 17 * 20 + 17, 20], np.int64)
-    nc, nbig = region_kernels._capped_components(indptr, indices, stencil, offsets, mask, seeds,
-                                                 10, region, order, starts, big)
+    # (pixel 0 is off the mask: passed over, though its neighbour 20 is on it)
+    seeds = np.array([0, 2 * 20 + 2, 3 * 20 + 3, 12 * 20 + 12, 17 * 20 + 17, 20], np.int64)
+    lab = np.zeros(p.n, np.int32)  # the mask: label 0 where preferred
+    nc, nbig = region_kernels._capped_components(indptr, indices, stencil, offsets, lab, 0, mask,
+                                                 seeds, 10, region, order, starts, big)
     assert nc == 2  # the small square and the lone pixel; the big one's searches stopped
     assert 10 < nbig < 64
     square = np.zeros((20, 20), bool)
@@ -165,10 +167,19 @@ def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(throu
     assert square.ravel()[big[:nbig]].all()
     assert sorted(order[:starts[1]]) == [42, 43, 62, 63]
     assert order[starts[1]:starts[2]].tolist() == [20]
-    lab = np.zeros(p.n, np.int64)
+    region[order[:starts[nc]]] = -1
+    region[big[:nbig]] = -1
+    # no seeds: every pixel of the mask seeds, in index order
+    nc, nbig = region_kernels._capped_components(indptr, indices, stencil, offsets, lab, 0, mask,
+                                                 np.empty(0, np.int64), 10, region, order,
+                                                 starts, big)
+    assert nc == 3 and square.ravel()[big[:nbig]].all()  # (every seed of it met the -2s)
+    assert [order[starts[r]:starts[r + 1]].tolist() for r in (0, 1)] == [[19], [20]]
+    region[order[:starts[nc]]] = -1
+    region[big[:nbig]] = -1
     region.fill(-1)
     region_kernels.move_regions(indptr, indices, data, stencil, offsets, p.unary, 2.0 * p.lam,
-                                lab, mask, 0, p.hard.ravel(), seeds, 10, scratch)
+                                lab, 0, mask, p.hard.ravel(), seeds, 10, scratch)
     assert (region == -1).all()
 
 

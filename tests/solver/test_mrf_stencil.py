@@ -172,7 +172,7 @@ def test_region_moves_are_the_same_through_the_stencil_and_the_csr(k):
             for a in range(k):  # the regions of each label in turn, as settle_regions does
                 moved += region_kernels.move_regions(
                     *kernels.csr_arrays(p), stencil, grid_offsets(p.shape[1]), p.unary,
-                    2.0 * p.lam, lab0, lab0 == a, a, p.hard.ravel(), np.arange(p.n), 50,
+                    2.0 * p.lam, lab0, a, np.empty(0, bool), p.hard.ravel(), np.arange(p.n), 50,
                     region_kernels.region_scratch(p.n))
             out.append((moved, lab0))
         assert out[0][0] == out[1][0]

@@ -189,7 +189,7 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
     (:class:`FixedDisagreement`). The returned function takes ``(pixels, weights, fixed,
     thresholds, max_size)`` and returns the regions taken; ``lab`` must change only through it.
     """
-    movable = np.asarray(problem.hard).ravel() == 0
+    movable = problem.movable
     scratch = (workspace or Workspace(problem)).descent()
     scratch[1][:] = lab  # the kernel's copy of the labels, which it keeps equal to them
     # the pixels a descent visits are scattered: through the stencil their neighbours' labels
@@ -213,7 +213,7 @@ def _context(problem: MRFProblem,
     """What every fusion works on besides the labels: the free-pixel mask, the Laplacian's CSR
     arrays and grid stencil, ``2 lam`` and one set of kernel work arrays for all its proposals."""
     scratch = (workspace or Workspace(problem)).fusion()
-    return (np.asarray(problem.hard).ravel() == 0, kernels.graph_arrays(problem),
+    return (problem.movable, kernels.graph_arrays(problem),
             2.0 * problem.lam, scratch)
 
 

@@ -53,7 +53,7 @@ def _icm_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 30,
                   since: np.ndarray | None = None) -> None:
     """:func:`icm` on ``(n,)`` int64 0-based labels, changed in place (``since`` 0-based too):
     the region moves' rounds, which work on such labels, skip four conversions of the image."""
-    movable = np.asarray(problem.hard).ravel() == 0
+    movable = problem.movable
     graph = kernels.graph_arrays(problem)
     if since is None:
         active = movable.copy()
@@ -97,7 +97,7 @@ def _pair_moves_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int =
     """:func:`pair_moves` on ``(n,)`` int64 0-based labels, changed in place; ``before``, if
     given, holds a copy of them that is an ICM fixed point (it is read, not kept). Returns the
     number of pairs moved."""
-    movable = np.asarray(problem.hard).ravel() == 0
+    movable = problem.movable
     moved = kernels.pair_moves(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam,
                                lab, movable, max_sweeps)
     log.debug("pair moves: %d", moved)

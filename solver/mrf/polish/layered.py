@@ -98,7 +98,7 @@ def layered_relaxation(problem: MRFProblem, lab: np.ndarray, labels: tuple[int, 
     g2 = (u[:, b] - u[:, m]).astype(np.float32)
     u1 = (lab != a).astype(np.float32)
     u2 = (lab == b).astype(np.float32)
-    free = np.asarray(problem.hard).ravel() == 0
+    free = problem.movable
     # the start's value in the layered form (its energy less the constant sum of d_a), from the
     # same float32 terms as the kernel's dual value, so that the two compare
     start = float(g1 @ u1) + float(g2 @ u2)

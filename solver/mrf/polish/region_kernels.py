@@ -295,11 +295,21 @@ def region_scratch(n: int) -> tuple[np.ndarray, ...]:
     return (np.full(n, -1, ix), np.empty(n, ix), np.empty(n + 1, ix), np.empty(n, ix))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _member(lab, a, prefer, i):  # pragma: no cover
+    """Pixel ``i`` is in the mask of the region moves: labelled ``a`` and, unless ``prefer`` is
+    empty, ``prefer[i]`` (tested where needed instead of made as an image-sized mask: at 24 MP
+    the mask and its pixel list were a pass each a call, docs/decisions.md, GPU)."""
+    return lab[i] == a and (prefer.size == 0 or prefer[i])
+
+
 @_jit
-def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, region, order,
-                       starts, big):  # pragma: no cover
-    """Connected components of ``mask`` that hold a pixel of ``seeds`` and at most ``cap``
-    pixels, as :func:`_components` fills ``region``, ``order``, ``starts``.
+def _capped_components(indptr, indices, stencil, offsets, lab, a, prefer, seeds, cap, region,
+                       order, starts, big):  # pragma: no cover
+    """Connected components of the mask (:func:`_member`: pixels labelled ``a``, where
+    ``prefer`` if not empty) that hold a pixel of ``seeds`` (every pixel when ``seeds`` is
+    empty; seeds off the mask are passed over) and at most ``cap`` pixels, as
+    :func:`_components` fills ``region``, ``order``, ``starts``.
 
     A search that passes ``cap`` pixels, or meets a pixel of a component already found too big,
     stops; its pixels are marked -2 in ``region`` and listed in ``big``, so the work on a big
@@ -308,9 +318,10 @@ def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, regi
     """
     nc, top, nbig = 0, 0, 0
     starts[0] = 0
-    for q0 in range(seeds.size):
-        s = seeds[q0]
-        if region[s] != -1:
+    every = seeds.size == 0
+    for q0 in range(lab.size if every else seeds.size):
+        s = q0 if every else seeds[q0]
+        if region[s] != -1 or not _member(lab, a, prefer, s):
             continue
         head = top
         region[s] = nc
@@ -324,7 +335,7 @@ def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, regi
             # numba makes the search several times slower)
             for t in range(degree(indptr, stencil, i)):
                 j = neighbour(indptr, indices, stencil, offsets, i, t)
-                if j >= 0 and mask[j]:
+                if j >= 0 and _member(lab, a, prefer, j):
                     if region[j] == -2:
                         too_big = True
                     elif region[j] == -1:
@@ -346,10 +357,11 @@ def _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, regi
 
 
 @_jit
-def move_regions(indptr, indices, data, stencil, offsets, unary, two_lam, lab, mask, a, hard,
+def move_regions(indptr, indices, data, stencil, offsets, unary, two_lam, lab, a, prefer, hard,
                  seeds, cap, scratch):  # pragma: no cover
-    """Move each connected region of ``mask`` (pixels all labelled ``a``) that holds a pixel of
-    ``seeds`` and at most ``cap`` pixels to its best label.
+    """Move each connected region of the pixels labelled ``a`` (only those where ``prefer`` is
+    True, unless it is empty) that holds a pixel of ``seeds`` (any pixel, when ``seeds`` is
+    empty) and at most ``cap`` pixels to its best label.
 
     Moving region ``R`` from ``a`` to ``c`` changes the energy by its unary difference plus
     ``2 lam`` times (its border weight to label ``a`` minus that to label ``c``). Regions holding a
@@ -359,8 +371,8 @@ def move_regions(indptr, indices, data, stencil, offsets, unary, two_lam, lab, m
     """
     n, k = unary.shape
     region, order, starts, big = scratch
-    nc, nbig = _capped_components(indptr, indices, stencil, offsets, mask, seeds, cap, region,
-                                  order, starts, big)
+    nc, nbig = _capped_components(indptr, indices, stencil, offsets, lab, a, prefer, seeds, cap,
+                                  region, order, starts, big)
     moved = 0
     if nc > 0:
         delta = np.zeros((nc, k))
@@ -378,12 +390,12 @@ def move_regions(indptr, indices, data, stencil, offsets, unary, two_lam, lab, m
                 if stencil.shape[0]:
                     for d in range(8):
                         v = stencil[i, d]
-                        if v <= 0.0 and not mask[i + offsets[d]]:
+                        if v <= 0.0 and not _member(lab, a, prefer, i + offsets[d]):
                             border[lab[i + offsets[d]]] -= v
                     continue
                 for p in range(indptr[i], indptr[i + 1]):
                     j = indices[p]
-                    if j != i and not mask[j]:
+                    if j != i and not _member(lab, a, prefer, j):
                         border[lab[j]] -= data[p]
             for c in range(k):
                 delta[r, c] += two_lam * (border[a] - border[c])
@@ -462,6 +474,35 @@ def _split_delta(indptr, indices, data, unary, two_lam, lab, region, r, order, s
 
 
 @_jit
+def _split_bound(indptr, indices, data, unary, two_lam, region, r, order, s0, s1, a,
+                 near):  # pragma: no cover
+    """A lower bound on the energy change of any relabelling of region ``r`` (all ``a`` now)
+    with labels in ``near``: each pixel's cheapest such label by its data, every border edge
+    uncut and every inner edge of negative weight cut (the terms of :func:`_split_delta` at
+    their least). At least 0: no split of the region lowers the energy."""
+    k = unary.shape[1]
+    bound = 0.0
+    for q in range(s0, s1):
+        i = order[q]
+        low = np.inf
+        for b in range(k):
+            if near[b] and b != a and unary[i, b] < low:
+                low = unary[i, b]
+        bound += low - unary[i, a]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j == i:
+                continue
+            w = -data[p]
+            if region[j] == r:
+                if w < 0.0:
+                    bound += 0.5 * two_lam * w
+            else:
+                bound -= two_lam * abs(w)
+    return bound
+
+
+@_jit
 def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min_size,
                   sweeps):  # pragma: no cover
     """Re-split each connected region of ``mask`` (pixels all labelled ``a``) between two other
@@ -494,8 +535,9 @@ def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min
             for p in range(indptr[i], indptr[i + 1]):
                 if region[indices[p]] != r:
                     near[lab[indices[p]]] = True
-        if pinned:
-            continue
+        if pinned or _split_bound(indptr, indices, data, unary, two_lam, region, r, order, s0,
+                                  s1, a, near) >= 0.0:
+            continue  # (with the bound at least 0 no split is taken: skipping it is exact)
         best_delta = 0.0
         found = False
         for b in range(k):

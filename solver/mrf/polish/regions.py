@@ -21,6 +21,8 @@ from solver.mrf.polish.icm import _icm_in_place
 log = logging.getLogger(__name__)
 
 _DEFAULT = PolishOptions()
+_NO_PIXELS = np.empty(0, np.int64)
+_NO_PREFERENCE = np.empty(0, np.bool_)
 
 
 def _move_regions(problem: MRFProblem, lab: np.ndarray, a: int, prefer: np.ndarray | None,
@@ -32,24 +34,18 @@ def _move_regions(problem: MRFProblem, lab: np.ndarray, a: int, prefer: np.ndarr
     Regions of one mask are never neighbours, so their moves do not interact and are taken
     together. Moving region ``R`` from ``a`` to ``c`` changes the energy by its unary difference
     plus ``2 lam`` times (the weight of its border with label ``a`` minus that with label ``c``).
-    Changes ``lab`` (0-based) in place and returns the number of regions moved. With ``near``,
-    the seeds come from it first, and the image-sized mask is made only if there are any (after
-    the first round of :func:`settle_regions` most label pairs have none near the changes).
+    Changes ``lab`` (0-based) in place and returns the number of regions moved. The mask is
+    tested pixel by pixel in the kernel, never made as an image-sized array; with ``near`` only
+    its pixels seed the regions (after the first round of :func:`settle_regions` most label
+    pairs have none near the changes).
     """
-    if near is not None:
-        pick = lab[near] == a
-        if prefer is not None:
-            pick &= prefer[near]
-        seeds = near[pick]
-        if seeds.size == 0:
-            return 0
-    mask = lab == a
-    if prefer is not None:
-        mask &= prefer
-    if near is None:
-        seeds = np.flatnonzero(mask)
+    if near is not None and near.size == 0:
+        return 0  # (the kernel takes empty seeds for "every pixel")
+    seeds = _NO_PIXELS if near is None else near
     return region_kernels.move_regions(*kernels.graph_arrays(problem), problem.unary,
-                                       2.0 * problem.lam, lab, mask, a, hard, seeds, cap, scratch)
+                                       2.0 * problem.lam, lab, a,
+                                       _NO_PREFERENCE if prefer is None else prefer, hard, seeds,
+                                       cap, scratch)
 
 
 def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10, *,

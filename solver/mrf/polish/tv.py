@@ -59,7 +59,7 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
     if problem.k != 2:
         raise ValueError(f"the TV relaxation is for two labels, not K = {problem.k}")
     u = problem.unary[:, 1] - problem.unary[:, 0]
-    free = np.asarray(problem.hard).ravel() == 0
+    free = problem.movable
     terms = grid_terms(problem, step)
     if terms is not None:
         cost, offsets, tau, gamma = terms
@@ -206,7 +206,7 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
         raise ValueError("the TV relaxation with an area bound needs an 8-neighbour grid")
     cost, offsets, tau, gamma = terms
     u = (problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
-    free = np.asarray(problem.hard).ravel() == 0
+    free = problem.movable
     s32 = np.asarray(lab, dtype=np.float32).copy()
     _, nu = threaded(tv_kernels.tv_iterate_grid_area, cost, offsets, u, free, tau, s32,
                      np.float32(0.5 / gamma), w, float(area[0]), float(area[1]),
@@ -390,7 +390,7 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
     cost, offsets, tau, gamma = terms
     n = problem.n
     u, move_cost = expansion_terms(problem, lab, alpha, cost, offsets, apart)
-    free = (np.asarray(problem.hard).ravel() == 0) & (lab != alpha)
+    free = problem.movable & (lab != alpha)
     # a pixel whose switching cost is at least every edge cost it could save stays put in
     # some minimiser (its subgradient is never negative): fixed, so it needs no steps
     reach = move_cost.sum(axis=0)
