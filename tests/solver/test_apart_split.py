@@ -261,6 +261,55 @@ def test_fusion_with_a_margin_takes_a_proposal_the_plain_fusion_must_refuse():
     assert p.energy(out) <= nested_mincut(p).energy + 1e-9  # the proposal with its margin
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_margin_bound_is_below_every_margin_move_of_the_region(seed):
+    """The bound that lets margin moves pass over a region is at most the exact energy change
+    of each of its margin moves (built as the kernel builds them: the region, its ring, the
+    proposal with its margin, the ring settled), on random nestings and labellings."""
+    rng = np.random.default_rng(seed)
+    p = random_problem((14, 15), k=3, seed=seed)
+    p = with_constraints(replace(p, lam=float(rng.uniform(0.05, 0.5))),
+                         Constraints(apart=((1, 3),)))
+    lab = kernels.zero_based(nested_mincut(p).labels).astype(np.int64)
+    flip = (rng.random(p.n) < 0.2) & p.movable
+    lab[flip] = 1  # (the middle label never breaks the pair)
+    indptr, indices, data = kernels.csr_arrays(p)
+    apart = np.ascontiguousarray(p.constraints.apart)
+    two_lam = 2.0 * p.lam
+    seen, mark = np.zeros(p.n, bool), np.full(p.n, -1, np.int64)
+    queue, cost = np.empty(p.n, np.int64), np.empty(3)
+    checked = 0
+    for s in range(p.n):
+        if seen[s] or not p.movable[s]:
+            continue
+        size = mk._region(indptr, indices, lab, p.movable, seen, queue, s, p.n)
+        a = lab[s]
+        mark[queue[:size]] = s
+        end = size
+        for i in queue[:size].tolist():
+            for j in indices[indptr[i]:indptr[i + 1]].tolist():
+                if mark[j] != s and p.movable[j]:
+                    mark[j] = s
+                    queue[end] = j
+                    end += 1
+        bound = mk._margin_bound(indptr, indices, data, p.unary, two_lam, lab, mark, s, queue,
+                                 size, end)
+        for c in range(3):
+            prop = lab.copy()
+            if c == a or not mk._propose(indptr, indices, p.unary, lab, prop, apart, queue,
+                                         size, c):
+                continue
+            mk._settle_ring(indptr, indices, data, p.unary, two_lam, prop, apart, queue, size,
+                            end, cost)
+            d = mk._change(indptr, indices, data, p.unary, two_lam, lab, prop, apart, mark, s,
+                           queue, end)
+            if np.isfinite(d):
+                assert d == pytest.approx(p.energy(prop + 1) - p.energy(lab + 1), abs=1e-9)
+                assert bound <= d + 1e-9
+                checked += 1
+    assert checked > 20
+
+
 def test_a_margin_move_lets_the_ring_the_old_region_needed_go():
     """With label 2 dear and label 1 barely cheaper than 3, the inner region's move to 1 pays
     only when the ring of 2 around it (now between 1 and 1) goes too."""

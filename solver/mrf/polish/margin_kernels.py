@@ -114,14 +114,47 @@ def _settle_ring(indptr, indices, data, unary, two_lam, prop, apart, queue, star
 
 
 @_jit
+def _margin_bound(indptr, indices, data, unary, two_lam, lab, mark, stamp, queue, size,
+                  end):  # pragma: no cover
+    """A lower bound on the energy change of any margin move of the region ``queue[:size]``
+    (all one label ``a``; it and its ring ``queue[size:end]`` have ``mark == stamp``): a
+    region pixel with all its neighbours in the region takes the proposed label (not ``a``),
+    any other pixel of the region or the ring its cheapest label, and every cut edge at them
+    goes uncut (edges between two of them counted from both ends: still a bound). At least 0:
+    no margin move of the region lowers the energy."""
+    k = unary.shape[1]
+    a = lab[queue[0]]
+    bound = 0.0
+    for m in range(end):
+        i = queue[m]
+        li = lab[i]
+        interior = m < size
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j == i:
+                continue
+            if interior and (mark[j] != stamp or lab[j] != a):
+                interior = False
+            w = -data[p]
+            if (lab[j] != li) == (w > 0.0):  # a cut edge that may go uncut, or the reverse
+                bound -= two_lam * abs(w)
+        low = np.inf
+        for c in range(k):
+            if unary[i, c] < low and not (interior and c == a):
+                low = unary[i, c]
+        bound += low - unary[i, li]
+    return bound
+
+
+@_jit
 def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
                  cap):  # pragma: no cover
     """Move whole regions with a margin (see the module docstring), each region of at most
     ``cap`` pixels to the best of its labels, region by region in pixel order. The movable
     pixels around the region then settle (two sweeps of their cheapest feasible label: a
     margin the old region needed may go), and the compound move is taken at once when it is
-    feasible and lowers the energy. Changes ``lab`` and ``counts`` in place; returns the moves
-    taken."""
+    feasible and lowers the energy. A region whose :func:`_margin_bound` is at least 0 is not
+    tried. Changes ``lab`` and ``counts`` in place; returns the moves taken."""
     n, k = unary.shape
     seen = np.zeros(n, np.bool_)
     mark = np.full(n, -1, np.int64)
@@ -149,6 +182,9 @@ def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
                     mark[j] = s
                     queue[end] = j
                     end += 1
+        if _margin_bound(indptr, indices, data, unary, two_lam, lab, mark, s, queue, size,
+                         end) >= 0.0:
+            continue  # (no move of it can be taken: skipping it is exact)
         best_delta = 0.0
         scale = 1.0
         for c in range(k):
