@@ -63,11 +63,12 @@ def test_the_pair_projection_is_the_closest_point_of_each_half_plane(compiled):
                 assert ((q - V[r]) ** 2).sum() >= d2 - 1e-12
 
 
+@pytest.mark.parametrize("k, pairs", [(3, ((1, 3),)), (4, ((1, 3), (2, 4)))])
 @pytest.mark.parametrize("hard_fraction", [0.0, 0.3])
-def test_the_split_rows_hold_exactly_when_no_apart_labels_touch(hard_fraction):
-    """On every labelling of a small grid, the rows' largest excess is 0 exactly when no two
+def test_the_split_rows_hold_exactly_when_no_apart_labels_touch(hard_fraction, k, pairs):
+    """On random labellings of a small grid, the rows' largest excess is 0 exactly when no two
     neighbours carry apart labels, and C0'C0 is the per-label diagonal the system is told."""
-    p = _tiny((3, 3), 3, 1, Constraints(apart=((1, 3),)), hard_fraction=hard_fraction)
+    p = _tiny((3, 3), k, 1, Constraints(apart=pairs), hard_fraction=hard_fraction)
     hard = np.asarray(p.hard).ravel()
     free = np.flatnonzero(hard == 0)
     split = apart_split(p, free, hard, 0.3, CPU)
@@ -85,6 +86,31 @@ def test_the_split_rows_hold_exactly_when_no_apart_labels_touch(hard_fraction):
         for fast in (True, False):
             s = split if fast else replace(split, rows=None)
             assert (s.violation(x.ravel(), CPU) > 0) == touch
+
+
+def test_a_restrictions_split_from_its_parents_pairs_is_the_split_made_afresh():
+    """Early fixing's restrictions build their split from the neighbouring pairs their parent
+    had (``parent``): the same rows, bounds, keys and label counts as a split made from every
+    pair, through three rounds of fixing more pixels."""
+    rng = np.random.default_rng(4)
+    p = with_constraints(random_problem((13, 14), k=4, seed=4),
+                         Constraints(apart=((1, 3), (2, 4))))
+    hard = np.zeros(p.n, np.int64)
+    parent = apart_split(p, np.arange(p.n), hard, 0.3, CPU)
+    for _ in range(3):
+        more = (rng.random(p.n) < 0.3) & (hard == 0)
+        hard = hard.copy()
+        hard[more] = rng.integers(1, 5, more.sum())
+        free = np.flatnonzero(hard == 0)
+        child = apart_split(replace(p, hard=hard), free, hard, 0.3, CPU, parent=parent)
+        fresh = apart_split(replace(p, hard=hard), free, hard, 0.3, CPU)
+        for got, want in ((child.keys, fresh.keys), (child.rows[0], fresh.rows[0]),
+                          (child.rows[1], fresh.rows[1]), (child.bound, fresh.bound),
+                          (child.op.label_diag, fresh.op.label_diag),
+                          (child.with_free, fresh.with_free)):
+            np.testing.assert_array_equal(got, want)
+        assert child.with_free.size < parent.with_free.size
+        parent = child
 
 
 def test_the_one_hot_system_solves_a_per_label_diagonal_exactly():

@@ -26,6 +26,7 @@ from solver.admm.sums import BoxWithSums, round_k2_sums, round_onehot_sums
 from solver.admm.systems import LinearOperatorPair
 from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
+from solver.mrf.solve.constraint_kernels import pair_split_rows
 
 
 def _slack(problem: MRFProblem) -> float:
@@ -149,7 +150,8 @@ def _pair_operator(first: np.ndarray, second: np.ndarray, nvars: int, backend
 
 
 def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: float,
-                backend, pairs: tuple | None = None) -> PairSplit | None:
+                backend, pairs: tuple | None = None, parent: PairSplit | None = None
+                ) -> PairSplit | None:
     """The apart rows as a :class:`solver.admm.splits.PairSplit` over the free variables
     (pixel-major, K columns), or None without apart pairs.
 
@@ -160,7 +162,8 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     degree ``D``, are kept so that every free variable of label ``a`` is in exactly ``D`` rows
     per pair it belongs to: then ``C0'C0 = I ⊗ diag(c)`` and the one-hot x-update keeps its
     split (``label_diag``). ``pairs`` is :func:`ordered_pairs` of the problem, when the caller
-    has it.
+    has it; ``parent`` the split this one restricts (fewer free pixels), whose neighbouring
+    pairs with a free end are the only ones looked at.
     """
     c = problem.constraints
     if c is None or not c.has_apart:
@@ -169,50 +172,19 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     pos = np.full(problem.n, -1, np.int64)
     pos[free] = np.arange(free.size)
     p, q, deg, most = ordered_pairs(problem) if pairs is None else pairs
-    total = p.size
-    # only the pairs with a free end make rows; ``e`` keeps each one's place among all, which
-    # names its rows (``keys``) the same way in every restriction
-    e = np.flatnonzero((pos[p] >= 0) | (pos[q] >= 0))
-    p, q = p[e], q[e]
-    fp, fq = pos[p] >= 0, pos[q] >= 0
-    firsts, seconds, bounds, keys = [], [], [], []
-    counts = np.zeros(k)
-    pad = np.repeat(free, most - deg[free])  # the free pixels' missing neighbours
-    pad_no = np.arange(pad.size) - np.repeat(np.cumsum(most - deg[free]) - (most - deg[free]),
-                                             most - deg[free])
-    apart = list(zip(*np.nonzero(np.triu(c.apart))))
-    big = 2 * total * len(apart)  # the keys of the padding rows come after the edges'
-    for t, (a, b) in enumerate(apart):
-        counts[a] += most
-        counts[b] += most
-        both = np.flatnonzero(fp & fq)
-        firsts.append(pos[p[both]] * k + a)
-        seconds.append(pos[q[both]] * k + b)
-        bounds.append(np.ones(both.size))
-        keys.append(np.stack([(e[both] * len(apart) + t) * 2,
-                              (e[both] * len(apart) + t) * 2 + 1], 1))
-        # one entry: p free with q fixed, and q free with p fixed
-        for side, (mine, other, lab, partner) in enumerate(((p, q, a, b), (q, p, b, a))):
-            one = np.flatnonzero((pos[mine] >= 0) & (pos[other] < 0))
-            firsts.append(pos[mine[one]] * k + lab)
-            seconds.append(np.full(one.size, -1))
-            bounds.append(np.where(hard[other[one]] == partner + 1, 0.0, 1.0))
-            keys.append(np.stack([(e[one] * len(apart) + t) * 2 + side,
-                                  np.full(one.size, -1)], 1))
-        for side, lab in enumerate((a, b)):
-            firsts.append(pos[pad] * k + lab)
-            seconds.append(np.full(pad.size, -1))
-            bounds.append(np.ones(pad.size))
-            keys.append(np.stack([big + ((pad * most + pad_no) * len(apart) + t) * 2 + side,
-                                  np.full(pad.size, -1)], 1))
-    first, second = np.concatenate(firsts), np.concatenate(seconds)
+    pair_a, pair_b = (np.asarray(v, np.int64) for v in np.nonzero(np.triu(c.apart)))
+    active = np.arange(p.size) if parent is None else parent.with_free
+    first, second, bounds, keys, counts, with_free = pair_split_rows(
+        pos, p, q, active, deg, most, np.asarray(free, np.int64), np.asarray(hard, np.int64),
+        k, pair_a, pair_b)
     has2 = second >= 0
     op = _pair_operator(first, second, free.size * k, backend)
     op.label_diag = counts
     split = PairSplit(op, backend.asarray(has2.astype(np.float64)),
-                      backend.asarray(np.concatenate(bounds)), float(ratio),
+                      backend.asarray(bounds), float(ratio),
                       rows=None if backend.is_gpu else (first, second))
-    split.keys = np.concatenate(keys).ravel()  # (for carry_split_state)
+    split.keys = keys.ravel()  # (for carry_split_state)
+    split.with_free = with_free  # (for a restriction's split)
     return split
 
 

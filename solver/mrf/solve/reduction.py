@@ -220,7 +220,7 @@ class MRFADMM:
         split = None
         if self._split is not None:  # the rows again, over the pixels left free
             split = apart_split(replace(self.problem, hard=hard), self.free[keep], hard,
-                                self._split.ratio, self.backend, self._pairs)
+                                self._split.ratio, self.backend, self._pairs, self._split)
         child.__dict__.update(
             problem=replace(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
             options=self.options, _area=area, _apart=None, _split=split, _pairs=self._pairs,

@@ -1,0 +1,106 @@
+"""Compiled (numba) kernel of the apart pairs' rows for ADMM's pair split
+(:func:`solver.mrf.solve.constraint_terms.apart_split`): a pass to count and a pass to fill,
+over the neighbouring pairs the last split had (a restriction only fixes more pixels), in place
+of some twenty array passes over every pair of the image for each of early fixing's
+restrictions."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def pair_split_rows(pos, p, q, active, deg, most, free, hard, k, pair_a,
+                    pair_b):  # pragma: no cover
+    """The rows of the apart pairs ``(pair_a[t], pair_b[t])`` over the free variables.
+
+    ``pos[i]`` is pixel ``i``'s place among the free pixels (-1: fixed), ``p``, ``q`` every
+    ordered neighbouring pair, ``active`` (increasing) the pairs to look at (at least those
+    with a free end), ``deg`` each pixel's neighbours, ``most`` the largest degree, ``free``
+    the free pixels in order, ``hard`` each pixel's fixed label (1-based, 0 = free).
+    Per apart pair ``t``, in this order: the rows ``x_pa + x_qb <= 1`` of the pairs with both
+    ends free; the rows on one entry where ``q`` (then ``p``) is fixed (bound 0 where it is
+    fixed to the partner label, else 1); then ``most - deg`` rows ``x_ia <= 1`` (then ``x_ib``)
+    for each free pixel, so that every free variable of a pair's label is in ``most`` rows per
+    pair. Pairs keep their order among all pairs. Returns ``(first, second, bounds, keys,
+    counts, with_free)``: the variables (second -1 where a row has one entry), bounds, two
+    keys a row naming its entries the same way in every restriction (-1 for a missing second),
+    the rows each label's variables are in, and the pairs with a free end (for the next
+    restriction's ``active``)."""
+    total = p.size
+    npairs = pair_a.size
+    big = 2 * total * npairs
+    with_free = np.empty(active.size, np.int64)
+    nfree = 0
+    nboth = 0
+    nside = np.zeros(2, np.int64)
+    for m in range(active.size):
+        e = active[m]
+        fp, fq = pos[p[e]] >= 0, pos[q[e]] >= 0
+        if fp or fq:
+            with_free[nfree] = e
+            nfree += 1
+            if fp and fq:
+                nboth += 1
+            elif fp:
+                nside[0] += 1
+            else:
+                nside[1] += 1
+    npad = 0
+    for m in range(free.size):
+        npad += most - deg[free[m]]
+    per = nboth + nside[0] + nside[1] + 2 * npad  # rows of one apart pair
+    rows = npairs * per
+    first = np.empty(rows, np.int64)
+    second = np.full(rows, -1, np.int64)
+    bounds = np.ones(rows)
+    keys = np.full((rows, 2), -1, np.int64)
+    counts = np.zeros(k)
+    for t in range(npairs):
+        counts[pair_a[t]] += most
+        counts[pair_b[t]] += most
+    at = np.empty((npairs, 3), np.int64)  # each pair's next row of each kind
+    for t in range(npairs):
+        at[t, 0] = t * per
+        at[t, 1] = t * per + nboth
+        at[t, 2] = t * per + nboth + nside[0]
+    for m in range(nfree):
+        e = with_free[m]
+        pp, qq = p[e], q[e]
+        fp, fq = pos[pp] >= 0, pos[qq] >= 0
+        for t in range(npairs):
+            a, b = pair_a[t], pair_b[t]
+            key = (e * npairs + t) * 2
+            if fp and fq:
+                r = at[t, 0]
+                first[r] = pos[pp] * k + a
+                second[r] = pos[qq] * k + b
+                keys[r, 0] = key
+                keys[r, 1] = key + 1
+                at[t, 0] += 1
+            elif fp:
+                r = at[t, 1]
+                first[r] = pos[pp] * k + a
+                bounds[r] = 0.0 if hard[qq] == b + 1 else 1.0
+                keys[r, 0] = key
+                at[t, 1] += 1
+            else:
+                r = at[t, 2]
+                first[r] = pos[qq] * k + b
+                bounds[r] = 0.0 if hard[pp] == a + 1 else 1.0
+                keys[r, 0] = key + 1
+                at[t, 2] += 1
+    for t in range(npairs):
+        r = t * per + nboth + nside[0] + nside[1]
+        for side in range(2):
+            lab = pair_a[t] if side == 0 else pair_b[t]
+            for m in range(free.size):
+                i = free[m]
+                for no in range(most - deg[i]):
+                    first[r] = pos[i] * k + lab
+                    keys[r, 0] = big + ((i * most + no) * npairs + t) * 2 + side
+                    r += 1
+    return first, second, bounds, keys, counts, with_free[:nfree]
