@@ -626,7 +626,7 @@ def _matched_score(M: sp.csr_matrix, x: np.ndarray) -> float:
 def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "laplacian",
                   equality: bool = True, round_iterates: bool = True, polish: bool = True,
                   backend: str = "cpu", **params: Any) -> MatchingResult:
-    """ℓ2-box ADMM on the matching BQP with the one-to-one constraints, then a swap descent.
+    """ℓ2-box ADMM on the matching BQP with the one-to-one constraints, then a local ascent.
 
     Parameters
     ----------
@@ -649,7 +649,8 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
         entry of each equality row), which can break the other side's rows; the best matching
         is often met early, while the penalty is still small.
     polish : bool
-        Finish with :func:`swap_descent` from ADMM's answer (never lowers the score).
+        Finish with :func:`local_ascent` from ADMM's answer: the swap descent, then IPFP's
+        steps and the descent in turn while they raise the score (never lowers it).
     backend : {"cpu", "gpu", "auto"}
     **params
         ADMM parameters (fields of :class:`solver.ADMMParams`).
@@ -664,7 +665,8 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
         ``info["admm_objective"]``, ``info["admm_accuracy"]`` are of ADMM's own point (the best
         of its answer and its rounded iterates), before the descent; ``info["rounded_iterate"]``
         the iteration whose rounding gave it (None when ADMM's answer was best);
-        ``info["moves"]`` the descent's steps. ``time_s`` excludes computing ``x0``.
+        ``info["moves"]`` the descent's steps, ``info["ascents"]`` the rounds in which IPFP's
+        steps raised the score. ``time_s`` excludes computing ``x0``.
     """
     if form not in ADMM_FORMS:
         raise ValueError(f"form must be one of {', '.join(ADMM_FORMS)}, got {form!r}")
@@ -699,13 +701,53 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
     if from_iterate:
         x = best["x"]
     own_score, own_acc = problem.score(x), problem.accuracy(x)
-    moves = 0
+    moves = ascents = 0
     if polish:
-        x, moves = swap_descent(problem.M, x, problem.n1, problem.n2)
+        x, moves, ascents = local_ascent(problem, x)
     return _result(problem, "admm", x, time.perf_counter() - t0, res.iterations,
                    admm_feasible=bool(res.feasible), status=res.status,
                    admm_objective=own_score, admm_accuracy=own_acc, moves=moves,
-                   rounded_iterate=best["iteration"] if from_iterate else None)
+                   ascents=ascents, rounded_iterate=best["iteration"] if from_iterate else None)
+
+
+def local_ascent(problem: MatchingProblem, x: Any, *, max_rounds: int = 50
+                 ) -> tuple[np.ndarray, int, int]:
+    """Raise ``x'Mx`` from a matching by IPFP's steps and the swap descent in turn, until
+    neither raises it.
+
+    IPFP from a binary start (:func:`ipfp`) climbs along the linearisation's best matchings
+    (each a Hungarian step, then a line search), the swap descent (:func:`swap_descent`) by the
+    smallest exchanges; a fixed point of one is often not of the other. Both keep the best
+    matching seen, so the score never drops.
+
+    Parameters
+    ----------
+    problem : MatchingProblem
+    x : array_like, shape (n,)
+        A valid partial permutation.
+    max_rounds : int
+        Limit on IPFP-then-descent rounds.
+
+    Returns
+    -------
+    x : numpy.ndarray of int8
+        The matching reached (score at least the input's).
+    moves : int
+        The swap descent's steps, over all rounds.
+    ascents : int
+        The rounds in which IPFP raised the score.
+    """
+    x = np.asarray(x).ravel().astype(np.int8)
+    x, moves = swap_descent(problem.M, x, problem.n1, problem.n2)
+    score, ascents = problem.score(x), 0
+    for _ in range(max_rounds):
+        y = ipfp(problem, x).x
+        if problem.score(y) <= score + 1e-12 * abs(score):
+            break
+        ascents += 1
+        y, m = swap_descent(problem.M, y, problem.n1, problem.n2)
+        x, score, moves = y, problem.score(y), moves + m
+    return x, moves, ascents
 
 
 def solve_all(problem: MatchingProblem, *, admm_params: dict[str, Any] | None = None,
