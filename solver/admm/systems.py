@@ -185,9 +185,9 @@ class _CompiledCSR:
                                         float(a_scale), shift, B, X, float(tol), int(maxiter),
                                         R, P, AP, have_r)
         self._last = (X.copy(), B.copy(), R, shift, a_scale)  # copies: callers may reuse theirs
-        quad = None
-        if B.shape[0] == 1:  # x'Ax from the residual, sparing a product
-            quad = cpu_kernels.quad_from_residual(B[0], R[0], X[0], float(a_scale), float(shift[0]))
+        # the sum over the rows of X[c]'A X[c], from the residual, sparing a product
+        quad = sum(cpu_kernels.quad_from_residual(B[c], R[c], X[c], float(a_scale),
+                                                  float(shift[c])) for c in range(B.shape[0]))
         return PCGResult(x=X, iterations=int(it), residual=float(res), converged=res <= tol,
                          quad=quad)
 
@@ -399,6 +399,8 @@ class OneHotKronSystem:
                                      None if X0 is None else np.ascontiguousarray(X0.T),
                                      tol, maxiter)
             U = res.x.T
+            # x'(L⊗I)x = sum_j u_j' L u_j (Q is orthogonal): the CG's, from its residual
+            quad = res.quad
         else:
             shift = xp.asarray(lam)
             inv = 1.0 / (self._diag2[:, None] + shift[None, :])
@@ -408,10 +410,10 @@ class OneHotKronSystem:
 
             res = pcg(matvec, R @ Qb, inv_diag=inv, x0=X0, tol=tol, maxiter=maxiter,
                       backend=self.backend)
-            U = res.x
+            U, quad = res.x, None
         x = (U @ Qb.T).ravel()
         return PCGResult(x=x, iterations=res.iterations, residual=res.residual,
-                         converged=res.converged)
+                         converged=res.converged, quad=quad)
 
 
 # --------------------------------------------------------------------------- validation

@@ -129,6 +129,9 @@ def test_the_one_hot_system_solves_a_per_label_diagonal_exactly():
     full = 2.0 * sp.kron(L, sp.identity(k)) + sp.kron(sp.identity(n), M)
     exact = spla.spsolve(full.tocsc(), rhs)
     assert np.abs(sol.x - exact).max() <= 1e-8 * np.abs(exact).max()
+    # x'(L⊗I)x from the CG's residual (the loop's continuous objective, without a product)
+    xx = sol.x.reshape(n, k)
+    assert sol.quad == pytest.approx(float(np.einsum("ic,ic->", xx, L @ xx)), rel=1e-9)
 
 
 def _nest_start(cost2=1.2, cost1=0.0):
