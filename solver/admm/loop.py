@@ -333,6 +333,7 @@ class LpBoxADMM:
         rho_cap = P.rho_max * self.scale
         history: list[IterationRecord] = []
         best = (math.inf, math.inf, None, 0)  # (violation, objective, x, iteration)
+        last_xr, last_viol = None, 0.0
         rounded_quad = self.system.quad_tracker()  # rounded iterates change in few entries
         status = MAX_ITER
         # on the CPU the box/sphere steps run as compiled loops (same arithmetic, fewer passes)
@@ -357,7 +358,10 @@ class LpBoxADMM:
                     x, z1, z2, z3, y1, y2, y3, y4, rho, rc, fused, extra)
                 xr = self.round(x)
                 obj_r = rounded_quad(xr) + be.dot(self.b, xr) + self.constant
-                viol = self.violation(xr)
+                # (the rounded point often repeats: its violation, a pass over every row, too)
+                same = last_xr is not None and bool(xp.array_equal(xr, last_xr))
+                viol = last_viol if same else self.violation(xr)
+                last_xr, last_viol = xr, viol
                 obj_x = (self.objective(x) if quad is None
                          else quad + be.dot(self.b, x) + self.constant)
                 if extra is not None:
