@@ -107,7 +107,8 @@ def test_a_restrictions_split_from_its_parents_pairs_is_the_split_made_afresh():
         for got, want in ((child.keys, fresh.keys), (child.rows[0], fresh.rows[0]),
                           (child.rows[1], fresh.rows[1]), (child.bound, fresh.bound),
                           (child.op.label_diag, fresh.op.label_diag),
-                          (child.with_free, fresh.with_free)):
+                          (child.with_free, fresh.with_free), (child.kinds, fresh.kinds),
+                          (child.layout, fresh.layout)):
             np.testing.assert_array_equal(got, want)
         assert child.with_free.size < parent.with_free.size
         parent = child

@@ -26,14 +26,17 @@ def pair_split_rows(pos, p, q, active, deg, most, free, hard, k, pair_a,
     fixed to the partner label, else 1); then ``most - deg`` rows ``x_ia <= 1`` (then ``x_ib``)
     for each free pixel, so that every free variable of a pair's label is in ``most`` rows per
     pair. Pairs keep their order among all pairs. Returns ``(first, second, bounds, keys,
-    counts, with_free)``: the variables (second -1 where a row has one entry), bounds, two
-    keys a row naming its entries the same way in every restriction (-1 for a missing second),
-    the rows each label's variables are in, and the pairs with a free end (for the next
-    restriction's ``active``)."""
+    counts, with_free, kinds, layout)``: the variables (second -1 where a row has one entry),
+    bounds, two keys a row naming its entries the same way in every restriction (-1 for a
+    missing second), the rows each label's variables are in, the pairs with a free end (for the
+    next restriction's ``active``), each one's kind (0 both ends free, 1 only ``p``, 2 only
+    ``q``) and the block sizes ``(both, p only, q only, padding)`` of one apart pair's rows
+    (the last two for :func:`carry_sources`)."""
     total = p.size
     npairs = pair_a.size
     big = 2 * total * npairs
     with_free = np.empty(active.size, np.int64)
+    kinds = np.empty(active.size, np.int8)
     nfree = 0
     nboth = 0
     nside = np.zeros(2, np.int64)
@@ -42,6 +45,7 @@ def pair_split_rows(pos, p, q, active, deg, most, free, hard, k, pair_a,
         fp, fq = pos[p[e]] >= 0, pos[q[e]] >= 0
         if fp or fq:
             with_free[nfree] = e
+            kinds[nfree] = 0 if fp and fq else (1 if fp else 2)
             nfree += 1
             if fp and fq:
                 nboth += 1
@@ -103,4 +107,67 @@ def pair_split_rows(pos, p, q, active, deg, most, free, hard, k, pair_a,
                     first[r] = pos[i] * k + lab
                     keys[r, 0] = big + ((i * most + no) * npairs + t) * 2 + side
                     r += 1
-    return first, second, bounds, keys, counts, with_free[:nfree]
+    layout = np.array([nboth, nside[0], nside[1], npad], np.int64)
+    return first, second, bounds, keys, counts, with_free[:nfree], kinds[:nfree], layout
+
+
+@_jit
+def carry_sources(with_free_p, kinds_p, layout_p, free_p, with_free_c, kinds_c, layout_c,
+                  free_c, deg, most, npairs):  # pragma: no cover
+    """For each entry of a restriction's split (two a row, as its ``keys``), the entry of its
+    parent's split with the same key (-1 for a missing second entry): both splits as
+    :func:`pair_split_rows` made them, the restriction's free pixels and pairs with a free end
+    a subset of the parent's. Every entry of the restriction is in the parent (an end free now
+    was free then), so one merge of the two pair lists and of the two pixel lists finds them,
+    where a sort and a search of the keys did."""
+    def offsets(layout):
+        per = layout[0] + layout[1] + layout[2] + 2 * layout[3]
+        return per, layout[0], layout[0] + layout[1], layout[0] + layout[1] + layout[2]
+
+    per_p, side1_p, side2_p, pad_p = offsets(layout_p)
+    per_c, side1_c, side2_c, pad_c = offsets(layout_c)
+    src = np.full(2 * npairs * per_c, -1, np.int64)
+    # each parent pair's place within its kind's block
+    rank_p = np.empty(with_free_p.size, np.int64)
+    seen = np.zeros(3, np.int64)
+    for m in range(with_free_p.size):
+        rank_p[m] = seen[kinds_p[m]]
+        seen[kinds_p[m]] += 1
+    start_p = np.array([0, side1_p, side2_p], np.int64)
+    start_c = np.array([0, side1_c, side2_c], np.int64)
+    seen[:] = 0
+    mp = 0
+    for mc in range(with_free_c.size):
+        e = with_free_c[mc]
+        while with_free_p[mp] != e:
+            mp += 1
+        kc, kp = kinds_c[mc], kinds_p[mp]
+        rc = seen[kc]
+        seen[kc] += 1
+        for t in range(npairs):
+            row_c = t * per_c + start_c[kc] + rc
+            row_p = t * per_p + start_p[kp] + rank_p[mp]
+            if kc == 0:  # both ends free now, so then: the same two entries
+                src[2 * row_c] = 2 * row_p
+                src[2 * row_c + 1] = 2 * row_p + 1
+            elif kc == 1:  # the p end's entry: first in the parent's row of either kind
+                src[2 * row_c] = 2 * row_p
+            else:  # the q end's: second in a row with both, first in a row of q only
+                src[2 * row_c] = 2 * row_p + (1 if kp == 0 else 0)
+    # the padding rows, pixel by pixel in both
+    mp = 0
+    before_p = 0  # the parent's padding rows before pixel free_p[mp]
+    before_c = 0
+    for mc in range(free_c.size):
+        i = free_c[mc]
+        while free_p[mp] != i:
+            before_p += most - deg[free_p[mp]]
+            mp += 1
+        for t in range(npairs):
+            for side in range(2):
+                base_c = t * per_c + pad_c + side * layout_c[3] + before_c
+                base_p = t * per_p + pad_p + side * layout_p[3] + before_p
+                for no in range(most - deg[i]):
+                    src[2 * (base_c + no)] = 2 * (base_p + no)
+        before_c += most - deg[i]
+    return src

@@ -26,7 +26,7 @@ from solver.admm.sums import BoxWithSums, round_k2_sums, round_onehot_sums
 from solver.admm.systems import LinearOperatorPair
 from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
-from solver.mrf.solve.constraint_kernels import pair_split_rows
+from solver.mrf.solve.constraint_kernels import carry_sources, pair_split_rows
 
 
 def _slack(problem: MRFProblem) -> float:
@@ -174,17 +174,19 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     p, q, deg, most = ordered_pairs(problem) if pairs is None else pairs
     pair_a, pair_b = (np.asarray(v, np.int64) for v in np.nonzero(np.triu(c.apart)))
     active = np.arange(p.size) if parent is None else parent.with_free
-    first, second, bounds, keys, counts, with_free = pair_split_rows(
-        pos, p, q, active, deg, most, np.asarray(free, np.int64), np.asarray(hard, np.int64),
-        k, pair_a, pair_b)
+    free = np.asarray(free, np.int64)
+    first, second, bounds, keys, counts, with_free, kinds, layout = pair_split_rows(
+        pos, p, q, active, deg, most, free, np.asarray(hard, np.int64), k, pair_a, pair_b)
     has2 = second >= 0
     op = _pair_operator(first, second, free.size * k, backend)
     op.label_diag = counts
     split = PairSplit(op, backend.asarray(has2.astype(np.float64)),
                       backend.asarray(bounds), float(ratio),
                       rows=None if backend.is_gpu else (first, second))
-    split.keys = keys.ravel()  # (for carry_split_state)
-    split.with_free = with_free  # (for a restriction's split)
+    split.keys = keys.ravel()
+    # (for a restriction's split and carry_split_state)
+    split.with_free, split.kinds, split.layout = with_free, kinds, layout
+    split.free, split.degrees = free, (deg, most, pair_a.size)
     return split
 
 
@@ -193,12 +195,12 @@ def carry_split_state(parent: PairSplit, child: PairSplit, z0, y0, x, backend):
     parent's: each copy and dual whose row entry is still there carries over (a row whose other
     pixel was fixed keeps its free entry's); the others start as a new split does, at
     ``C0 x`` with a zero dual."""
-    order = np.argsort(parent.keys, kind="stable")
-    sorted_keys = parent.keys[order]
-    at = np.searchsorted(sorted_keys, child.keys)
-    at = np.minimum(at, sorted_keys.size - 1)
-    found = (child.keys >= 0) & (sorted_keys[at] == child.keys)
-    src = order[at[found]]
+    deg, most, npairs = child.degrees
+    src = carry_sources(parent.with_free, parent.kinds, parent.layout, parent.free,
+                        child.with_free, child.kinds, child.layout, child.free, deg, most,
+                        npairs)
+    found = src >= 0
+    src = src[found]
     z_host, y_host = backend.to_numpy(z0), backend.to_numpy(y0)
     new_z = backend.to_numpy(child.op.matvec(x) - child.op.d).copy()
     new_y = np.zeros(child.keys.size)
