@@ -157,8 +157,9 @@ class _CompiledCSR:
         self._fused: tuple | None = None
 
     def pcg(self, a_scale: float, shift: np.ndarray, B: np.ndarray, X0: np.ndarray | None,
-            tol: float, maxiter: int) -> PCGResult:
-        """``(a_scale A + shift[c] I) X[c] = B[c]`` for each row, warm-started at ``X0``.
+            tol: float, maxiter: int, with_quad: bool = True) -> PCGResult:
+        """``(a_scale A + shift[c] I) X[c] = B[c]`` for each row, warm-started at ``X0``; with
+        ``with_quad`` the result's ``quad`` is the sum of the rows' ``X[c]'A X[c]``.
 
         When ``X0`` is the previous solution (ADMM's warm start), its residual for the new
         right-hand side and shift is ``B - (B' - R') - (shift - shift') X0`` from the previous
@@ -185,9 +186,10 @@ class _CompiledCSR:
                                         float(a_scale), shift, B, X, float(tol), int(maxiter),
                                         R, P, AP, have_r)
         self._last = (X.copy(), B.copy(), R, shift, a_scale)  # copies: callers may reuse theirs
-        # the sum over the rows of X[c]'A X[c], from the residual, sparing a product
-        quad = sum(cpu_kernels.quad_from_residual(B[c], R[c], X[c], float(a_scale),
-                                                  float(shift[c])) for c in range(B.shape[0]))
+        quad = None
+        if with_quad:  # from the residual, sparing a product
+            quad = sum(cpu_kernels.quad_from_residual(B[c], R[c], X[c], float(a_scale),
+                                                      float(shift[c])) for c in range(B.shape[0]))
         return PCGResult(x=X, iterations=int(it), residual=float(res), converged=res <= tol,
                          quad=quad)
 
@@ -207,7 +209,7 @@ class _CompiledCSR:
         else:
             X0 = cpu_kernels.onehot_split(np.ascontiguousarray(x0, dtype=np.float64), k)
         B = cpu_kernels.onehot_split(rhs, k)
-        res = self.pcg(2.0, shift, B, X0, tol, maxiter)
+        res = self.pcg(2.0, shift, B, X0, tol, maxiter, with_quad=False)  # (merge makes it)
         x, quad = cpu_kernels.onehot_merge(B, res.x, self._last[2], self._last[3])
         self._onehot_last = (x.copy(), res.x.copy())
         return PCGResult(x=x, iterations=res.iterations, residual=res.residual,
