@@ -74,18 +74,18 @@ def pair_split_rows(pos, p, q, active, deg, most, free, hard, k, pair_a,
     for m in range(nfree):
         e = with_free[m]
         pp, qq = p[e], q[e]
-        fp, fq = pos[pp] >= 0, pos[qq] >= 0
+        kind = kinds[m]
         for t in range(npairs):
             a, b = pair_a[t], pair_b[t]
             key = (e * npairs + t) * 2
-            if fp and fq:
+            if kind == 0:
                 r = at[t, 0]
                 first[r] = pos[pp] * k + a
                 second[r] = pos[qq] * k + b
                 keys[r, 0] = key
                 keys[r, 1] = key + 1
                 at[t, 0] += 1
-            elif fp:
+            elif kind == 1:
                 r = at[t, 1]
                 first[r] = pos[pp] * k + a
                 bounds[r] = 0.0 if hard[qq] == b + 1 else 1.0
