@@ -10,9 +10,10 @@ is built. A child that died, or one that is abandoned (the caller cancelled), is
 fresh one at the next solve.
 
 The child is sent the problem without its Laplacian, colour models and seed map, which no
-yardstick reads but the Laplacian (:func:`needs_laplacian`; the child then rebuilds it from the
-graph: 30 ms at 512 × 512, about 0.2 s at 3 MP): a third of the bytes (K = 2, 3 MP: 156 MB and
-about 0.1 s to pickle against 502 MB and 0.3 s; docs/decisions.md, The desktop app).
+yardstick reads but the Laplacian (the LP, and the constrained variants' repair on a graph that
+is not the grid's own list; the child's problem makes it from the graph when first read:
+30 ms at 512 × 512, about 0.2 s at 3 MP): a third of the bytes (K = 2, 3 MP: 156 MB and about
+0.1 s to pickle against 502 MB and 0.3 s; docs/decisions.md, The desktop app).
 
 Qt-free.
 """
@@ -64,13 +65,6 @@ def _exit_text(code: int | None) -> str:
     return f"its process ended (exit status {code}, out of memory?)"
 
 
-def needs_laplacian(problem, method: str) -> bool:
-    """Whether a yardstick reads the problem's Laplacian: the LP, and every variant under
-    constraints (their repair is the constrained polish, whose ICM reads it). Plain min-cut and
-    α-expansion read only the unaries, the graph, λ and the hard pixels."""
-    return method == "lp" or getattr(problem, "constraints", None) is not None
-
-
 def _resolve(target: str) -> Callable[..., Any]:
     module, _, name = target.partition(":")
     return getattr(importlib.import_module(module), name)
@@ -103,9 +97,6 @@ def _serve(conn) -> None:  # pragma: no cover - runs in the child
         except (EOFError, OSError):
             return
         try:
-            if getattr(problem, "laplacian", 0) is None and needs_laplacian(problem, method):
-                from solver.mrf.build.graph import laplacian
-                problem = dataclasses.replace(problem, laplacian=laplacian(problem.graph))
             reply = ("ok", _resolve(target)(problem, method))
         except BaseException as exc:  # noqa: BLE001 - sent to the parent
             reply = ("error", exc)

@@ -365,14 +365,14 @@ def test_level_set_fusion_from_the_seeds_is_the_fusion_from_every_pixel(seed):
     start = np.where(p.hard > 0, p.hard, rng.integers(1, k + 1, p.n)) - 1
     movable = np.asarray(p.hard).ravel() == 0
     x = rng.dirichlet(np.full(k, 0.4), p.n).astype(np.float32)
-    csr = kernels.csr_arrays(p)
+    graph = kernels.graph_arrays(p)
     ends = []
     for seeds in (np.arange(p.n, dtype=np.int64),
                   ck.level_set_seeds(x, start, movable, 0.2)):
         lab = start.astype(np.int64)
         w, counts, lo, hi, apart = level_state(p, lab)
         comp, queue = np.full(p.n, -1, np.int64), np.empty(p.n, np.int64)
-        taken = [ck.fuse_level_set(*csr, p.unary, 2 * p.lam, lab, movable, w, counts, lo, hi,
+        taken = [ck.fuse_level_set(*graph, p.unary, 2 * p.lam, lab, movable, w, counts, lo, hi,
                                    apart, x, c, t, seeds, comp, queue)
                  for t in (0.2, 0.5, 0.8) for c in range(k)]
         assert (comp == -1).all()  # the scratch is left as it was found
@@ -404,16 +404,17 @@ def test_swap_rounds_leave_no_exchange_that_lowers_the_energy(seed):
     lab[np.flatnonzero(lab != 0)[: max(0, 30 - int((lab == 0).sum()))]] = 0
     lab = lab.astype(np.int64)
     assert (lab == 0).sum() == 30
-    csr = kernels.csr_arrays(p)
+    graph = kernels.graph_arrays(p)
     movable = np.ones(p.n, bool)
     w, counts, lo, hi, apart = level_state(p, lab)
     before, areas = p.energy(lab + 1), np.bincount(lab, minlength=k)
-    made = ck.swap_rounds(*csr, p.unary, 2 * p.lam, lab, movable, w, counts, lo, hi, apart,
+    made = ck.swap_rounds(*graph, p.unary, 2 * p.lam, lab, movable, w, counts, lo, hi, apart,
                           1000)
     assert 0 < made < 1000 and p.energy(lab + 1) < before
     assert np.bincount(lab, minlength=k).tolist() == areas.tolist()
     cost = np.empty(k)
-    L = p.laplacian.toarray()
+    csr = p.laplacian
+    L = csr.toarray()
     for a in range(k):
         for c in range(a + 1, k):
             moves = {a: [], c: []}  # (change, pixel) of each boundary pixel's move across
@@ -422,9 +423,10 @@ def test_swap_rounds_leave_no_exchange_that_lowers_the_energy(seed):
                 if li not in (a, c):
                     continue
                 other = c if li == a else a
-                if not any(lab[j] == other for j in csr[1][csr[0][i]:csr[0][i + 1]] if j != i):
+                if not any(lab[j] == other for j in csr.indices[csr.indptr[i]:csr.indptr[i + 1]]
+                           if j != i):
                     continue
-                ck.pixel_costs(*csr, p.unary, 2 * p.lam, lab, i, cost)
+                ck.pixel_costs(*graph, p.unary, 2 * p.lam, lab, i, cost)
                 moves[li].append((cost[other] - cost[li], i))
             for d1, i in moves[a]:
                 for d2, j in moves[c]:

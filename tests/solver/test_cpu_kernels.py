@@ -116,7 +116,7 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    grid_kernels.coarsen_edges,
                    grid_kernels.potts_energy, cpu_kernels.padded_split,
                    descent_kernels.fuse_descents, morphology._square, watershed.flood_zone,
-                   stencil.stencil_from_csr, freeze._settled_groups, freeze._group_vertices,
+                   stencil.weights_from_csr, freeze._settled_groups, freeze._group_vertices,
                    reduction_kernels.label_weights):
         assert kernel.signatures, kernel.py_func.__name__
 

@@ -138,7 +138,8 @@ def _reference_sweeps(p, lab, active, sweeps):
             for i in [r * w + c for r in range(cls >> 1, h, 2) for c in range(cls & 1, w, 2)]:
                 if active[i]:
                     active[i] = False
-                    best = kernels.best_label(indptr, indices, data, p.unary, 2.0 * p.lam, lab,
+                    best = kernels.best_label(indptr, indices, data, np.empty(0),
+                                              np.zeros(13, np.int64), p.unary, 2.0 * p.lam, lab,
                                               i, agree)
                     if best != lab[i]:
                         lab[i], moved = best, moved + 1
@@ -156,20 +157,19 @@ def test_icm_sweeps_match_a_plain_scan_of_the_colour_classes(shape, sweeps):
     """The kernel keeps a list of active pixels per class instead of scanning; after any number
     of sweeps (mid-way too, where the order of the classes matters) the labels are the same."""
     from solver.mrf.polish import icm_kernels as kernels
-    from solver.mrf.polish.stencil import grid_stencil
-
     p = random_problem(shape, k=3, seed=shape[0] + sweeps, hard_fraction=0.1)
     rng = np.random.default_rng(sweeps)
     lab = np.where(p.hard.ravel() > 0, p.hard.ravel(), rng.integers(1, 4, p.n)) - 1
     active = (p.hard.ravel() == 0) & (rng.random(p.n) < 0.6)
     expected = _reference_sweeps(p, lab.copy(), active.copy(), sweeps)
     assert not np.array_equal(expected, lab)  # ICM moved something
-    # through the grid stencil where the image is wide enough for one, and through the CSR
-    stencil, offsets = grid_stencil(p)
-    assert stencil.shape[0] == (p.n if shape[1] >= 3 else 0)
-    for st in (stencil, np.empty((0, 8))):
+    # through the grid view where the image is wide enough for one, and through the CSR
+    indptr, indices, data, gw, geom = kernels.graph_arrays(p)
+    assert gw.size == (p.graph.weights.size if shape[1] >= 3 else 0)
+    for arrays in ((indptr, indices, data, gw, geom),
+                   (*kernels.csr_arrays(p), np.empty(0), geom)):
         got = lab.copy()
-        kernels.icm_sweeps(*kernels.csr_arrays(p), st, offsets, p.unary, 2.0 * p.lam, got,
+        kernels.icm_sweeps(*arrays, p.unary, 2.0 * p.lam, got,
                            p.hard.ravel() == 0, active.copy(), shape[1], sweeps)
         np.testing.assert_array_equal(got, expected)
 
@@ -418,22 +418,22 @@ def test_split_bound_is_below_every_split_of_the_region(k):
         p = random_problem((12, 13), k=k, seed=seed)
         rng = np.random.default_rng(seed)
         lab = np.repeat(rng.integers(0, k, size=(12, 3)), 5, axis=1)[:, :13].ravel()
-        indptr, indices, data = kernels.csr_arrays(p)
+        graph = kernels.graph_arrays(p)
         two_lam = 2.0 * p.lam
         for a in range(k):
-            region, order, starts, nc = rk._mask_components(indptr, indices, lab == a)
+            region, order, starts, nc = rk._mask_components(*graph[:2], *graph[3:], lab == a)
             for r in range(nc):
                 s0, s1 = starts[r], starts[r + 1]
                 others = [b for b in range(k) if b != a]
                 near = np.zeros(k, bool)
                 near[others] = True
-                bound = rk._split_bound(indptr, indices, data, p.unary, two_lam, region, r,
-                                        order, s0, s1, a, near)
+                bound = rk._split_bound(*graph, p.unary, two_lam, region, r, order, s0, s1, a,
+                                        near)
                 prop = np.empty(p.n, np.int64)
                 for trial in range(5):
                     prop[order[s0:s1]] = rng.choice(others, size=s1 - s0)
-                    delta = rk._split_delta(indptr, indices, data, p.unary, two_lam, lab,
-                                            region, r, order, s0, s1, a, prop)
+                    delta = rk._split_delta(*graph, p.unary, two_lam, lab, region, r, order, s0,
+                                            s1, a, prop)
                     new = lab.copy()
                     new[order[s0:s1]] = prop[order[s0:s1]]
                     assert delta == pytest.approx(p.energy(new + 1) - p.energy(lab + 1))

@@ -244,7 +244,6 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
     from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish.descents import fuse_descents
     from solver.mrf.polish.fusion import Snapshot
-    from solver.mrf.polish.stencil import grid_stencil
     for seed in range(3):
         p = random_problem((16, 18), k=k, seed=seed, hard_fraction=0.1)
         rng = np.random.default_rng(seed)
@@ -260,7 +259,7 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
         snap = Snapshot.from_dense(snaps[0])
         lab0 = lab.ravel().astype(np.int64) - 1
         scratch[1][:] = lab0  # the copy of the labels, equal to them on entry
-        descent_kernels.fuse_descents(*kernels.csr_arrays(p), *grid_stencil(p), p.unary,
+        descent_kernels.fuse_descents(*kernels.graph_arrays(p), p.unary,
                                       2.0 * p.lam, lab0,
                                       hard == 0, snap.pixels, snap.weights, snap.fixed,
                                       np.zeros(0, np.int64), np.array([0.2, 0.5]), p.n, scratch)
@@ -342,7 +341,6 @@ def test_fusions_find_the_fixed_disagreement_once_and_again_after_a_take(k):
     from solver.mrf.polish import descent_kernels, region_kernels
     from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish.descents import fuse_descents
-    from solver.mrf.polish.stencil import grid_stencil
 
     def fresh(kernel, p, lab, snaps, ts, scratch):
         lab0 = kernels.zero_based(lab)
@@ -352,7 +350,7 @@ def test_fusions_find_the_fixed_disagreement_once_and_again_after_a_take(k):
         taken = 0
         for snap in snaps:
             extra = region_kernels.fixed_disagreement(lab0, free, snap.fixed)
-            taken += kernel(*kernels.csr_arrays(p), *grid_stencil(p), p.unary, 2.0 * p.lam, lab0,
+            taken += kernel(*kernels.graph_arrays(p), p.unary, 2.0 * p.lam, lab0,
                             free, snap.pixels, snap.weights, snap.fixed, extra, ts, p.n, scratch)
         return lab0 + 1, taken
 

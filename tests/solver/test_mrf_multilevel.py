@@ -139,11 +139,10 @@ def test_region_moves_leave_out_regions_above_the_cap():
     assert (component_flips(p, lab, options=at) == 1).all()             # at the cap: moved
 
 
-@pytest.mark.parametrize("through", ["stencil", "csr"])
+@pytest.mark.parametrize("through", ["grid", "csr"])
 def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(through):
     from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish import region_kernels
-    from solver.mrf.polish.stencil import grid_stencil
     p = random_problem((20, 20), k=2, seed=0)
     mask = np.zeros((20, 20), bool)
     mask[2:4, 2:4] = True       # 4 pixels
@@ -151,14 +150,15 @@ def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(throu
     mask[0, 19] = True          # 1 pixel, never seeded
     mask[1, 0] = True           # 1 pixel beside the last, a row apart: not its neighbour
     mask = mask.ravel()
-    indptr, indices, data = kernels.csr_arrays(p)
-    stencil, offsets = grid_stencil(p)
-    stencil = stencil if through == "stencil" else np.empty((0, 8))
+    indptr, indices, data, gw, geom = kernels.graph_arrays(p)
+    if through == "csr":
+        indptr, indices, data = kernels.csr_arrays(p)
+        gw = np.empty(0)
     region, order, starts, big = scratch = region_kernels.region_scratch(p.n)
     # (pixel 0 is off the mask: passed over, though its neighbour 20 is on it)
     seeds = np.array([0, 2 * 20 + 2, 3 * 20 + 3, 12 * 20 + 12, 17 * 20 + 17, 20], np.int64)
     lab = np.zeros(p.n, np.int32)  # the mask: label 0 where preferred
-    nc, nbig = region_kernels._capped_components(indptr, indices, stencil, offsets, lab, 0, mask,
+    nc, nbig = region_kernels._capped_components(indptr, indices, gw, geom, lab, 0, mask,
                                                  seeds, 10, region, order, starts, big)
     assert nc == 2  # the small square and the lone pixel; the big one's searches stopped
     assert 10 < nbig < 64
@@ -170,7 +170,7 @@ def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(throu
     region[order[:starts[nc]]] = -1
     region[big[:nbig]] = -1
     # no seeds: every pixel of the mask seeds, in index order
-    nc, nbig = region_kernels._capped_components(indptr, indices, stencil, offsets, lab, 0, mask,
+    nc, nbig = region_kernels._capped_components(indptr, indices, gw, geom, lab, 0, mask,
                                                  np.empty(0, np.int64), 10, region, order,
                                                  starts, big)
     assert nc == 3 and square.ravel()[big[:nbig]].all()  # (every seed of it met the -2s)
@@ -178,7 +178,7 @@ def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(throu
     region[order[:starts[nc]]] = -1
     region[big[:nbig]] = -1
     region.fill(-1)
-    region_kernels.move_regions(indptr, indices, data, stencil, offsets, p.unary, 2.0 * p.lam,
+    region_kernels.move_regions(indptr, indices, data, gw, geom, p.unary, 2.0 * p.lam,
                                 lab, 0, mask, p.hard.ravel(), seeds, 10, scratch)
     assert (region == -1).all()
 

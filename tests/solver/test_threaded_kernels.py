@@ -102,7 +102,8 @@ def test_split_by_fixed_matches_scipy_and_threads(k):
                                  "weights": rng.random(i.size)})())
     hard = rng.integers(0, k + 2, h * w).astype(np.int64)  # (k + 1: fixed, but to no label)
     hard[rng.random(h * w) < 0.5] = 0
-    one, many = _both(split_by_fixed, L.indptr, L.indices, L.data, hard, k)
+    one, many = _both(split_by_fixed, L.indptr, L.indices, L.data, np.empty(0),
+                      np.zeros(13, np.int64), hard, k)
     for a, b in zip(one, many):
         np.testing.assert_array_equal(a, b)
     ptr, idx, val, coupling, same = many

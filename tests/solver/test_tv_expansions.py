@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from solver.mrf import SolveOptions, solve_mrf
-from solver.mrf.polish.stencil import grid_stencil
+from solver.mrf.polish.stencil import grid_offsets
 from solver.mrf.polish.tv import (
     expansion_terms,
     fuse_tv_expansion_into,
@@ -22,8 +22,25 @@ from solver.mrf.polish.tv import (
 from tests.solver._mrf_helpers import random_problem
 
 
+DIRECTIONS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]
+
+
+def _stencil(problem):
+    """Each pixel's eight Laplacian entries by direction (1.0 where the image ends), written
+    out from the dense matrix, and the grid's offsets."""
+    h, w = problem.shape
+    dense = problem.laplacian.toarray()
+    out = np.ones((problem.n, 8))
+    for r in range(h):
+        for c in range(w):
+            for d, (dr, dc) in enumerate(DIRECTIONS):
+                if 0 <= r + dr < h and 0 <= c + dc < w:
+                    out[r * w + c, d] = dense[r * w + c, (r + dr) * w + c + dc]
+    return out, grid_offsets(w)
+
+
 def _costs(problem):
-    stencil, offsets = grid_stencil(problem)
+    stencil, offsets = _stencil(problem)
     two_lam = 2.0 * problem.lam
     cost = np.where(stencil[:, 4:] <= 0.0, -two_lam * stencil[:, 4:], 0.0)
     return np.ascontiguousarray(cost.astype(np.float32).T), offsets

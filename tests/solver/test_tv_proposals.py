@@ -102,8 +102,8 @@ def test_the_grid_sweep_takes_the_same_steps_as_the_edge_list(seed, monkeypatch)
     start[hard > 0] = hard[hard > 0] - 1
     grid, steps = tv_relaxation(problem, start, 60, 1.0, tol=0.0)
     assert 25 <= steps <= 60  # (fewer: a fixed point, where nothing changes)
-    monkeypatch.setattr(tv_module, "grid_stencil",
-                        lambda p: (np.empty((0, 8)), np.zeros(8, np.int64)))
+    monkeypatch.setattr(tv_module, "grid_view",
+                        lambda p: (np.empty(0), np.zeros(13, np.int64)))
     listed, _ = tv_relaxation(problem, start, 60, 1.0, tol=0.0)
     assert not np.allclose(grid, start)
     np.testing.assert_allclose(grid, listed, rtol=0, atol=1e-4)
@@ -138,10 +138,10 @@ def test_the_grid_kernel_visits_few_pixels_and_takes_every_step(seed):
     must give exactly what steps over every pixel give (a labelling that is nearly a fixed
     point, as in the polish, and a random start)."""
     from solver.mrf.polish import tv_kernels
-    from solver.mrf.polish.stencil import grid_stencil
+    from tests.solver.test_tv_expansions import _stencil
 
     problem = random_problem((23, 31), k=2, seed=seed, hard_fraction=0.05)
-    stencil, offsets = grid_stencil(problem)
+    stencil, offsets = _stencil(problem)
     two_lam = 2.0 * problem.lam
     cost = np.ascontiguousarray(np.where(stencil[:, 4:] <= 0, -two_lam * stencil[:, 4:], 0)
                                 .astype(np.float32).T)

@@ -24,7 +24,7 @@ from solver.mrf.options import DEFAULT_LAMBDA  # (the default λ; see build_prob
 
 __all__ = [
     "DEFAULT_LAMBDA", "MAX_LABELS", "MRFProblem", "build_problem", "problem_from_unary",
-    "with_constraints",
+    "replace_problem", "with_constraints",
 ]
 
 logger = logging.getLogger(__name__)
@@ -33,6 +33,33 @@ logger = logging.getLogger(__name__)
 #: but a constant one costs more than any data term; beyond it the energies (up to 8 lambda a
 #: pixel) lose the data terms to rounding and eventually overflow.
 MAX_LAMBDA: float = 1e6
+
+
+class _Laplacian:
+    """:attr:`MRFProblem.laplacian`: the matrix stored, or where none is (None given, as
+    :func:`build_problem` makes every problem), the graph's made at the first access and kept
+    until :meth:`MRFProblem.forget_laplacian`."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: MRFProblem | None, owner: type | None = None) -> sp.csr_matrix | None:
+        if obj is None:
+            return None  # (the dataclass's default: none stored)
+        got = obj.__dict__[self.slot]
+        if got is None:
+            got = obj.__dict__.get(_MADE)
+            if got is None:
+                got = laplacian(obj.graph)
+                obj.__dict__[_MADE] = got
+        return got
+
+    def __set__(self, obj: MRFProblem, value: sp.csr_matrix | None) -> None:
+        obj.__dict__[self.slot] = value
+
+
+#: Where an :class:`MRFProblem` keeps the Laplacian made from its graph.
+_MADE = "_laplacian_made"
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,7 +79,12 @@ class MRFProblem:
     graph : GridGraph
         The weighted grid graph.
     laplacian : scipy.sparse.csr_matrix
-        ``n x n`` Laplacian ``L = D - W`` of ``graph``.
+        ``n x n`` Laplacian ``L = D - W`` of ``graph``. None given (as :func:`build_problem` and
+        :func:`problem_from_unary` make problems): made from the graph at the first access and
+        kept with the problem (until :meth:`forget_laplacian`; not pickled). The solvers and the
+        polish do not read it on a graph of the grid's own edges (they read its weights,
+        :mod:`solver.mrf.polish.stencil`), so a photo's segmentation never makes it: its CSR
+        arrays are 108 bytes a pixel.
     hard : numpy.ndarray
         ``(n,)`` int32: 0 = free, ``k`` = pixel fixed to label ``k``.
     beta : float
@@ -74,13 +106,27 @@ class MRFProblem:
     lam: float
     unary: np.ndarray
     graph: GridGraph
-    laplacian: sp.csr_matrix
-    hard: np.ndarray
-    beta: float
+    laplacian: sp.csr_matrix | None = _Laplacian()
+    hard: np.ndarray = None  # type: ignore[assignment]  # (required: checked below)
+    beta: float = None  # type: ignore[assignment]  # (required: checked below)
     colour_model: str = "gmm"
     models: tuple = field(default=(), repr=False)
     seeds: np.ndarray | None = field(default=None, repr=False)
     constraints: LevelConstraints | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.hard is None or self.beta is None:
+            raise TypeError("MRFProblem needs its hard labels and beta")
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop(_MADE, None)  # (made again where needed, from the graph)
+        return state
+
+    def forget_laplacian(self) -> None:
+        """Drop the Laplacian made for an access of :attr:`laplacian` (made again when asked
+        for); nothing for a problem that stores its own."""
+        self.__dict__.pop(_MADE, None)
 
     @property
     def n(self) -> int:
@@ -192,6 +238,24 @@ class MRFProblem:
                     and all(r.satisfied for r in self.constraint_report(lab)))
 
 
+def replace_problem(problem: MRFProblem, **changes: object) -> MRFProblem:
+    """``dataclasses.replace`` for a problem that leaves a Laplacian it does not store
+    unstored (``replace`` itself reads every field, which would make the matrix).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    **changes
+        Fields to change.
+
+    Returns
+    -------
+    MRFProblem
+    """
+    changes.setdefault("laplacian", problem.__dict__["_laplacian"])
+    return replace(problem, **changes)
+
+
 def with_constraints(problem: MRFProblem, constraints: Constraints | None) -> MRFProblem:
     """``problem`` with other constraints (None: none), checked against its hard pixels and the
     seeds it recorded.
@@ -206,11 +270,11 @@ def with_constraints(problem: MRFProblem, constraints: Constraints | None) -> MR
     MRFProblem
     """
     if not constraints:
-        return replace(problem, constraints=None)
+        return replace_problem(problem, constraints=None)
     seeds = problem.seeds if problem.seeds is not None else problem.hard.reshape(problem.shape)
     level = constraints.validate(problem.k, problem.shape, seeds=seeds,
                                  hard=problem.hard.reshape(problem.shape))
-    return replace(problem, constraints=level)
+    return replace_problem(problem, constraints=level)
 
 
 def problem_from_unary(
@@ -278,7 +342,7 @@ def problem_from_unary(
     graph = build_grid_graph(colours, beta=beta, diagonal_distance=diagonal_distance)
     return MRFProblem(
         shape=shape, k=k, lam=lam, unary=np.ascontiguousarray(d), graph=graph,
-        laplacian=laplacian(graph), hard=hard_img.ravel(), beta=graph.beta,
+        laplacian=None, hard=hard_img.ravel(), beta=graph.beta,
         colour_model=colour_model, models=tuple(models), constraints=level,
     )
 
@@ -377,4 +441,4 @@ def build_problem(
         colours, unary_costs(colours, models), lam=lam, beta=beta, hard=hard_img,
         diagonal_distance=diagonal_distance, colour_model=colour_model, models=tuple(models),
     )
-    return replace(problem, seeds=seeds, constraints=level)
+    return replace_problem(problem, seeds=seeds, constraints=level)

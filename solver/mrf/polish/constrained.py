@@ -37,7 +37,7 @@ from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import margin_kernels as mk
 from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.layered import layered_proposals
-from solver.mrf.polish.stencil import grid_stencil
+from solver.mrf.polish.stencil import grid_view
 from solver.mrf.polish.tv import expansion_snapshot, grid_terms, tv_relaxation_area
 
 log = logging.getLogger(__name__)
@@ -85,12 +85,13 @@ def repair(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
 
 def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> tuple:
     """Repair 0-based ``lab`` in place (see :func:`repair`); returns the kernels' arguments
-    for it, ``(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi,
-    apart)``, with the counts of the repaired labels."""
+    for it, ``(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo, hi,
+    apart)`` (the graph arrays from :func:`solver.mrf.polish.icm_kernels.graph_arrays`), with
+    the counts of the repaired labels."""
     hard = np.asarray(problem.hard).ravel()
     lab[hard > 0] = hard[hard > 0] - 1
     movable = hard == 0
-    args = (*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable,
+    args = (*kernels.graph_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable,
             *level_state(problem, lab))
     left, out = 0, 0.0
     for _ in range(4):
@@ -132,7 +133,7 @@ def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, sta
     areas as they stand. Changes ``lab`` and the state's counts in place; returns the moves."""
     w, counts, lo, hi, apart = state
     k = problem.k
-    csr = kernels.csr_arrays(problem)
+    graph = kernels.graph_arrays(problem)
     preferred = np.argmin(problem.unary, axis=1)
     struct = np.ones((3, 3), bool)
     moved = 0
@@ -149,7 +150,7 @@ def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, sta
                 continue
             # weights, pinned pixels, unaries and the border to each outside label, one pass
             size, pinned, unary, border, touch = ck.region_sums(
-                *csr, problem.unary, 2.0 * problem.lam, lab, comp, w, movable, nc)
+                *graph, problem.unary, 2.0 * problem.lam, lab, comp, w, movable, nc)
             blocked = (touch.astype(np.int64) @ apart.astype(np.int64)) > 0
             delta = unary - unary[:, [a]] + border[:, [a]] - border
             delta[:, a] = np.inf
@@ -185,7 +186,7 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
     weight exceeds ``t``", for every snapshot of ADMM's iterates, threshold ``t`` and label
     ``c`` (of ``labels``, 0-based; default all). Returns the regions taken."""
     w, counts, lo, hi, apart = state
-    csr = kernels.csr_arrays(problem)
+    graph = kernels.graph_arrays(problem)
     comp = np.full(problem.n, -1, np.int64)
     queue = np.empty(problem.n, np.int64)
     c_ = problem.constraints
@@ -206,13 +207,13 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
         for t in thresholds:
             for c in (range(problem.k) if labels is None else labels):
                 if plain:
-                    taken += ck.fuse_level_set(*csr, problem.unary, 2.0 * problem.lam, lab,
+                    taken += ck.fuse_level_set(*graph, problem.unary, 2.0 * problem.lam, lab,
                                                movable, w, counts, lo, hi, apart, X, c, float(t),
                                                seeds, comp, queue)
                 if margin:
                     if plain:  # (the plain fusion may have changed lab)
                         np.copyto(prop, lab)
-                    taken += mk.fuse_with_margin(*csr, problem.unary, 2.0 * problem.lam, lab,
+                    taken += mk.fuse_with_margin(*graph, problem.unary, 2.0 * problem.lam, lab,
                                                  movable, w, counts, lo, hi, apart, X, c,
                                                  float(t), seeds, prop, mark, queue, base)
                     base += problem.n
@@ -254,7 +255,7 @@ def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: P
     c = problem.constraints
     if (problem.k != 2 or not c.has_area or c.has_apart or options.tv_iterations <= 0
             or (options.tv_max_pixels is not None and problem.n > options.tv_max_pixels)
-            or grid_stencil(problem)[0].shape[0] != problem.n):
+            or grid_view(problem)[0].shape[0] == 0):
         return []
     w, _, lo, hi, _ = state
     total = float(w.sum())
@@ -293,7 +294,7 @@ def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions)
     terms = grid_terms(problem, options.tv_step)
     if terms is None:
         return 0
-    lab, movable, state = args[5], args[6], args[7:]
+    lab, movable, state = args[7], args[8], args[9:]
     taken = 0
     for alpha in range(problem.k):
         snap = expansion_snapshot(problem, lab, alpha, terms, options.tv_expansion_iterations,
@@ -310,7 +311,7 @@ def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
     """Feasible ICM, then rounds of region moves, margin moves, swaps and level-set fusions,
     each followed by ICM, until a round moves nothing; on the kernels' ``args`` (from
     :func:`_repair_in_place`), in place. Returns the moves."""
-    lab, movable, state = args[5], args[6], args[7:]  # state: (w, counts, lo, hi, apart)
+    lab, movable, state = args[7], args[8], args[9:]  # state: (w, counts, lo, hi, apart)
     moves = ck.constrained_icm(*args, MAX_SWEEPS)
     cap = options.cap(problem.n)
     for r in range(MAX_ROUNDS):
@@ -333,7 +334,7 @@ def _polish_from(problem: MRFProblem, args: tuple, start: np.ndarray, snapshots:
                  options: PolishOptions) -> int:
     """:func:`_polish_rounds` from other feasible 0-based labels ``start`` (changed in place),
     with their own areas, on the rest of the kernels' ``args``; returns the moves."""
-    return _polish_rounds(problem, (*args[:5], start, args[6], *level_state(problem, start)),
+    return _polish_rounds(problem, (*args[:7], start, args[8], *level_state(problem, start)),
                           snapshots, options)
 
 
@@ -370,7 +371,7 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
     """
     lab = kernels.zero_based(labels)
     args = _repair_in_place(problem, lab)
-    relaxations = _tv_proposals(problem, lab, args[7:], options) if tv else []
+    relaxations = _tv_proposals(problem, lab, args[9:], options) if tv else []
     start = lab.copy() if relaxations else None
     moves = _polish_rounds(problem, args, snapshots, options)
     if tv and _expansion_fusions(problem, args, options):

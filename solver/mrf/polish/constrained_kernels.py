@@ -1,7 +1,8 @@
 """Compiled (numba) kernels of the polish under area bounds and apart pairs.
 
-Conventions as :mod:`solver.mrf.polish.icm_kernels` (the Laplacian as CSR arrays, 0-based
-labels, the Potts energy ``E = 2 lam sum W_ij [l_i != l_j] + sum_i d_{i, l_i}``). The state of the
+Conventions as :mod:`solver.mrf.polish.icm_kernels` (the Laplacian as the graph arrays
+``indptr, indices, data, gw, geom`` of :mod:`solver.mrf.polish.stencil`, 0-based labels, the
+Potts energy ``E = 2 lam sum W_ij [l_i != l_j] + sum_i d_{i, l_i}``). The state of the
 constraints travels as arrays: ``w`` (each pixel's weight in the areas: 1, or the image pixels a
 coarse pixel stands for), ``counts`` (each label's current area, kept up to date in place),
 ``lo``/``hi`` (the area bounds, with a tolerance added by the caller) and ``apart`` (``(K, K)``
@@ -19,24 +20,26 @@ import numba
 import numpy as np
 
 from solver.mrf.polish.icm_kernels import neighbour_weights
+from solver.mrf.polish.stencil import column, degree, link, neighbour, row_length
 
 _jit = numba.njit(cache=True, nogil=True)
 
 
 @_jit
-def pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost):  # pragma: no cover
+def pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i,
+                cost):  # pragma: no cover
     """``cost[c]``: the energy pixel ``i`` contributes with label ``c``, its neighbours fixed."""
-    total = neighbour_weights(indptr, indices, data, lab, i, cost)
+    total = neighbour_weights(indptr, indices, data, gw, geom, lab, i, cost)
     for c in range(unary.shape[1]):
         cost[c] = unary[i, c] + two_lam * (total - cost[c])
 
 
 @_jit
-def apart_ok(indptr, indices, lab, apart, i, c):  # pragma: no cover
+def apart_ok(indptr, indices, gw, geom, lab, apart, i, c):  # pragma: no cover
     """Whether pixel ``i`` may take label ``c``: no neighbour carries a label apart from ``c``."""
-    for p in range(indptr[i], indptr[i + 1]):
-        j = indices[p]
-        if j != i and apart[c, lab[j]]:
+    for t in range(degree(indptr, gw, i)):
+        j = neighbour(indptr, indices, gw, geom, i, t)
+        if j >= 0 and apart[c, lab[j]]:
             return False
     return True
 
@@ -48,8 +51,8 @@ def _area_ok(w, counts, lo, hi, i, a, c):  # pragma: no cover
 
 
 @_jit
-def constrained_icm(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi,
-                    apart, max_sweeps):  # pragma: no cover
+def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts,
+                    lo, hi, apart, max_sweeps):  # pragma: no cover
     """ICM that takes a pixel's best label only where the move is feasible. Sweeps visit the
     movable pixels in index order, the first one all of them, later ones the neighbours of
     pixels that moved; ``lab`` and ``counts`` change in place. Returns the moves."""
@@ -64,11 +67,11 @@ def constrained_icm(indptr, indices, data, unary, two_lam, lab, movable, w, coun
             if not active[i]:
                 continue
             a = lab[i]
-            pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost)
+            pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i, cost)
             best, best_cost = a, cost[a]
             for c in range(k):
                 if (c != a and cost[c] < best_cost and _area_ok(w, counts, lo, hi, i, a, c)
-                        and apart_ok(indptr, indices, lab, apart, i, c)):
+                        and apart_ok(indptr, indices, gw, geom, lab, apart, i, c)):
                     best, best_cost = c, cost[c]
             if best == a or not best_cost < cost[a] - 1e-12 * max(1.0, abs(cost[a])):
                 continue
@@ -76,9 +79,9 @@ def constrained_icm(indptr, indices, data, unary, two_lam, lab, movable, w, coun
             counts[a] -= w[i]
             counts[best] += w[i]
             moved += 1
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if movable[j]:
+            for t in range(row_length(indptr, gw, i)):  # (i itself too: it may move again)
+                j = column(indptr, indices, gw, geom, i, t)
+                if j >= 0 and movable[j]:
                     nxt[j] = True
         moves += moved
         if moved == 0:
@@ -89,27 +92,29 @@ def constrained_icm(indptr, indices, data, unary, two_lam, lab, movable, w, coun
 
 
 @_jit
-def _edge_weight(indptr, indices, data, i, j):  # pragma: no cover
+def _edge_weight(indptr, indices, data, gw, geom, i, j):  # pragma: no cover
     """The weight ``W_ij`` of the edge between pixels ``i`` and ``j``; 0 if they are not
     neighbours."""
-    for p in range(indptr[i], indptr[i + 1]):
-        if indices[p] == j and j != i:
-            return -data[p]
+    for t in range(degree(indptr, gw, i)):
+        u, v = link(indptr, indices, data, gw, geom, i, t)
+        if u >= 0 and u == j:
+            return -v
     return 0.0
 
 
 @_jit
-def _on_boundary(indptr, indices, lab, i, c):  # pragma: no cover
+def _on_boundary(indptr, indices, gw, geom, lab, i, c):  # pragma: no cover
     """Whether pixel ``i`` has a neighbour labelled ``c``."""
-    for p in range(indptr[i], indptr[i + 1]):
-        if lab[indices[p]] == c and indices[p] != i:
+    for t in range(degree(indptr, gw, i)):
+        j = neighbour(indptr, indices, gw, geom, i, t)
+        if j >= 0 and lab[j] == c:
             return True
     return False
 
 
 @_jit
-def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
-                max_rounds):  # pragma: no cover
+def swap_rounds(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo, hi,
+                apart, max_rounds):  # pragma: no cover
     """Exchanges between two labels that leave both areas where they were: pixel ``i`` goes
     from ``a`` to ``c`` and a pixel ``j`` (not beside ``i``) from ``c`` to ``a``, when the two
     moves together lower the energy. With an area pinned (or at a bound) no single pixel can
@@ -126,9 +131,9 @@ def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, 
     m = 0
     for i in range(n):
         if movable[i]:
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if j != i and lab[j] != lab[i]:
+            for t in range(degree(indptr, gw, i)):
+                j = neighbour(indptr, indices, gw, geom, i, t)
+                if j >= 0 and lab[j] != lab[i]:
                     listed[i] = True
                     cand[m] = i
                     m += 1
@@ -150,11 +155,11 @@ def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, 
                     if li != a and li != c:
                         continue
                     other = c if li == a else a
-                    if not _on_boundary(indptr, indices, lab, i, other):
+                    if not _on_boundary(indptr, indices, gw, geom, lab, i, other):
                         continue
-                    if not apart_ok(indptr, indices, lab, apart, i, other):
+                    if not apart_ok(indptr, indices, gw, geom, lab, apart, i, other):
                         continue
-                    pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost)
+                    pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i, cost)
                     d = cost[other] - cost[li]
                     if li == a:
                         fwd.append((d, i))
@@ -197,7 +202,8 @@ def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, 
                             break
                         if not dirty[j] and (lo[a] <= counts[a] - w[i] + w[j] <= hi[a]
                                              and lo[c] <= counts[c] + w[i] - w[j] <= hi[c]):
-                            d = d1 + d2 + 2.0 * two_lam * _edge_weight(indptr, indices, data, i, j)
+                            d = d1 + d2 + 2.0 * two_lam * _edge_weight(
+                                indptr, indices, data, gw, geom, i, j)
                             if d < -1e-9 * max(1.0, abs(d1) + abs(d2)):
                                 break
                         r += 1
@@ -211,17 +217,23 @@ def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, 
                     counts[a] += w[j] - w[i]
                     counts[c] += w[i] - w[j]
                     made += 1
+                    # (the diagonal entries added nothing: pix is dirty and listed already, and
+                    # so is u before its own row)
                     for pix in (i, j):
                         dirty[pix] = True
-                        for t in range(indptr[pix], indptr[pix + 1]):
-                            u = indices[t]
+                        for t in range(degree(indptr, gw, pix)):
+                            u = neighbour(indptr, indices, gw, geom, pix, t)
+                            if u < 0:
+                                continue
                             dirty[u] = True
                             if movable[u] and not listed[u]:  # may be on a boundary now
                                 listed[u] = True
                                 cand[m] = u
                                 m += 1
-                            for s in range(indptr[u], indptr[u + 1]):
-                                dirty[indices[s]] = True
+                            for s in range(degree(indptr, gw, u)):
+                                v = neighbour(indptr, indices, gw, geom, u, s)
+                                if v >= 0:
+                                    dirty[v] = True
                     p += 1
         total += made
         if made == 0:
@@ -230,8 +242,8 @@ def swap_rounds(indptr, indices, data, unary, two_lam, lab, movable, w, counts, 
 
 
 @_jit
-def repair_apart(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
-                 max_passes):  # pragma: no cover
+def repair_apart(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
+                 hi, apart, max_passes):  # pragma: no cover
     """Relabel movable pixels that touch a label they must not until none does: each takes its
     cheapest label that conflicts with no neighbour (and keeps the areas in bounds, where one
     does). Returns the number of pixels still in conflict (0 when repaired)."""
@@ -243,15 +255,15 @@ def repair_apart(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
         changed = 0
         for i in range(n):
             a = lab[i]
-            if apart_ok(indptr, indices, lab, apart, i, a):
+            if apart_ok(indptr, indices, gw, geom, lab, apart, i, a):
                 continue
             left += 1
             if not movable[i]:
                 continue
-            pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost)
+            pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i, cost)
             best, best_cost, spare = -1, np.inf, -1
             for c in range(k):
-                if c == a or not apart_ok(indptr, indices, lab, apart, i, c):
+                if c == a or not apart_ok(indptr, indices, gw, geom, lab, apart, i, c):
                     continue
                 if _area_ok(w, counts, lo, hi, i, a, c):
                     if cost[c] < best_cost:
@@ -272,33 +284,33 @@ def repair_apart(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
 
 
 @_jit
-def _best_move(indptr, indices, data, unary, two_lam, lab, w, counts, lo, hi, apart, i, shrink,
-               target, cost):  # pragma: no cover
+def _best_move(indptr, indices, data, gw, geom, unary, two_lam, lab, w, counts, lo, hi, apart, i,
+               shrink, target, cost):  # pragma: no cover
     """The cheapest feasible move of pixel ``i`` for :func:`repair_areas`: off label ``target``
     to any label with room (``shrink``), or onto ``target`` from a label with area to spare.
     Returns ``(energy change, new label)``, ``(inf, -1)`` if there is none."""
     k = unary.shape[1]
     a = lab[i]
-    pixel_costs(indptr, indices, data, unary, two_lam, lab, i, cost)
+    pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i, cost)
     if shrink:
         if a != target:
             return np.inf, -1
         best_d, best_c = np.inf, -1
         for c in range(k):
             if (c != a and counts[c] + w[i] <= hi[c] and cost[c] - cost[a] < best_d
-                    and apart_ok(indptr, indices, lab, apart, i, c)):
+                    and apart_ok(indptr, indices, gw, geom, lab, apart, i, c)):
                 best_d, best_c = cost[c] - cost[a], c
         return best_d, best_c
     if a == target or counts[a] - w[i] < lo[a] or counts[target] + w[i] > hi[target]:
         return np.inf, -1
-    if not apart_ok(indptr, indices, lab, apart, i, target):
+    if not apart_ok(indptr, indices, gw, geom, lab, apart, i, target):
         return np.inf, -1
     return cost[target] - cost[a], target
 
 
 @_jit
-def repair_areas(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi,
-                 apart, max_passes):  # pragma: no cover
+def repair_areas(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
+                 hi, apart, max_passes):  # pragma: no cover
     """Bring every area within its bounds by single-pixel moves, the cheapest first: a label
     above its upper bound gives pixels to labels with room, one below its lower bound takes
     pixels from labels with area to spare. Moves keep apart pairs apart. Candidates start on
@@ -321,21 +333,22 @@ def repair_areas(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
                 edge = np.zeros(n, np.bool_)
                 for i in range(n):
                     if movable[i] and ((lab[i] == target) == shrink):
-                        edge[i] = _on_boundary_other(indptr, indices, lab, i, target, shrink)
+                        edge[i] = _on_boundary_other(indptr, indices, gw, geom, lab, i, target,
+                                                     shrink)
                 if not edge.any():  # one label everywhere: any pixel may start
                     for i in range(n):
                         edge[i] = movable[i] and ((lab[i] == target) == shrink)
                 for i in range(n):
                     if edge[i]:
-                        d, c = _best_move(indptr, indices, data, unary, two_lam, lab, w, counts,
-                                          lo, hi, apart, i, shrink, target, cost)
+                        d, c = _best_move(indptr, indices, data, gw, geom, unary, two_lam, lab,
+                                          w, counts, lo, hi, apart, i, shrink, target, cost)
                         if c >= 0:
                             heapq.heappush(heap, (d, np.int64(i)))
                 while heap and (counts[target] > hi[target] if shrink
                                 else counts[target] < lo[target]):
                     d, i = heapq.heappop(heap)
-                    now, c = _best_move(indptr, indices, data, unary, two_lam, lab, w, counts,
-                                        lo, hi, apart, i, shrink, target, cost)
+                    now, c = _best_move(indptr, indices, data, gw, geom, unary, two_lam, lab, w,
+                                        counts, lo, hi, apart, i, shrink, target, cost)
                     if c < 0:
                         continue
                     if now > d + 1e-12 * max(1.0, abs(d)):  # stale: push it back
@@ -345,11 +358,12 @@ def repair_areas(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
                     lab[i] = c
                     counts[a] -= w[i]
                     counts[c] += w[i]
-                    for p in range(indptr[i], indptr[i + 1]):
-                        j = indices[p]
-                        if j != i and movable[j] and ((lab[j] == target) == shrink):
-                            dj, cj = _best_move(indptr, indices, data, unary, two_lam, lab, w,
-                                                counts, lo, hi, apart, j, shrink, target, cost)
+                    for t in range(degree(indptr, gw, i)):
+                        j = neighbour(indptr, indices, gw, geom, i, t)
+                        if j >= 0 and movable[j] and ((lab[j] == target) == shrink):
+                            dj, cj = _best_move(indptr, indices, data, gw, geom, unary, two_lam,
+                                                lab, w, counts, lo, hi, apart, j, shrink, target,
+                                                cost)
                             if cj >= 0:
                                 heapq.heappush(heap, (dj, np.int64(j)))
         if done:
@@ -361,12 +375,12 @@ def repair_areas(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
 
 
 @_jit
-def _on_boundary_other(indptr, indices, lab, i, target, shrink):  # pragma: no cover
+def _on_boundary_other(indptr, indices, gw, geom, lab, i, target, shrink):  # pragma: no cover
     """Whether pixel ``i`` lies on the boundary of label ``target``: a pixel of it beside
     another label (``shrink``), or a pixel of another label beside it."""
-    for p in range(indptr[i], indptr[i + 1]):
-        j = indices[p]
-        if j != i and ((lab[j] == target) != shrink):
+    for t in range(degree(indptr, gw, i)):
+        j = neighbour(indptr, indices, gw, geom, i, t)
+        if j >= 0 and ((lab[j] == target) != shrink):
             return True
     return False
 
@@ -393,8 +407,8 @@ def level_set_seeds(x, lab, movable, t):  # pragma: no cover
 
 
 @_jit
-def fuse_level_set(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
-                   x, c, t, seeds, comp, queue):  # pragma: no cover
+def fuse_level_set(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
+                   hi, apart, x, c, t, seeds, comp, queue):  # pragma: no cover
     """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``" under the constraints.
 
     The movable pixels where that proposal differs from ``lab`` form connected regions (in the
@@ -428,11 +442,11 @@ def fuse_level_set(indptr, indices, data, unary, two_lam, lab, movable, w, count
             head += 1
             li = lab[i]
             gain += unary[i, c] - unary[i, li]
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if j == i:
+            for e in range(degree(indptr, gw, i)):
+                j, v = link(indptr, indices, data, gw, geom, i, e)
+                if j < 0:
                     continue
-                cut = -two_lam * data[p]
+                cut = -two_lam * v
                 lj = lab[j]
                 if movable[j] and lj != c and x[j, c] > t:  # j lies in this region
                     if comp[j] < 0:
@@ -486,7 +500,7 @@ def fuse_level_set(indptr, indices, data, unary, two_lam, lab, movable, w, count
 
 
 @_jit
-def region_sums(indptr, indices, data, unary, two_lam, lab, comp, w, movable,
+def region_sums(indptr, indices, data, gw, geom, unary, two_lam, lab, comp, w, movable,
                 nc):  # pragma: no cover
     """Per region ``r`` of ``comp`` (1..nc; 0 is outside every region), in one pass over the
     graph: its weight, whether it holds a pixel that may not move, its unary cost for each
@@ -507,9 +521,9 @@ def region_sums(indptr, indices, data, unary, two_lam, lab, comp, w, movable,
             pinned[r] = True
         for c in range(k):
             usum[r, c] += unary[i, c]
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if j != i and comp[j] == 0:
-                border[r, lab[j]] -= two_lam * data[p]
+        for t in range(degree(indptr, gw, i)):
+            j, v = link(indptr, indices, data, gw, geom, i, t)
+            if j >= 0 and comp[j] == 0:
+                border[r, lab[j]] -= two_lam * v
                 touch[r, lab[j]] = True
     return size, pinned, usum, border, touch

@@ -24,7 +24,7 @@ from solver.mrf.polish.region_kernels import (
     fusion_scratch,
     index_dtype,
 )
-from solver.mrf.polish.stencil import best_label_stencil, degree, neighbour
+from solver.mrf.polish.stencil import degree, neighbour
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -40,11 +40,11 @@ def descent_scratch(n: int, k: int,
 
 
 @_jit
-def _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, pixels, m, touched,
+def _queue_around(indptr, indices, gw, geom, movable, queue, inq, pixels, m, touched,
                   mark):  # pragma: no cover
     """Queue (from the start of ``queue``, at most once each) the movable pixels of
     ``pixels[:m]`` and their neighbours, pixel by pixel, each before its neighbours in the
-    CSR's order (through the stencil unless it is empty); with ``mark``, also set ``touched``
+    CSR's order (:mod:`solver.mrf.polish.stencil`); with ``mark``, also set ``touched``
     at ``pixels[:m]``. Returns the number queued.
 
     One loop for a whole proposal, with the pushes written out: through a helper per pixel
@@ -59,8 +59,8 @@ def _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, pixels
             inq[i] = True
             queue[count] = i
             count += 1
-        for t in range(degree(indptr, stencil, i)):
-            j = neighbour(indptr, indices, stencil, offsets, i, t)
+        for t in range(degree(indptr, gw, i)):
+            j = neighbour(indptr, indices, gw, geom, i, t)
             if j >= 0 and movable[j] and not inq[j]:
                 inq[j] = True
                 queue[count] = j
@@ -69,7 +69,7 @@ def _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, pixels
 
 
 @_jit
-def _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, queue, inq,
+def _descend(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, queue, inq,
              count, touched, tlist, nt, agree):  # pragma: no cover
     """ICM over a work queue (a ring over ``queue``, whose first ``count`` entries are queued):
     each queued pixel takes its best label given its neighbours, and a move queues the pixel's
@@ -77,17 +77,13 @@ def _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movab
     (every move lowers the energy, so it does). Pixels that moved are listed in ``tlist`` after
     the ``nt`` already there (``touched`` marks them); returns the new ``nt``."""
     size = queue.size
-    grid = stencil.shape[0] > 0
     head = 0
     while count > 0:
         i = np.int64(queue[head])
         head = (head + 1) % size
         count -= 1
         inq[i] = False
-        if grid:
-            best = best_label_stencil(stencil, offsets, unary, two_lam, lab, i, agree)
-        else:
-            best = best_label(indptr, indices, data, unary, two_lam, lab, i, agree)
+        best = best_label(indptr, indices, data, gw, geom, unary, two_lam, lab, i, agree)
         if best == lab[i]:
             continue
         lab[i] = best
@@ -96,8 +92,8 @@ def _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movab
             tlist[nt] = i
             nt += 1
         # (the pushes written out, as in _queue_around)
-        for t in range(degree(indptr, stencil, i)):
-            j = neighbour(indptr, indices, stencil, offsets, i, t)
+        for t in range(degree(indptr, gw, i)):
+            j = neighbour(indptr, indices, gw, geom, i, t)
             if j >= 0 and movable[j] and not inq[j]:
                 inq[j] = True
                 queue[(head + count) % size] = j
@@ -106,7 +102,7 @@ def _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movab
 
 
 @_jit
-def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, pixels,
+def fuse_descents(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, pixels,
                   weights, fixed, extra, thresholds, max_size, scratch):  # pragma: no cover
     """Fuse ``lab`` with every level-set proposal of one snapshot after ICM has carved it.
 
@@ -140,9 +136,9 @@ def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, 
                     work[tlist[q]] = lab[tlist[q]]
                 continue
             last_size[c], last_taken[c] = nt, taken
-            count = _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, tlist,
+            count = _queue_around(indptr, indices, gw, geom, movable, queue, inq, tlist,
                                   nt, touched, np.bool_(True))
-            nt = _descend(indptr, indices, data, stencil, offsets, unary, two_lam, work, movable,
+            nt = _descend(indptr, indices, data, gw, geom, unary, two_lam, work, movable,
                           queue, inq, count, touched, tlist, nt, agree)
             m = np.int64(0)
             for q in range(nt):
@@ -150,7 +146,7 @@ def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, 
                 if work[i] != lab[i]:
                     idx[m] = i
                     m += 1
-            got = _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m, work,
+            got = _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, m, work,
                         member, region, order, starts)
             # the pixels now carrying the copy's label are the regions taken
             m2 = np.int64(0)
@@ -167,9 +163,9 @@ def fuse_descents(indptr, indices, data, stencil, offsets, unary, two_lam, lab, 
                 continue
             last_size[c] = -1
             taken += got
-            count = _queue_around(indptr, indices, stencil, offsets, movable, queue, inq, idx, m2,
+            count = _queue_around(indptr, indices, gw, geom, movable, queue, inq, idx, m2,
                                   touched, np.bool_(False))
-            nt = _descend(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable,
+            nt = _descend(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
                           queue, inq, count, touched, tlist, np.int64(0), agree)
             for q in range(nt):
                 touched[tlist[q]] = False

@@ -192,8 +192,7 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
     movable = problem.movable
     scratch = (workspace or Workspace(problem)).descent()
     scratch[1][:] = lab  # the kernel's copy of the labels, which it keeps equal to them
-    # the pixels a descent visits are scattered: through the stencil their neighbours' labels
-    # load at once (solver.mrf.polish.stencil)
+    # (the graph arrays: on a grid its weights, read without the matrix; solver.mrf.polish.stencil)
     graph = (*kernels.graph_arrays(problem), problem.unary, 2.0 * problem.lam)
 
     disagreeing = FixedDisagreement(lab, movable)
@@ -210,8 +209,9 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
 
 def _context(problem: MRFProblem,
              workspace: Workspace | None) -> tuple[np.ndarray, tuple, float, tuple]:
-    """What every fusion works on besides the labels: the free-pixel mask, the Laplacian's CSR
-    arrays and grid stencil, ``2 lam`` and one set of kernel work arrays for all its proposals."""
+    """What every fusion works on besides the labels: the free-pixel mask, the graph arrays
+    (:mod:`solver.mrf.polish.stencil`), ``2 lam`` and one set of kernel work arrays for all its
+    proposals."""
     scratch = (workspace or Workspace(problem)).fusion()
     return (problem.movable, kernels.graph_arrays(problem),
             2.0 * problem.lam, scratch)

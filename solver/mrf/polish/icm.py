@@ -1,7 +1,7 @@
 """Pixel moves: colour-parallel iterated conditional modes, and pair moves.
 
 Every move is exact and taken only when it lowers the energy. The moves run as compiled kernels
-(:mod:`solver.mrf.polish.icm_kernels`) on the Laplacian's CSR arrays or its grid stencil.
+(:mod:`solver.mrf.polish.icm_kernels`) on the graph arrays of :mod:`solver.mrf.polish.stencil`.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _icm_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 30,
     if since is None:
         active = movable.copy()
     else:
-        active = kernels.around_changes(graph[0], graph[1], lab, since, movable)
+        active = kernels.around_changes(*graph[:2], *graph[3:], lab, since, movable)
     moves = kernels.icm_sweeps(*graph, problem.unary, 2.0 * problem.lam, lab, movable, active,
                                problem.shape[1], max_sweeps)
     log.debug("ICM: %d moves", moves)
@@ -98,7 +98,7 @@ def _pair_moves_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int =
     given, holds a copy of them that is an ICM fixed point (it is read, not kept). Returns the
     number of pairs moved."""
     movable = problem.movable
-    moved = kernels.pair_moves(*kernels.csr_arrays(problem), problem.unary, 2.0 * problem.lam,
+    moved = kernels.pair_moves(*kernels.graph_arrays(problem), problem.unary, 2.0 * problem.lam,
                                lab, movable, max_sweeps)
     log.debug("pair moves: %d", moved)
     if moved:

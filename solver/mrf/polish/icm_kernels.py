@@ -1,10 +1,10 @@
-"""Compiled (numba) kernels for the pixel moves of the polish (ICM, pair moves), on a Laplacian
-in CSR form; the region moves are in :mod:`solver.mrf.polish.region_kernels`.
+"""Compiled (numba) kernels for the pixel moves of the polish (ICM, pair moves), on the graph's
+Laplacian; the region moves are in :mod:`solver.mrf.polish.region_kernels`.
 
-All kernels take the Laplacian ``L = D - W`` as its CSR arrays (``indptr``, ``indices``,
-``data``; the diagonal entry of a row is skipped) and 0-based labels; those that visit scattered
-pixels also take its grid stencil (:mod:`solver.mrf.polish.stencil`, via :func:`graph_arrays`)
-and read the neighbours through it when it is not empty, with the same results. With the Potts
+All kernels take the Laplacian ``L = D - W`` as the five graph arrays of
+:mod:`solver.mrf.polish.stencil` (``indptr, indices, data, gw, geom``, from
+:func:`graph_arrays`: on a grid its weights, else its CSR arrays; the diagonal entry of a row is
+skipped) and 0-based labels. With the Potts
 energy ``E = 2 lam sum_{edges} W_ij [l_i != l_j] + sum_i d_{i, l_i}``, giving pixel ``i`` label
 ``c`` costs ``d_ic + 2 lam sum_j W_ij [l_j != c]`` given its neighbours, which is what every move
 evaluates.
@@ -22,27 +22,37 @@ import numba
 import numpy as np
 
 from solver.mrf.polish.stencil import (
-    best_label_stencil,
+    best_label_grid,
     choose_label,
+    column,
     degree,
-    grid_stencil,
+    grid_view,
+    link,
     neighbour,
+    row_length,
 )
 
 _jit = numba.njit(cache=True, nogil=True)
 
 
 def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(indptr, indices, data)`` of ``problem.laplacian`` (CSR), as the kernels take it."""
+    """``(indptr, indices, data)`` of ``problem.laplacian`` (CSR)."""
     L = problem.laplacian
     return L.indptr, L.indices, L.data
 
 
+#: The CSR arrays passed with a grid view (never read).
+_NO_CSR = (np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0))
+
+
 def graph_arrays(problem: Any) -> tuple[np.ndarray, ...]:
-    """The Laplacian as the polish kernels take it: its CSR arrays (:func:`csr_arrays`), then
-    its grid stencil and offsets (:func:`solver.mrf.polish.stencil.grid_stencil`; an empty stencil
-    when the graph is no such grid)."""
-    return (*csr_arrays(problem), *grid_stencil(problem))
+    """The Laplacian as the polish kernels take it, ``(indptr, indices, data, gw, geom)``: its
+    grid view (:func:`solver.mrf.polish.stencil.grid_view`) and, only where that view is empty,
+    its CSR arrays (:func:`csr_arrays`; else empty ones, so a photo's polish never makes the
+    matrix)."""
+    gw, geom = grid_view(problem)
+    csr = _NO_CSR if gw.shape[0] else csr_arrays(problem)
+    return (*csr, gw, geom)
 
 
 def zero_based(labels: np.ndarray) -> np.ndarray:
@@ -59,45 +69,48 @@ def one_based(lab: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 @_jit
-def around_changes(indptr, indices, lab, before, movable):  # pragma: no cover
+def around_changes(indptr, indices, gw, geom, lab, before, movable):  # pragma: no cover
     """Movable pixels whose label differs between ``lab`` and ``before``, and their neighbours:
     the only pixels whose best single-pixel move can differ between the two labellings."""
     out = np.zeros(lab.size, np.bool_)
     for i in range(lab.size):
         if lab[i] != before[i]:
             out[i] = movable[i]
-            for p in range(indptr[i], indptr[i + 1]):
-                if movable[indices[p]]:
-                    out[indices[p]] = True
+            for t in range(degree(indptr, gw, i)):
+                j = neighbour(indptr, indices, gw, geom, i, t)
+                if j >= 0 and movable[j]:
+                    out[j] = True
     return out
 
 
 @_jit
-def neighbour_weights(indptr, indices, data, lab, i, agree):  # pragma: no cover
+def neighbour_weights(indptr, indices, data, gw, geom, lab, i, agree):  # pragma: no cover
     """The weight of pixel ``i``'s edges (returned) and, in ``agree[c]`` (``(K,)``, written),
     the weight of those to neighbours labelled ``c``: with them, label ``c`` costs
     ``unary[i, c] + two_lam * (total - agree[c])``."""
     total = 0.0
     for c in range(agree.size):
         agree[c] = 0.0
-    for p in range(indptr[i], indptr[i + 1]):
-        j = indices[p]
-        if j != i:
-            total -= data[p]
-            agree[lab[j]] -= data[p]
+    for t in range(degree(indptr, gw, i)):
+        j, v = link(indptr, indices, data, gw, geom, i, t)
+        if j >= 0:
+            total -= v
+            agree[lab[j]] -= v
     return total
 
 
 @_jit
-def best_label(indptr, indices, data, unary, two_lam, lab, i, agree):  # pragma: no cover
+def best_label(indptr, indices, data, gw, geom, unary, two_lam, lab, i, agree):  # pragma: no cover
     """Pixel ``i``'s cheapest label given its neighbours' labels, keeping its own unless another
     is cheaper by more than a relative ``1e-12``. ``agree`` is ``(K,)`` scratch."""
-    total = neighbour_weights(indptr, indices, data, lab, i, agree)
+    if gw.shape[0]:
+        return best_label_grid(gw, geom, unary, two_lam, lab, i, agree)
+    total = neighbour_weights(indptr, indices, data, gw, geom, lab, i, agree)
     return choose_label(unary, two_lam, i, lab[i], total, agree)
 
 
 @_jit
-def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, active,
+def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, active,
                width, max_sweeps):  # pragma: no cover
     """Colour-parallel ICM on a grid: sweeps over the four classes ``(row % 2, col % 2)``.
 
@@ -106,11 +119,10 @@ def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, mov
     (changed in place), then the neighbours of pixels that moved. Each class keeps a list of its
     active pixels, so a sweep costs in proportion to them, not to the image (in the late,
     sparse sweeps a scan over every pixel would cost as much as the evaluations). The neighbours
-    come from the grid stencil (:mod:`solver.mrf.polish.stencil`) unless it is empty, else from
-    the CSR arrays, with the same result. Changes ``lab`` in place; returns the moves.
+    come from the graph arrays (:mod:`solver.mrf.polish.stencil`). Changes ``lab`` in place;
+    returns the moves.
     """
     n, k = unary.shape
-    grid = stencil.shape[0] > 0
     height = n // width
     agree = np.zeros(k)
     # class c's list lives in todo[first[c]:first[c] + count[c]] (at most its pixels, each once)
@@ -135,10 +147,7 @@ def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, mov
             for q in range(first[c], first[c] + m):
                 i = todo[q]
                 active[i] = False
-                if grid:
-                    best = best_label_stencil(stencil, offsets, unary, two_lam, lab, i, agree)
-                else:
-                    best = best_label(indptr, indices, data, unary, two_lam, lab, i, agree)
+                best = best_label(indptr, indices, data, gw, geom, unary, two_lam, lab, i, agree)
                 if best == lab[i]:
                     continue
                 lab[i] = best
@@ -146,8 +155,8 @@ def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, mov
                 # queue each movable neighbour not queued yet on its class's list (written out
                 # here: through a helper per neighbour, numba makes such loops several times
                 # slower)
-                for t in range(degree(indptr, stencil, i)):
-                    j = neighbour(indptr, indices, stencil, offsets, i, t)
+                for t in range(degree(indptr, gw, i)):
+                    j = neighbour(indptr, indices, gw, geom, i, t)
                     if j >= 0 and movable[j] and not active[j]:
                         active[j] = True
                         cj = ((j // width) & 1) * 2 + ((j % width) & 1)
@@ -160,40 +169,47 @@ def icm_sweeps(indptr, indices, data, stencil, offsets, unary, two_lam, lab, mov
 
 
 @_jit
-def _count_other(indptr, indices, lab, i):  # pragma: no cover
+def _count_other(indptr, indices, gw, geom, lab, i):  # pragma: no cover
     """How many of pixel ``i``'s neighbours have another label (> 0: ``i`` is on a boundary)."""
     count = 0
-    for p in range(indptr[i], indptr[i + 1]):
-        if lab[indices[p]] != lab[i]:
+    for t in range(degree(indptr, gw, i)):
+        j = neighbour(indptr, indices, gw, geom, i, t)
+        if j >= 0 and lab[j] != lab[i]:
             count += 1
     return count
 
 
 @_jit
-def _add_border_costs(indptr, indices, data, two_lam, lab, i, skip, cost):  # pragma: no cover
+def _add_border_costs(indptr, indices, data, gw, geom, two_lam, lab, i, skip,
+                      cost):  # pragma: no cover
     """Add to ``cost[c]`` what pixel ``i``'s edges (but the one to ``skip``) cost if it takes
     label ``c``, given its neighbours' current labels."""
-    for p in range(indptr[i], indptr[i + 1]):
-        m = indices[p]
-        if m != i and m != skip:
+    for t in range(degree(indptr, gw, i)):
+        m, v = link(indptr, indices, data, gw, geom, i, t)
+        if m >= 0 and m != skip:
             for c in range(cost.size):
                 if lab[m] != c:
-                    cost[c] -= two_lam * data[p]
+                    cost[c] -= two_lam * v
 
 
 @_jit
-def _mark_two_steps(indptr, indices, movable, i, mark):  # pragma: no cover
-    """Mark the movable pixels within two steps of ``i``: the pairs whose price a move of ``i``
-    changes (a pair's price reads the neighbours of both its pixels)."""
-    for p in range(indptr[i], indptr[i + 1]):
-        m = indices[p]
-        for q in range(indptr[m], indptr[m + 1]):
-            if movable[indices[q]]:
-                mark[indices[q]] = True
+def _mark_two_steps(indptr, indices, gw, geom, movable, i, mark):  # pragma: no cover
+    """Mark the movable pixels within two steps of ``i`` (``i`` and its neighbours too): the
+    pairs whose price a move of ``i`` changes (a pair's price reads the neighbours of both its
+    pixels)."""
+    for t in range(row_length(indptr, gw, i)):
+        m = column(indptr, indices, gw, geom, i, t)
+        if m < 0:
+            continue
+        for u in range(row_length(indptr, gw, m)):
+            q = column(indptr, indices, gw, geom, m, u)
+            if q >= 0 and movable[q]:
+                mark[q] = True
 
 
 @_jit
-def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):  # pragma: no cover
+def pair_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
+               max_sweeps):  # pragma: no cover
     """Move two neighbouring pixels of one label together to another label when that lowers the
     energy (a move single-pixel ICM cannot make when each pixel alone would raise it).
 
@@ -211,13 +227,14 @@ def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):
     cost = np.zeros(k)
     other = np.empty(n, np.int32)
     for i in range(n):
-        other[i] = _count_other(indptr, indices, lab, i)
+        other[i] = _count_other(indptr, indices, gw, geom, lab, i)
     active = np.zeros(n, np.bool_)
     for i in range(n):
         if other[i] > 0:
-            for p in range(indptr[i], indptr[i + 1]):
-                if movable[indices[p]]:
-                    active[indices[p]] = True
+            for t in range(row_length(indptr, gw, i)):  # (i itself too)
+                j = column(indptr, indices, gw, geom, i, t)
+                if j >= 0 and movable[j]:
+                    active[j] = True
     marked = np.zeros(n, np.bool_)
     moves = 0
     for sweep in range(max_sweeps):
@@ -227,16 +244,16 @@ def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):
                 continue
             a = lab[i]
             edge_i = other[i] > 0
-            for q in range(indptr[i], indptr[i + 1]):
-                j = np.int64(indices[q])  # (i's type: one compile of each helper)
+            for q in range(degree(indptr, gw, i)):
+                j = neighbour(indptr, indices, gw, geom, i, q)
                 if j <= i or lab[j] != a or not movable[j]:
                     continue
                 if not edge_i and other[j] == 0:
                     continue  # pairs away from every boundary are left to the region moves
                 for c in range(k):
                     cost[c] = unary[i, c] + unary[j, c]
-                _add_border_costs(indptr, indices, data, two_lam, lab, i, j, cost)
-                _add_border_costs(indptr, indices, data, two_lam, lab, j, i, cost)
+                _add_border_costs(indptr, indices, data, gw, geom, two_lam, lab, i, j, cost)
+                _add_border_costs(indptr, indices, data, gw, geom, two_lam, lab, j, i, cost)
                 best = a
                 for c in range(k):
                     if cost[c] < cost[best]:
@@ -245,17 +262,18 @@ def pair_moves(indptr, indices, data, unary, two_lam, lab, movable, max_sweeps):
                     lab[i] = best
                     lab[j] = best
                     moved += 1
-                    for p in range(indptr[i], indptr[i + 1]):
-                        other[indices[p]] = _count_other(indptr, indices, lab, np.int64(indices[p]))
-                    for p in range(indptr[j], indptr[j + 1]):
-                        other[indices[p]] = _count_other(indptr, indices, lab, np.int64(indices[p]))
+                    for end in (i, j):  # (each end and its neighbours)
+                        for t in range(row_length(indptr, gw, end)):
+                            m = column(indptr, indices, gw, geom, end, t)
+                            if m >= 0:
+                                other[m] = _count_other(indptr, indices, gw, geom, lab, m)
                     if sweep == 0:
                         # pixels within two steps may now be near a boundary: the first sweep
                         # visits them too (when still ahead), as a test of every pixel would
-                        _mark_two_steps(indptr, indices, movable, i, active)
-                        _mark_two_steps(indptr, indices, movable, j, active)
-                    _mark_two_steps(indptr, indices, movable, i, marked)
-                    _mark_two_steps(indptr, indices, movable, j, marked)
+                        _mark_two_steps(indptr, indices, gw, geom, movable, i, active)
+                        _mark_two_steps(indptr, indices, gw, geom, movable, j, active)
+                    _mark_two_steps(indptr, indices, gw, geom, movable, i, marked)
+                    _mark_two_steps(indptr, indices, gw, geom, movable, j, marked)
                     break
         moves += moved
         if moved == 0:

@@ -58,7 +58,8 @@ def layered_relaxation(problem: MRFProblem, lab: np.ndarray, labels: tuple[int, 
     Parameters
     ----------
     problem : MRFProblem
-        A nesting (:func:`nesting_labels`) on an 8-neighbour grid with a stencil.
+        A nesting (:func:`nesting_labels`) on an 8-neighbour grid (a grid view,
+        :mod:`solver.mrf.polish.stencil`).
     lab : numpy.ndarray
         ``(n,)`` 0-based labels to start from (hard pixels keep theirs).
     labels : tuple of int
@@ -83,7 +84,7 @@ def layered_relaxation(problem: MRFProblem, lab: np.ndarray, labels: tuple[int, 
         The last duality gap of ``lab`` found, as a fraction of its energy's magnitude (inf
         before the first check).
     None
-        When the problem has no grid stencil.
+        When the problem has no grid view.
     """
     # a pixel's column holds its edges in both layers and its order rows (its own, and one per
     # neighbour): 2 deg + 1 entries, each of magnitude 1
@@ -143,7 +144,7 @@ def layered_proposals(problem: MRFProblem, lab: np.ndarray, options: PolishOptio
     snapshot, and the best feasible level set of ``options.tv_thresholds`` where it is below
     ``lab``'s energy (None otherwise). Empty where it does not apply: not a nesting
     (:func:`nesting_labels`), ``options.tv_layered_iterations`` 0, an image above
-    ``options.tv_max_pixels``, no grid stencil; and where the relaxation's duality gap proves
+    ``options.tv_max_pixels``, no grid view; and where the relaxation's duality gap proves
     ``lab`` within ``options.tv_layered_gap`` of the optimum.
 
     Parameters

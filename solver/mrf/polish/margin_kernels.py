@@ -4,8 +4,8 @@ A whole region of one label often cannot move to a better label because a few of
 touch a label apart from the new one (a hole's region touching a hard "inner" stroke cannot
 become "outside"). :func:`margin_moves` moves such a region anyway and gives those few pixels
 the cheapest label that may touch both sides (the margin a nesting asks for), taking the
-compound move only when it is feasible and lowers the energy. Conventions as
-:mod:`solver.mrf.polish.constrained_kernels`.
+compound move only when it is feasible and lowers the energy. Conventions (the graph arrays
+of :mod:`solver.mrf.polish.stencil` among them) as :mod:`solver.mrf.polish.constrained_kernels`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ import numba
 import numpy as np
 
 from solver.mrf.polish.constrained_kernels import apart_ok, pixel_costs
+from solver.mrf.polish.stencil import degree, link, neighbour
 
 _jit = numba.njit(cache=True, nogil=True)
 
 
 @_jit
-def _region(indptr, indices, lab, movable, seen, queue, s, cap):  # pragma: no cover
+def _region(indptr, indices, gw, geom, lab, movable, seen, queue, s, cap):  # pragma: no cover
     """Grow the 8-connected region of movable pixels of ``lab[s]`` from ``s`` into ``queue``;
     returns its size, or -1 when it exceeds ``cap`` (the pixels are still marked seen)."""
     a = lab[s]
@@ -29,9 +30,9 @@ def _region(indptr, indices, lab, movable, seen, queue, s, cap):  # pragma: no c
     while head < end:
         i = queue[head]
         head += 1
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if not seen[j] and movable[j] and lab[j] == a:
+        for t in range(degree(indptr, gw, i)):  # (i itself, seen already, added nothing)
+            j = neighbour(indptr, indices, gw, geom, i, t)
+            if j >= 0 and not seen[j] and movable[j] and lab[j] == a:
                 seen[j] = True
                 queue[end] = j
                 end += 1
@@ -39,7 +40,8 @@ def _region(indptr, indices, lab, movable, seen, queue, s, cap):  # pragma: no c
 
 
 @_jit
-def _propose(indptr, indices, unary, lab, prop, apart, queue, size, c):  # pragma: no cover
+def _propose(indptr, indices, gw, geom, unary, lab, prop, apart, queue, size,
+             c):  # pragma: no cover
     """Set ``prop`` over the region to ``c``, its pixels beside a label apart from ``c`` (outside
     the region) to the cheapest label that may touch ``c`` and that neighbour; False when some
     pixel has no such label."""
@@ -49,9 +51,9 @@ def _propose(indptr, indices, unary, lab, prop, apart, queue, size, c):  # pragm
     for m in range(size):
         i = queue[m]
         clash = False
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if j != i and prop[j] != c and apart[c, prop[j]]:
+        for t in range(degree(indptr, gw, i)):
+            j = neighbour(indptr, indices, gw, geom, i, t)
+            if j >= 0 and prop[j] != c and apart[c, prop[j]]:
                 clash = True
                 break
         if not clash:
@@ -61,9 +63,9 @@ def _propose(indptr, indices, unary, lab, prop, apart, queue, size, c):  # pragm
             if apart[b, c] or unary[i, b] >= best_cost:
                 continue
             ok = True
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if j != i and prop[j] != c and apart[b, prop[j]]:
+            for t in range(degree(indptr, gw, i)):
+                j = neighbour(indptr, indices, gw, geom, i, t)
+                if j >= 0 and prop[j] != c and apart[b, prop[j]]:
                     ok = False
                     break
             if ok:
@@ -75,8 +77,8 @@ def _propose(indptr, indices, unary, lab, prop, apart, queue, size, c):  # pragm
 
 
 @_jit
-def _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark, stamp, queue,
-            size):  # pragma: no cover
+def _change(indptr, indices, data, gw, geom, unary, two_lam, lab, prop, apart, mark, stamp,
+            queue, size):  # pragma: no cover
     """Energy change of ``lab`` -> ``prop`` over the region (pixels with ``mark == stamp``), or
     inf when ``prop`` puts apart labels side by side: unaries, plus every edge with an end in
     the region, counted once."""
@@ -85,37 +87,38 @@ def _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark, stamp
         i = queue[m]
         li, pi = lab[i], prop[i]
         delta += unary[i, pi] - unary[i, li]
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if j == i or (mark[j] == stamp and j < i):
+        for t in range(degree(indptr, gw, i)):
+            j, v = link(indptr, indices, data, gw, geom, i, t)
+            if j < 0 or (mark[j] == stamp and j < i):
                 continue
             pj = prop[j]
             if apart[pi, pj]:
                 return np.inf
-            delta -= two_lam * data[p] * ((pi != pj) - (li != lab[j]))
+            delta -= two_lam * v * ((pi != pj) - (li != lab[j]))
     return delta
 
 
 @_jit
-def _settle_ring(indptr, indices, data, unary, two_lam, prop, apart, queue, start, end,
-                 cost):  # pragma: no cover
+def _settle_ring(indptr, indices, data, gw, geom, unary, two_lam, prop, apart, queue, start,
+                 end, cost):  # pragma: no cover
     """Two sweeps over ``queue[start:end]`` (the pixels around a moved region), each taking
     its cheapest label under ``prop`` that touches no label apart from it."""
     k = unary.shape[1]
     for _ in range(2):
         for m in range(start, end):
             i = queue[m]
-            pixel_costs(indptr, indices, data, unary, two_lam, prop, i, cost)
+            pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, prop, i, cost)
             best, best_cost = prop[i], cost[prop[i]]
             for c in range(k):
-                if cost[c] < best_cost and apart_ok(indptr, indices, prop, apart, i, c):
+                if cost[c] < best_cost and apart_ok(indptr, indices, gw, geom, prop, apart, i,
+                                                    c):
                     best, best_cost = c, cost[c]
             prop[i] = best
 
 
 @_jit
-def _margin_bound(indptr, indices, data, unary, two_lam, lab, mark, stamp, queue, size,
-                  end):  # pragma: no cover
+def _margin_bound(indptr, indices, data, gw, geom, unary, two_lam, lab, mark, stamp, queue,
+                  size, end):  # pragma: no cover
     """A lower bound on the energy change of any margin move of the region ``queue[:size]``
     (all one label ``a``; it and its ring ``queue[size:end]`` have ``mark == stamp``): a
     region pixel with all its neighbours in the region takes the proposed label (not ``a``),
@@ -129,13 +132,13 @@ def _margin_bound(indptr, indices, data, unary, two_lam, lab, mark, stamp, queue
         i = queue[m]
         li = lab[i]
         interior = m < size
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if j == i:
+        for t in range(degree(indptr, gw, i)):
+            j, v = link(indptr, indices, data, gw, geom, i, t)
+            if j < 0:
                 continue
             if interior and (mark[j] != stamp or lab[j] != a):
                 interior = False
-            w = -data[p]
+            w = -v
             if (lab[j] != li) == (w > 0.0):  # a cut edge that may go uncut, or the reverse
                 bound -= two_lam * abs(w)
         low = np.inf
@@ -147,8 +150,8 @@ def _margin_bound(indptr, indices, data, unary, two_lam, lab, mark, stamp, queue
 
 
 @_jit
-def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi, apart,
-                 cap):  # pragma: no cover
+def margin_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
+                 hi, apart, cap):  # pragma: no cover
     """Move whole regions with a margin (see the module docstring), each region of at most
     ``cap`` pixels to the best of its labels, region by region in pixel order. The movable
     pixels around the region then settle (two sweeps of their cheapest feasible label: a
@@ -167,7 +170,7 @@ def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
     for s in range(n):
         if seen[s] or not movable[s]:
             continue
-        size = _region(indptr, indices, lab, movable, seen, queue, s, cap)
+        size = _region(indptr, indices, gw, geom, lab, movable, seen, queue, s, cap)
         if size < 0:
             continue
         a = lab[s]
@@ -176,23 +179,23 @@ def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
         end = size  # the ring: movable pixels outside the region beside it
         for m in range(size):
             i = queue[m]
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if mark[j] != s and movable[j]:
+            for t in range(degree(indptr, gw, i)):  # (i itself, marked already, added nothing)
+                j = neighbour(indptr, indices, gw, geom, i, t)
+                if j >= 0 and mark[j] != s and movable[j]:
                     mark[j] = s
                     queue[end] = j
                     end += 1
-        if _margin_bound(indptr, indices, data, unary, two_lam, lab, mark, s, queue, size,
-                         end) >= 0.0:
+        if _margin_bound(indptr, indices, data, gw, geom, unary, two_lam, lab, mark, s, queue,
+                         size, end) >= 0.0:
             continue  # (no move of it can be taken: skipping it is exact)
         best_delta = 0.0
         scale = 1.0
         for c in range(k):
             if c == a:
                 continue
-            if _propose(indptr, indices, unary, lab, prop, apart, queue, size, c):
-                _settle_ring(indptr, indices, data, unary, two_lam, prop, apart, queue, size,
-                             end, cost)
+            if _propose(indptr, indices, gw, geom, unary, lab, prop, apart, queue, size, c):
+                _settle_ring(indptr, indices, data, gw, geom, unary, two_lam, prop, apart, queue,
+                             size, end, cost)
                 net[:] = 0.0
                 for m in range(end):
                     i = queue[m]
@@ -203,8 +206,8 @@ def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
                     if counts[b] + net[b] < lo[b] or counts[b] + net[b] > hi[b]:
                         ok = False
                 if ok:
-                    d = _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark,
-                                s, queue, end)
+                    d = _change(indptr, indices, data, gw, geom, unary, two_lam, lab, prop,
+                                apart, mark, s, queue, end)
                     scale = max(scale, abs(d)) if np.isfinite(d) else scale
                     if d < best_delta:
                         best_delta = d
@@ -224,16 +227,16 @@ def margin_moves(indptr, indices, data, unary, two_lam, lab, movable, w, counts,
 
 
 @_jit
-def _margin_fix(indptr, indices, unary, prop, apart, queue, size):  # pragma: no cover
+def _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size):  # pragma: no cover
     """Give each pixel of the region whose proposed label touches one apart from it the
     cheapest label that touches none; False when some pixel has none."""
     k = unary.shape[1]
     for m in range(size):
         i = queue[m]
         clash = False
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if j != i and apart[prop[i], prop[j]]:
+        for t in range(degree(indptr, gw, i)):
+            j = neighbour(indptr, indices, gw, geom, i, t)
+            if j >= 0 and apart[prop[i], prop[j]]:
                 clash = True
                 break
         if not clash:
@@ -243,9 +246,9 @@ def _margin_fix(indptr, indices, unary, prop, apart, queue, size):  # pragma: no
             if unary[i, b] >= best_cost:
                 continue
             ok = True
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if j != i and apart[b, prop[j]]:
+            for t in range(degree(indptr, gw, i)):
+                j = neighbour(indptr, indices, gw, geom, i, t)
+                if j >= 0 and apart[b, prop[j]]:
                     ok = False
                     break
             if ok:
@@ -257,8 +260,8 @@ def _margin_fix(indptr, indices, unary, prop, apart, queue, size):  # pragma: no
 
 
 @_jit
-def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, counts, lo, hi,
-                     apart, x, c, t, seeds, prop, mark, queue, base):  # pragma: no cover
+def fuse_with_margin(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts,
+                     lo, hi, apart, x, c, t, seeds, prop, mark, queue, base):  # pragma: no cover
     """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``", region by region,
     with a margin: the movable pixels where it differs from ``lab`` form connected regions;
     each takes label ``c``, its pixels that then touch a label apart from theirs take the
@@ -286,15 +289,15 @@ def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, cou
         while head < end:
             i = queue[head]
             head += 1
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if mark[j] < base and movable[j] and lab[j] != c and x[j, c] > t:
+            for e in range(degree(indptr, gw, i)):  # (i itself, marked already, added nothing)
+                j = neighbour(indptr, indices, gw, geom, i, e)
+                if j >= 0 and mark[j] < base and movable[j] and lab[j] != c and x[j, c] > t:
                     mark[j] = stamp
                     queue[end] = j
                     end += 1
         for m in range(end):
             prop[queue[m]] = c
-        keep = _margin_fix(indptr, indices, unary, prop, apart, queue, end)
+        keep = _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, end)
         if keep:
             net[:] = 0.0
             for m in range(end):
@@ -305,8 +308,8 @@ def fuse_with_margin(indptr, indices, data, unary, two_lam, lab, movable, w, cou
                 if counts[b] + net[b] < lo[b] or counts[b] + net[b] > hi[b]:
                     keep = False
         if keep:
-            d = _change(indptr, indices, data, unary, two_lam, lab, prop, apart, mark, stamp,
-                        queue, end)
+            d = _change(indptr, indices, data, gw, geom, unary, two_lam, lab, prop, apart, mark,
+                        stamp, queue, end)
             keep = d < -1e-9 * max(1.0, abs(d)) if np.isfinite(d) else False
         for m in range(end):
             i = queue[m]

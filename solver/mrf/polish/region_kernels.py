@@ -1,8 +1,9 @@
 """Compiled (numba) kernels for the region moves of the polish: connected components, fusion
-moves, whole-region moves and region splits, on a Laplacian in CSR form.
+moves, whole-region moves and region splits.
 
 The conventions are those of :mod:`solver.mrf.polish.icm_kernels` (the Laplacian
-``L = D - W`` as CSR arrays, 0-based labels, the Potts energy
+``L = D - W`` as the graph arrays of :mod:`solver.mrf.polish.stencil`, 0-based labels, the
+Potts energy
 ``E = 2 lam sum W_ij [l_i != l_j] + sum_i d_{i, l_i}``). Each move's energy change is exact and a
 move is taken only when it lowers the energy. Regions of one mask (or one proposal) never touch,
 so all of their moves are independent and taken at once.
@@ -13,18 +14,17 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from solver.mrf.polish.stencil import degree, neighbour
+from solver.mrf.polish.stencil import degree, link, neighbour
 
 _jit = numba.njit(cache=True, nogil=True)
 
 
 @_jit
-def _components(indptr, indices, stencil, offsets, member, seeds, m, region, order,
+def _components(indptr, indices, gw, geom, member, seeds, m, region, order,
                 starts):  # pragma: no cover
     """Connected components of the pixels with ``member[i]`` (graph restricted to them), which
     are exactly ``seeds[:m]``; the work is proportional to them, not to the image. Neighbours
-    come from the grid stencil (:mod:`solver.mrf.polish.stencil`) unless it is empty, else from
-    the CSR arrays, in the same order.
+    come from the graph arrays (:mod:`solver.mrf.polish.stencil`), in the CSR's order.
 
     ``region`` (n,) must be -1 on entry at members; on exit it holds each member's component.
     ``order`` receives the members grouped by component, ``starts`` the offsets (length
@@ -44,8 +44,8 @@ def _components(indptr, indices, stencil, offsets, member, seeds, m, region, ord
         while head < top:
             i = order[head]
             head += 1
-            for t in range(degree(indptr, stencil, i)):
-                j = neighbour(indptr, indices, stencil, offsets, i, t)
+            for t in range(degree(indptr, gw, i)):
+                j = neighbour(indptr, indices, gw, geom, i, t)
                 if j >= 0 and member[j] and region[j] < 0:
                     region[j] = nc
                     order[top] = j
@@ -56,7 +56,7 @@ def _components(indptr, indices, stencil, offsets, member, seeds, m, region, ord
 
 
 @_jit
-def _mask_components(indptr, indices, mask):  # pragma: no cover
+def _mask_components(indptr, indices, gw, geom, mask):  # pragma: no cover
     """Connected components of all the pixels of ``mask``: ``(region, order, starts, count)`` as
     :func:`_components` fills them (``region`` is image-sized, -1 off the mask)."""
     seeds = np.flatnonzero(mask)
@@ -64,8 +64,8 @@ def _mask_components(indptr, indices, mask):  # pragma: no cover
     region = np.full(mask.size, -1, np.int64)
     order = np.empty(m, np.int64)
     starts = np.empty(m + 1, np.int64)
-    nc = (_components(indptr, indices, np.empty((0, 8)), np.empty(0, np.int64), mask, seeds, m,
-                      region, order, starts) if m else 0)
+    nc = (_components(indptr, indices, gw, geom, mask, seeds, m, region, order, starts)
+          if m else 0)
     return region, order, starts, nc
 
 
@@ -85,10 +85,10 @@ def _change(lab, newlab, member, a, c, j):  # pragma: no cover
 
 
 @_jit
-def _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m, newlab, member,
+def _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, m, newlab, member,
           region, order, starts):  # pragma: no cover
     """Take ``newlab[i]`` on each connected region of ``idx[:m]`` where that lowers the energy.
-    The graph is the stencil's unless it is empty (see :func:`_components`).
+    The graph as in :func:`_components`.
 
     ``member`` (False), ``region`` (-1) are ``(n,)`` scratch arrays left as found; ``newlab`` is
     read at ``idx[:m]`` only. Changes ``lab`` in place; returns the number of regions taken.
@@ -97,7 +97,7 @@ def _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m, 
         return 0
     for t in range(m):
         member[idx[t]] = True
-    nc = _components(indptr, indices, stencil, offsets, member, idx, m, region, order, starts)
+    nc = _components(indptr, indices, gw, geom, member, idx, m, region, order, starts)
     delta = np.zeros(nc)
     scale = 1.0
     for r in range(nc):
@@ -106,16 +106,10 @@ def _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m, 
             i = order[q]
             a, c = lab[i], newlab[i]
             dr += unary[i, c] - unary[i, a]
-            if stencil.shape[0]:
-                for d in range(8):
-                    v = stencil[i, d]
-                    if v <= 0.0:
-                        dr -= two_lam * v * _change(lab, newlab, member, a, c, i + offsets[d])
-                continue
-            for p in range(indptr[i], indptr[i + 1]):
-                j = np.int64(indices[p])  # (the stencil's type: one compile of _change)
-                if j != i:
-                    dr -= two_lam * data[p] * _change(lab, newlab, member, a, c, j)
+            for t in range(degree(indptr, gw, i)):
+                j, v = link(indptr, indices, data, gw, geom, i, t)
+                if j >= 0:
+                    dr -= two_lam * v * _change(lab, newlab, member, a, c, j)
         delta[r] = dr
         scale = max(scale, abs(dr))
     taken = 0
@@ -131,7 +125,7 @@ def _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m, 
 
 
 @_jit
-def fuse_candidate(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, new,
+def fuse_candidate(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, new,
                    scratch):  # pragma: no cover
     """Take label ``new[t]`` at pixel ``idx[t]`` on each connected region of ``idx`` where that
     lowers the energy (regions never touch, so each one's change is exact and independent).
@@ -142,7 +136,7 @@ def fuse_candidate(indptr, indices, data, stencil, offsets, unary, two_lam, lab,
     _, newlab, member, region, order, starts, _, _, _ = scratch
     for t in range(idx.size):
         newlab[idx[t]] = new[t]
-    return _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, idx.size,
+    return _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, idx.size,
                  newlab, member, region, order, starts)
 
 
@@ -237,7 +231,7 @@ def _unlist(span, ns, listed, pixels, row):  # pragma: no cover
 
 
 @_jit
-def fuse_level_sets(indptr, indices, data, stencil, offsets, unary, two_lam, lab, movable, pixels,
+def fuse_level_sets(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, pixels,
                     weights, fixed, extra, thresholds, max_size, scratch):  # pragma: no cover
     """Fuse ``lab`` with the proposals "label ``c`` wherever its weight exceeds ``t``", for every
     threshold ``t`` and label ``c`` in turn, on the ``movable`` pixels. Changes ``lab`` in place;
@@ -262,7 +256,7 @@ def fuse_level_sets(indptr, indices, data, stencil, offsets, unary, two_lam, lab
             if m > max_size:
                 continue
             before = taken
-            taken += _fuse(indptr, indices, data, stencil, offsets, unary, two_lam, lab, idx, m,
+            taken += _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, m,
                            newlab, member, region, order, starts)
             if taken > before:  # relabelled pixels may now differ from other proposals
                 for q in range(m):
@@ -304,7 +298,7 @@ def _member(lab, a, prefer, i):  # pragma: no cover
 
 
 @_jit
-def _capped_components(indptr, indices, stencil, offsets, lab, a, prefer, seeds, cap, region,
+def _capped_components(indptr, indices, gw, geom, lab, a, prefer, seeds, cap, region,
                        order, starts, big):  # pragma: no cover
     """Connected components of the mask (:func:`_member`: pixels labelled ``a``, where
     ``prefer`` if not empty) that hold a pixel of ``seeds`` (every pixel when ``seeds`` is
@@ -333,8 +327,8 @@ def _capped_components(indptr, indices, stencil, offsets, lab, a, prefer, seeds,
             head += 1
             # (each step written out: through a helper that writes ``region`` and ``order``,
             # numba makes the search several times slower)
-            for t in range(degree(indptr, stencil, i)):
-                j = neighbour(indptr, indices, stencil, offsets, i, t)
+            for t in range(degree(indptr, gw, i)):
+                j = neighbour(indptr, indices, gw, geom, i, t)
                 if j >= 0 and _member(lab, a, prefer, j):
                     if region[j] == -2:
                         too_big = True
@@ -357,7 +351,7 @@ def _capped_components(indptr, indices, stencil, offsets, lab, a, prefer, seeds,
 
 
 @_jit
-def move_regions(indptr, indices, data, stencil, offsets, unary, two_lam, lab, a, prefer, hard,
+def move_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, a, prefer, hard,
                  seeds, cap, scratch):  # pragma: no cover
     """Move each connected region of the pixels labelled ``a`` (only those where ``prefer`` is
     True, unless it is empty) that holds a pixel of ``seeds`` (any pixel, when ``seeds`` is
@@ -366,12 +360,12 @@ def move_regions(indptr, indices, data, stencil, offsets, unary, two_lam, lab, a
     Moving region ``R`` from ``a`` to ``c`` changes the energy by its unary difference plus
     ``2 lam`` times (its border weight to label ``a`` minus that to label ``c``). Regions holding a
     hard pixel stay. Changes ``lab`` in place; returns the number of regions moved. ``scratch``
-    comes from :func:`region_scratch` and is left as found. The graph is the stencil's unless
-    it is empty (see :func:`_components`).
+    comes from :func:`region_scratch` and is left as found. The graph as in
+    :func:`_components`.
     """
     n, k = unary.shape
     region, order, starts, big = scratch
-    nc, nbig = _capped_components(indptr, indices, stencil, offsets, lab, a, prefer, seeds, cap,
+    nc, nbig = _capped_components(indptr, indices, gw, geom, lab, a, prefer, seeds, cap,
                                   region, order, starts, big)
     moved = 0
     if nc > 0:
@@ -387,16 +381,10 @@ def move_regions(indptr, indices, data, stencil, offsets, unary, two_lam, lab, a
                     pinned[r] = True
                 for c in range(k):
                     delta[r, c] += unary[i, c] - unary[i, a]
-                if stencil.shape[0]:
-                    for d in range(8):
-                        v = stencil[i, d]
-                        if v <= 0.0 and not _member(lab, a, prefer, i + offsets[d]):
-                            border[lab[i + offsets[d]]] -= v
-                    continue
-                for p in range(indptr[i], indptr[i + 1]):
-                    j = indices[p]
-                    if j != i and not _member(lab, a, prefer, j):
-                        border[lab[j]] -= data[p]
+                for t in range(degree(indptr, gw, i)):
+                    j, v = link(indptr, indices, data, gw, geom, i, t)
+                    if j >= 0 and not _member(lab, a, prefer, j):
+                        border[lab[j]] -= v
             for c in range(k):
                 delta[r, c] += two_lam * (border[a] - border[c])
                 scale[r] = max(scale[r], abs(delta[r, c]))
@@ -421,8 +409,8 @@ def move_regions(indptr, indices, data, stencil, offsets, unary, two_lam, lab, a
 
 
 @_jit
-def _split_icm(indptr, indices, data, unary, two_lam, lab, region, r, order, s0, s1, b, c,
-               prop, sweeps):  # pragma: no cover
+def _split_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, order, s0, s1,
+               b, c, prop, sweeps):  # pragma: no cover
     """ICM restricted to labels ``{b, c}`` on region ``r`` (pixels ``order[s0:s1]``), from each
     pixel's cheaper label by its data; pixels outside the region keep ``lab``."""
     for q in range(s0, s1):
@@ -434,15 +422,15 @@ def _split_icm(indptr, indices, data, unary, two_lam, lab, region, r, order, s0,
             i = order[q]
             cost_b = unary[i, b]
             cost_c = unary[i, c]
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if j == i:
+            for t in range(degree(indptr, gw, i)):
+                j, v = link(indptr, indices, data, gw, geom, i, t)
+                if j < 0:
                     continue
                 lj = prop[j] if region[j] == r else lab[j]
                 if lj != b:
-                    cost_b -= two_lam * data[p]
+                    cost_b -= two_lam * v
                 if lj != c:
-                    cost_c -= two_lam * data[p]
+                    cost_c -= two_lam * v
             new = b if cost_b <= cost_c else c
             if new != prop[i]:
                 prop[i] = new
@@ -452,18 +440,18 @@ def _split_icm(indptr, indices, data, unary, two_lam, lab, region, r, order, s0,
 
 
 @_jit
-def _split_delta(indptr, indices, data, unary, two_lam, lab, region, r, order, s0, s1, a,
-                 prop):  # pragma: no cover
+def _split_delta(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, order, s0, s1,
+                 a, prop):  # pragma: no cover
     """Exact energy change of relabelling region ``r`` (all ``a`` now) to ``prop``."""
     delta = 0.0
     for q in range(s0, s1):
         i = order[q]
         delta += unary[i, prop[i]] - unary[i, a]
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if j == i:
+        for t in range(degree(indptr, gw, i)):
+            j, v = link(indptr, indices, data, gw, geom, i, t)
+            if j < 0:
                 continue
-            w = -data[p]
+            w = -v
             if region[j] == r:
                 if prop[i] != prop[j]:
                     delta += 0.5 * two_lam * w  # an inner edge is seen from both ends
@@ -474,7 +462,7 @@ def _split_delta(indptr, indices, data, unary, two_lam, lab, region, r, order, s
 
 
 @_jit
-def _split_bound(indptr, indices, data, unary, two_lam, region, r, order, s0, s1, a,
+def _split_bound(indptr, indices, data, gw, geom, unary, two_lam, region, r, order, s0, s1, a,
                  near):  # pragma: no cover
     """A lower bound on the energy change of any relabelling of region ``r`` (all ``a`` now)
     with labels in ``near``: each pixel's cheapest such label by its data, every border edge
@@ -489,11 +477,11 @@ def _split_bound(indptr, indices, data, unary, two_lam, region, r, order, s0, s1
             if near[b] and b != a and unary[i, b] < low:
                 low = unary[i, b]
         bound += low - unary[i, a]
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            if j == i:
+        for t in range(degree(indptr, gw, i)):
+            j, v = link(indptr, indices, data, gw, geom, i, t)
+            if j < 0:
                 continue
-            w = -data[p]
+            w = -v
             if region[j] == r:
                 if w < 0.0:
                     bound += 0.5 * two_lam * w
@@ -503,7 +491,7 @@ def _split_bound(indptr, indices, data, unary, two_lam, region, r, order, s0, s1
 
 
 @_jit
-def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min_size,
+def split_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, mask, a, hard, min_size,
                   sweeps):  # pragma: no cover
     """Re-split each connected region of ``mask`` (pixels all labelled ``a``) between two other
     labels.
@@ -515,7 +503,7 @@ def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min
     ``min_size`` or holding a hard pixel stay. Changes ``lab`` in place; returns the regions moved.
     """
     n, k = unary.shape
-    region, order, starts, nc = _mask_components(indptr, indices, mask)
+    region, order, starts, nc = _mask_components(indptr, indices, gw, geom, mask)
     if nc == 0:
         return 0
     prop = np.empty(n, np.int64)
@@ -532,11 +520,12 @@ def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min
             i = order[q]
             if hard[i] > 0:
                 pinned = True
-            for p in range(indptr[i], indptr[i + 1]):
-                if region[indices[p]] != r:
-                    near[lab[indices[p]]] = True
-        if pinned or _split_bound(indptr, indices, data, unary, two_lam, region, r, order, s0,
-                                  s1, a, near) >= 0.0:
+            for t in range(degree(indptr, gw, i)):
+                j = neighbour(indptr, indices, gw, geom, i, t)
+                if j >= 0 and region[j] != r:
+                    near[lab[j]] = True
+        if pinned or _split_bound(indptr, indices, data, gw, geom, unary, two_lam, region, r,
+                                  order, s0, s1, a, near) >= 0.0:
             continue  # (with the bound at least 0 no split is taken: skipping it is exact)
         best_delta = 0.0
         found = False
@@ -546,10 +535,10 @@ def split_regions(indptr, indices, data, unary, two_lam, lab, mask, a, hard, min
             for c in range(b + 1, k):
                 if c == a or not near[c]:
                     continue
-                _split_icm(indptr, indices, data, unary, two_lam, lab, region, r, order, s0, s1,
-                           b, c, prop, sweeps)
-                delta = _split_delta(indptr, indices, data, unary, two_lam, lab, region, r,
-                                     order, s0, s1, a, prop)
+                _split_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, order,
+                           s0, s1, b, c, prop, sweeps)
+                delta = _split_delta(indptr, indices, data, gw, geom, unary, two_lam, lab, region,
+                                     r, order, s0, s1, a, prop)
                 if delta < best_delta - 1e-9 * max(1.0, abs(delta)):
                     best_delta = delta
                     found = True

@@ -122,14 +122,15 @@ def _settle_in_place(problem: MRFProblem, lab: np.ndarray, max_rounds: int = 10,
     workspace = workspace or Workspace(problem)
     cap = options.cap(lab.size)
     scratch = workspace.region()
-    indptr, indices = kernels.csr_arrays(problem)[:2]
+    indptr, indices, _, gw, geom = kernels.graph_arrays(problem)
     everywhere = np.ones(lab.size, bool)
     previous = since
     start = workspace.labels("settle")  # (each round's start, in one array for all rounds)
     moved_total, settled = 0, False
     for _ in range(max_rounds):
         near = (None if previous is None else  # (the pixels near the changes, in index order)
-                np.flatnonzero(kernels.around_changes(indptr, indices, lab, previous, everywhere)))
+                np.flatnonzero(kernels.around_changes(indptr, indices, gw, geom, lab, previous,
+                                                      everywhere)))
         np.copyto(start, lab)  # (also the ICM fixed point for the ICM below)
         previous = start
         before = previous if icm_optimal else None
@@ -180,8 +181,9 @@ def _split_moves_in_place(problem: MRFProblem, lab: np.ndarray, min_size: int = 
     hard = np.asarray(problem.hard).ravel()
     moved = 0
     for a in range(problem.k if problem.k > 2 else 0):
-        moved += region_kernels.split_regions(*kernels.csr_arrays(problem), problem.unary,
-                                       2.0 * problem.lam, lab, np.ascontiguousarray(lab == a), a,
-                                       hard, min_size, sweeps)
+        moved += region_kernels.split_regions(*kernels.graph_arrays(problem), problem.unary,
+                                              2.0 * problem.lam, lab,
+                                              np.ascontiguousarray(lab == a), a, hard, min_size,
+                                              sweeps)
     log.debug("split moves: %d regions", moved)
     return moved

@@ -1,18 +1,22 @@
-"""The Laplacian of an 8-neighbour grid as a stencil: each pixel's eight off-diagonal entries by
-direction, for the pixel moves that visit scattered pixels.
+"""The Laplacian of an 8-neighbour grid read straight from the graph's edge weights: each
+pixel's eight off-diagonal entries by direction, without a matrix.
 
-A move evaluated through the CSR arrays reads ``indptr[i]``, then ``indices[p]``, then the
-neighbours' labels: three loads, each waiting for the one before. On the pixels a descent visits
-(scattered over an image larger than the caches) those waits are most of its time. With the
-stencil a neighbour's index is ``i + offset``, so the neighbours' labels and weights are loaded
-at once (measured: docs/decisions.md, The polish reads the Laplacian as a stencil).
+The polish's kernels take a graph as five arrays, ``indptr, indices, data, gw, geom``. On a
+grid, ``gw`` holds the edge weights in the order of :func:`solver.mrf.build.graph.grid_edges`
+(four blocks, one a direction: east, south, south-east, south-west) and ``geom`` the grid's
+shape (:func:`grid_geometry`): a neighbour's index is ``i + offset`` and its weight a formula of
+the pixel's row and column, so the CSR arrays are not needed (they are passed empty) and a
+photo's polish holds no Laplacian: its CSR arrays were 108 bytes a pixel and the stencil that
+replaced their reads on scattered pixels another 64 (docs/decisions.md, Memory). Where ``gw`` is
+empty (a graph that is no complete grid, or narrower than three columns) the kernels read the
+CSR arrays.
 
-The stencil holds the CSR entries in the CSR's own (increasing column) order, so every sum over
-a pixel's neighbours is added in the same order as through the CSR arrays and the results are
-bit-identical. A pixel with no entry for some direction (the image border, or an edge the matrix
-leaves out) has :data:`NO_EDGE` there. A Laplacian that is not such a grid (an entry off the
-eight directions, a positive off-diagonal entry, unsorted or repeated columns) gets an empty
-stencil, and the kernels fall back to the CSR arrays.
+Every helper gives the neighbours in the CSR's own (increasing column) order, north-west,
+north, north-east, west, (the pixel itself,) east, south-west, south, south-east, and the
+CSR's values bit for bit (``-(0.0 + w)``), so every sum over a pixel's neighbours adds the same
+terms in the same order either way and the kernels' results are identical. A coarse level's
+graph (its edges in cell order) gets a block-ordered copy of its weights made from its CSR
+arrays (:func:`grid_view`), so its moves read the grid too.
 """
 
 from __future__ import annotations
@@ -24,19 +28,18 @@ import numba
 import numpy as np
 
 _jit = numba.njit(cache=True, nogil=True)
+_inline = numba.njit(cache=True, nogil=True, inline="always")
 
-#: Stencil entry of a direction with no edge. Real entries are the Laplacian's off-diagonal
-#: ones, ``-w_ij <= 0``, so a positive value cannot be one.
+#: Value :func:`link` gives with ``j = -1`` (no edge in that slot).
 NO_EDGE = 1.0
 
-#: Largest image (pixels) that gets a stencil: 64 bytes a pixel, kept as long as its matrix, on
-#: top of the CSR arrays' 108. Above this (256 MiB of stencil) the kernels read the CSR arrays,
-#: so a 24-megapixel photo does not carry another 1.5 GB.
-MAX_PIXELS = 1 << 22
+#: Entries of :func:`grid_geometry`: the eight offsets, then these.
+HEIGHT, WIDTH, SOUTH_BLOCK, SOUTH_EAST_BLOCK, SOUTH_WEST_BLOCK = 8, 9, 10, 11, 12
 
-#: Stencils by ``id`` of their matrix (scipy's matrices cannot be weak dictionary keys); an entry
-#: goes when its matrix does.
-_CACHE: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+#: Block-ordered weights of the graphs whose edges are not the grid's own list (coarse levels),
+#: by ``id`` of their matrix (scipy's matrices cannot be weak dictionary keys); an entry goes
+#: when its matrix does.
+_CACHE: dict[int, np.ndarray] = {}
 
 
 def grid_offsets(width: int) -> np.ndarray:
@@ -57,92 +60,188 @@ def grid_offsets(width: int) -> np.ndarray:
     return np.array([-w - 1, -w, -w + 1, -1, 1, w - 1, w, w + 1], dtype=np.int64)
 
 
-@_jit
-def stencil_from_csr(indptr, indices, data, height, width):  # pragma: no cover
-    """``(n, 8)`` off-diagonal entries of each row by direction (:data:`NO_EDGE` where absent),
-    and whether the matrix is such a grid (``width`` at least 3); on False the array is not to
-    be used."""
-    n = height * width
-    out = np.full((n, 8), NO_EDGE)
-    full = np.array([-width - 1, -width, -width + 1, -1, 0, 1, width - 1, width, width + 1])
-    for r in range(height):
-        for col in range(width):
-            i = r * width + col
-            lo = indptr[i]
-            if indptr[i + 1] - lo == 9 and 0 < col < width - 1:
-                # an inner pixel with all nine entries (most of them): check and copy
-                ok = True
-                for q in range(9):
-                    ok &= np.int64(indices[lo + q]) - i == full[q]
-                    ok &= q == 4 or data[lo + q] <= 0.0
-                if ok:
-                    for q in range(4):
-                        out[i, q] = data[lo + q]
-                        out[i, q + 4] = data[lo + q + 5]
-                    continue
-            last = -1
-            for p in range(indptr[i], indptr[i + 1]):
-                j = np.int64(indices[p])
-                if j == i:
-                    continue
-                diff = j - i
-                d = -1  # the direction whose offset is diff (offsets[d] == diff), if any
-                if -width - 1 <= diff <= -width + 1:
-                    d = diff + width + 1
-                elif diff == -1:
-                    d = 3
-                elif diff == 1:
-                    d = 4
-                elif width - 1 <= diff <= width + 1:
-                    d = diff - width + 6
-                # a direction that leaves the grid (across the left or right border) is no edge
-                left = d == 0 or d == 3 or d == 5
-                right = d == 2 or d == 4 or d == 7
-                if (d < 0 or d <= last or not data[p] <= 0.0 or (left and col == 0)
-                        or (right and col == width - 1) or j < 0 or j >= n):
-                    return out, False
-                out[i, d] = data[p]
-                last = d
-    return out, True
+def grid_geometry(height: int, width: int) -> np.ndarray:
+    """What the kernels need to read a grid's weights: the eight offsets (:func:`grid_offsets`),
+    then the height, the width and where the south, south-east and south-west blocks of the
+    weights start.
+
+    Parameters
+    ----------
+    height, width : int
+        The grid's shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(13,)`` int64.
+    """
+    h, w = int(height), int(width)
+    b_s = h * (w - 1)
+    b_se = b_s + max(h - 1, 0) * w
+    b_sw = b_se + max(h - 1, 0) * (w - 1)
+    return np.concatenate([grid_offsets(w), np.array([h, w, b_s, b_se, b_sw], np.int64)])
 
 
-@_jit
-def degree(indptr, stencil, i):  # pragma: no cover
-    """How many slots pixel ``i`` has for :func:`neighbour`: 8 through the stencil, else the
-    entries of its CSR row."""
-    return 8 if stencil.shape[0] else indptr[i + 1] - indptr[i]
+@_inline
+def _row_col(geom, i):  # pragma: no cover
+    """Pixel ``i``'s row and column."""
+    r = i // geom[WIDTH]
+    return r, i - r * geom[WIDTH]
 
 
-@_jit
-def neighbour(indptr, indices, stencil, offsets, i, t):  # pragma: no cover
-    """Pixel ``i``'s neighbour in slot ``t`` (``0 <= t < degree``), or -1 for none: the direction
-    ``t`` through the stencil unless it is empty (-1 where there is no edge), else the ``t``-th
-    entry of its CSR row (-1 for the diagonal one). Either way in the CSR's order.
+@_inline
+def _inside(geom, r, c, d):  # pragma: no cover
+    """Whether direction ``d`` (0..7, the offsets' order) of the pixel at row ``r``, column ``c``
+    stays inside the image."""
+    up, down, left, right = r > 0, r + 1 < geom[HEIGHT], c > 0, c + 1 < geom[WIDTH]
+    if d == 0:
+        return up and left
+    if d == 1:
+        return up
+    if d == 2:
+        return up and right
+    if d == 3:
+        return left
+    if d == 4:
+        return right
+    if d == 5:
+        return down and left
+    if d == 6:
+        return down
+    return down and right
+
+
+@_inline
+def _edge_index(geom, r, c, d):  # pragma: no cover
+    """Where the weight of the edge in direction ``d`` of the pixel at ``(r, c)`` lies in the
+    grid's own order (that edge inside the image)."""
+    width = geom[WIDTH]
+    we = width - 1
+    if d == 0:
+        return geom[SOUTH_EAST_BLOCK] + (r - 1) * we + c - 1
+    if d == 1:
+        return geom[SOUTH_BLOCK] + (r - 1) * width + c
+    if d == 2:
+        return geom[SOUTH_WEST_BLOCK] + (r - 1) * we + c
+    if d == 3:
+        return r * we + c - 1
+    if d == 4:
+        return r * we + c
+    if d == 5:
+        return geom[SOUTH_WEST_BLOCK] + r * we + c - 1
+    if d == 6:
+        return geom[SOUTH_BLOCK] + r * width + c
+    return geom[SOUTH_EAST_BLOCK] + r * we + c
+
+
+@_inline
+def _weight_at(gw, geom, r, c, d):  # pragma: no cover
+    """The Laplacian's entry for direction ``d`` (0..7, the offsets' order) of the pixel at row
+    ``r``, column ``c``, that edge inside the image: ``-(0.0 + w)``, the CSR's value bit for
+    bit."""
+    return -(0.0 + gw[_edge_index(geom, r, c, d)])
+
+
+@_inline
+def degree(indptr, gw, i):  # pragma: no cover
+    """How many slots pixel ``i`` has for :func:`neighbour` and :func:`link`: 8 on a grid, else
+    the entries of its CSR row."""
+    return 8 if gw.shape[0] else indptr[i + 1] - indptr[i]
+
+
+@_inline
+def link(indptr, indices, data, gw, geom, i, t):  # pragma: no cover
+    """Pixel ``i``'s neighbour in slot ``t`` (``0 <= t < degree``) and the Laplacian's entry
+    for it, ``(j, L_ij)``, or ``(-1, NO_EDGE)`` for none (no edge that way on a grid; the
+    diagonal entry of a CSR row). In the CSR's order either way."""
+    if gw.shape[0]:
+        r, c = _row_col(geom, i)
+        if _inside(geom, r, c, t):
+            return np.int64(i + geom[t]), _weight_at(gw, geom, r, c, t)
+        return np.int64(-1), NO_EDGE
+    p = indptr[i] + t
+    j = np.int64(indices[p])
+    return (j, data[p]) if j != i else (np.int64(-1), NO_EDGE)
+
+
+@_inline
+def neighbour(indptr, indices, gw, geom, i, t):  # pragma: no cover
+    """Pixel ``i``'s neighbour in slot ``t`` (``0 <= t < degree``), or -1 for none (as
+    :func:`link`).
 
     A loop asks for the neighbours through this function and writes its own arrays: numba
     compiles a helper that only reads to the same code as the loop written out, while one that
     writes the caller's arrays (a queue push) makes such loops much slower (measured:
     docs/decisions.md, Helpers inside compiled loops)."""
-    if stencil.shape[0]:
-        return i + offsets[t] if stencil[i, t] <= 0.0 else -1
-    j = indices[indptr[i] + t]
-    return j if j != i else -1
+    if gw.shape[0]:
+        r, c = _row_col(geom, i)
+        return np.int64(i + geom[t]) if _inside(geom, r, c, t) else np.int64(-1)
+    j = np.int64(indices[indptr[i] + t])
+    return j if j != i else np.int64(-1)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def best_label_stencil(stencil, offsets, unary, two_lam, lab, i, agree):  # pragma: no cover
-    """:func:`solver.mrf.polish.icm_kernels.best_label` through the stencil: pixel ``i``'s
-    cheapest label given its neighbours', keeping its own unless another is cheaper by more than
-    a relative ``1e-12``; the same arithmetic in the same order. ``agree`` is ``(K,)`` scratch."""
+@_inline
+def row_length(indptr, gw, i):  # pragma: no cover
+    """How many slots pixel ``i``'s row has for :func:`column`, its diagonal included: 9 on a
+    grid, else the entries of its CSR row."""
+    return 9 if gw.shape[0] else indptr[i + 1] - indptr[i]
+
+
+@_inline
+def column(indptr, indices, gw, geom, i, t):  # pragma: no cover
+    """The column of slot ``t`` of pixel ``i``'s row (``0 <= t < row_length``), the diagonal
+    included (``i`` itself, slot 4 on a grid), or -1 for a grid's missing edge: a CSR row's
+    entries in its order, for the loops that visit the pixel with its neighbours."""
+    if gw.shape[0]:
+        if t == 4:
+            return np.int64(i)
+        return neighbour(indptr, indices, gw, geom, i, t - (t > 4))
+    return np.int64(indices[indptr[i] + t])
+
+
+@_inline
+def _diagonal(gw, geom, r, c):  # pragma: no cover
+    """The Laplacian's diagonal entry of the pixel at ``(r, c)``, the weights of its edges added
+    as :func:`solver.mrf.build.grid_kernels.grid_laplacian_csr` adds them (those to higher
+    pixels, then to lower ones, each in edge order), so bit for bit the CSR's."""
+    low = 0.0
+    for d in (4, 6, 7, 5):
+        if _inside(geom, r, c, d):
+            low += gw[_edge_index(geom, r, c, d)]
+    high = 0.0
+    for d in (3, 1, 0, 2):
+        if _inside(geom, r, c, d):
+            high += gw[_edge_index(geom, r, c, d)]
+    return low + high
+
+
+@_inline
+def row_value(indptr, data, gw, geom, i, t):  # pragma: no cover
+    """The entry in slot ``t`` of pixel ``i``'s row (as :func:`column`; a slot that is there),
+    the diagonal included."""
+    if gw.shape[0]:
+        r, c = _row_col(geom, i)
+        if t == 4:
+            return _diagonal(gw, geom, r, c)
+        return _weight_at(gw, geom, r, c, t - (t > 4))
+    return data[indptr[i] + t]
+
+
+@_inline
+def best_label_grid(gw, geom, unary, two_lam, lab, i, agree):  # pragma: no cover
+    """:func:`solver.mrf.polish.icm_kernels.best_label` on a grid: pixel ``i``'s cheapest label
+    given its neighbours', keeping its own unless another is cheaper by more than a relative
+    ``1e-12``; the same arithmetic in the same order. ``agree`` is ``(K,)`` scratch."""
     k = unary.shape[1]
     total = 0.0
     for c in range(k):
         agree[c] = 0.0
+    r, col = _row_col(geom, i)
     for d in range(8):
-        v = stencil[i, d]
-        if v <= 0.0:
+        if _inside(geom, r, col, d):
+            v = _weight_at(gw, geom, r, col, d)
             total -= v
-            agree[lab[i + offsets[d]]] -= v
+            agree[lab[i + geom[d]]] -= v
     return choose_label(unary, two_lam, i, lab[i], total, agree)
 
 
@@ -163,37 +262,101 @@ def choose_label(unary, two_lam, i, cur, total, agree):  # pragma: no cover
     return cur
 
 
-def grid_stencil(problem: Any, max_pixels: int = MAX_PIXELS) -> tuple[np.ndarray, np.ndarray]:
-    """The stencil of ``problem.laplacian`` and its offsets, made once per matrix (the first call
-    for a matrix decides, and every kernel call after it reads the same arrays).
+@_jit
+def weights_from_csr(indptr, indices, data, geom):  # pragma: no cover
+    """The weights of a Laplacian's edges in the grid's own order (east, south, south-east,
+    south-west blocks; each ``-L_ij``) and whether the matrix is exactly a complete
+    8-neighbour grid's (every row the pixel and each neighbour inside the image once, in
+    increasing columns, and symmetric bit for bit); on False the array is not to be used."""
+    height, width = geom[HEIGHT], geom[WIDTH]
+    we = width - 1
+    m = geom[SOUTH_WEST_BLOCK] + max(height - 1, 0) * we
+    out = np.zeros(m)
+    for r in range(height):
+        for c in range(width):
+            i = r * width + c
+            p = indptr[i]
+            for t in range(9):
+                if t == 4:
+                    j, ok = i, True
+                else:
+                    d = t - (t > 4)
+                    j = i + geom[d]
+                    ok = _inside(geom, r, c, d)
+                if not ok:
+                    continue
+                if p >= indptr[i + 1] or indices[p] != j:
+                    return out, False
+                if t != 4:
+                    v = data[p]
+                    d = t - (t > 4)
+                    e = _edge_index(geom, r, c, d)
+                    if d >= 4:
+                        out[e] = -v
+                    elif out[e] != -v:  # (its forward end, already read: a symmetric matrix)
+                        return out, False
+                p += 1
+            if p != indptr[i + 1]:
+                return out, False
+    return out, True
+
+
+@_jit
+def forward_costs(gw, geom, two_lam):  # pragma: no cover
+    """Each pixel's forward edges' costs ``2 lam w`` as float32 ``(4, n)`` in the order east,
+    south-west, south, south-east (0 where the edge leaves the image), and its edge count
+    ``(n,)``: what the TV relaxation's grid kernel reads."""
+    h, width = geom[HEIGHT], geom[WIDTH]
+    n = h * width
+    cost = np.zeros((4, n), np.float32)
+    deg = np.zeros(n, np.int64)
+    for r in range(h):
+        for c in range(width):
+            i = r * width + c
+            for d in range(8):
+                if _inside(geom, r, c, d):
+                    deg[i] += 1
+                    if d >= 4:
+                        cost[d - 4, i] = np.float32(two_lam * (0.0 + gw[_edge_index(geom, r, c, d)]))
+    return cost, deg
+
+
+def grid_view(problem: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The grid weights and geometry the kernels read a problem's Laplacian from.
 
     Parameters
     ----------
     problem : MRFProblem
-        Any object with ``shape`` ``(H, W)`` and an ``H W x H W`` CSR ``laplacian``.
-    max_pixels : int
-        Largest image that gets a stencil (:data:`MAX_PIXELS`).
+        Any object with ``shape`` ``(H, W)``, a ``graph`` and, unless the graph is the grid's own
+        edge list (:func:`solver.mrf.build.graph.own_grid`), a CSR ``laplacian``.
 
     Returns
     -------
-    stencil : numpy.ndarray
-        ``(n, 8)`` float64 (see the module docstring), or ``(0, 8)`` when the matrix is not an
-        8-neighbour grid on ``shape`` or the image has more than :data:`MAX_PIXELS` pixels
-        (then the kernels use the CSR arrays).
-    offsets : numpy.ndarray
-        ``(8,)`` int64 from :func:`grid_offsets`.
+    gw : numpy.ndarray
+        The graph's own weights when its edges are the grid's own list; for another graph whose
+        Laplacian is a complete 8-neighbour grid, its weights in that order made from the
+        matrix once (kept as long as the matrix); else (that is no such grid, or narrower than
+        three columns) empty, and the kernels read the CSR arrays.
+    geom : numpy.ndarray
+        ``(13,)`` int64 from :func:`grid_geometry`.
     """
+    from solver.mrf.build.graph import own_grid  # noqa: PLC0415  (no cycle at import)
+
+    height, width = (int(s) for s in problem.shape)
+    geom = grid_geometry(height, width)
+    if width < 3:
+        return np.empty(0), geom
+    graph = getattr(problem, "graph", None)
+    if graph is not None and own_grid(graph) and tuple(graph.shape) == (height, width):
+        return np.asarray(graph.weights, np.float64), geom
     L = problem.laplacian
     got = _CACHE.get(id(L))
     if got is None:
-        height, width = (int(s) for s in problem.shape)
-        offsets = grid_offsets(width)
-        stencil = np.empty((0, 8))
         n = height * width
-        if width >= 3 and L.shape == (n, n) and n <= max_pixels:
-            out, ok = stencil_from_csr(L.indptr, L.indices, L.data, height, width)
-            stencil = out if ok else stencil
-        got = (stencil, offsets)
+        got = np.empty(0)
+        if L.shape == (n, n):
+            out, ok = weights_from_csr(L.indptr, L.indices, L.data, geom)
+            got = out if ok else got
         _CACHE[id(L)] = got
         weakref.finalize(L, _CACHE.pop, id(L), None)
-    return got
+    return got, geom

@@ -25,7 +25,7 @@ from solver.backend.threads import threaded
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish import tv_device, tv_kernels
 from solver.mrf.polish.fusion import Snapshot, Workspace, fuse_level_sets_into
-from solver.mrf.polish.stencil import grid_stencil
+from solver.mrf.polish.stencil import forward_costs, grid_view
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
     Parameters
     ----------
     problem : MRFProblem
-        A two-label problem on a grid with a stencil (:mod:`solver.mrf.polish.stencil`).
+        A two-label problem with a grid view (:mod:`solver.mrf.polish.stencil`).
     lab : numpy.ndarray
         ``(n,)`` 0-based labels to start from.
     area : tuple of float
@@ -284,20 +284,19 @@ def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
 
 def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | float | None = None,
                layers: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
-    """Forward-edge costs ``(4, n)`` (float32, 0: no edge; half the stencil's entries, a
-    quarter of its bytes), offsets, primal steps and ``gamma`` of the grid kernel, or None when
-    the problem is not an 8-neighbour grid with a stencil. A pixel's primal step is ``gamma``
-    over the entries of its column: its edge count once per layer of the relaxation (two for
-    :mod:`solver.mrf.polish.layered`), plus its entry of ``row`` where more constraint rows hold
-    it (an area; a nesting's order rows)."""
-    stencil, offsets = grid_stencil(problem)
-    if stencil.shape[0] != problem.n:
+    """Forward-edge costs ``(4, n)`` (float32, 0: no edge), offsets, primal steps and ``gamma``
+    of the grid kernel, or None when the problem has no grid view
+    (:func:`solver.mrf.polish.stencil.grid_view`) or a negative edge weight. A pixel's primal
+    step is ``gamma`` over the entries of its column: its edge count once per layer of the
+    relaxation (two for :mod:`solver.mrf.polish.layered`), plus its entry of ``row`` where more
+    constraint rows hold it (an area; a nesting's order rows)."""
+    gw, geom = grid_view(problem)
+    if gw.shape[0] == 0 or not np.all(gw >= 0.0):  # (a negative or NaN weight: no such kernel)
         return None
     two_lam = 2.0 * float(problem.lam)
     gamma = step / max(two_lam, 1e-300)
-    cost = np.ascontiguousarray(
-        np.where(stencil[:, 4:] <= 0.0, -two_lam * stencil[:, 4:], 0.0).astype(np.float32).T)
-    deg = np.count_nonzero(stencil <= 0.0, axis=1)
+    cost, deg = forward_costs(gw, geom, two_lam)
+    offsets = geom[:8].copy()
     entries = layers * np.maximum(deg, 1)
     tau = (gamma / (entries if row is None else entries + row)).astype(np.float32)
     return cost, offsets, tau, gamma
@@ -313,7 +312,7 @@ def fuse_tv_expansion_into(problem: MRFProblem, lab: np.ndarray, alpha: int, ite
     The move is a two-label submodular energy, so its TV relaxation is tight: each level set
     of a minimiser is an optimal move, and its regions (no edge joins two of them) each lower
     the energy or leave it, so fusing them region by region reaches the optimal move once the
-    relaxation has converged. An 8-neighbour grid with a stencil only (else nothing is done).
+    relaxation has converged. A problem with a grid view only (else nothing is done).
 
     Parameters
     ----------

@@ -26,6 +26,7 @@ from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.fusion import Workspace, descent_fuser
 from solver.mrf.polish.morphology import square_morphology
+from solver.mrf.polish.stencil import degree, link, row_length
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,8 @@ STEPS = 4
 
 
 @_jit
-def flood_zone(indptr, indices, data, lab, zone, out, levels, steps):  # pragma: no cover
+def flood_zone(indptr, indices, data, gw, geom, lab, zone, out, levels,
+               steps):  # pragma: no cover
     """Label the pixels of ``zone`` (a sorted index array) by flooding from the pixels around it.
 
     ``out`` must equal ``lab`` outside the zone and be -1 in it on entry. Each zone pixel takes
@@ -59,10 +61,11 @@ def flood_zone(indptr, indices, data, lab, zone, out, levels, steps):  # pragma:
     cap, top = 1, 0.0
     for t in range(zone.size):
         i = zone[t]
-        cap += indptr[i + 1] - indptr[i]
-        for p in range(indptr[i], indptr[i + 1]):
-            if indices[p] != i:
-                top = max(top, -data[p])
+        cap += row_length(indptr, gw, i)
+        for u in range(degree(indptr, gw, i)):
+            j, v = link(indptr, indices, data, gw, geom, i, u)
+            if j >= 0:
+                top = max(top, -v)
     log_top = np.log2(top) if top > 0 else 0.0
     head = np.full(levels, -1, np.int64)  # a stack of entries per level
     nxt = np.empty(cap, np.int32)  # (32-bit: half the fresh memory; cap < 2^31 entries)
@@ -89,9 +92,9 @@ def flood_zone(indptr, indices, data, lab, zone, out, levels, steps):  # pragma:
                 i, src = q, True
             else:
                 i, src = j, False
-            for p in range(indptr[i], indptr[i + 1]):
-                q = indices[p]
-                if q == i:
+            for u in range(degree(indptr, gw, i)):
+                q, v = link(indptr, indices, data, gw, geom, i, u)
+                if q < 0:
                     continue
                 if src and out[q] < 0:  # from a pixel just flooded to an unlabelled one
                     a, c = q, out[i]
@@ -99,7 +102,7 @@ def flood_zone(indptr, indices, data, lab, zone, out, levels, steps):  # pragma:
                     a, c = i, out[q]
                 else:
                     continue
-                w = -data[p]
+                w = -v
                 b = 0
                 if w > 0:
                     b = max(0, levels - 1 - int((log_top - np.log2(w)) * steps))
@@ -164,8 +167,7 @@ def edge_snapped(problem: MRFProblem, lab: np.ndarray, radius: int) -> tuple[np.
     zone = boundary_zone(lab, problem.shape, radius)
     out = lab.copy()
     out[zone] = -1
-    indptr, indices, data = kernels.csr_arrays(problem)
-    flood_zone(indptr, indices, data, lab, zone, out, LEVELS, STEPS)
+    flood_zone(*kernels.graph_arrays(problem), lab, zone, out, LEVELS, STEPS)
     changed = zone[out[zone] != lab[zone]]
     return changed, out[changed]
 

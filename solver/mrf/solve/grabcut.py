@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 import numpy as np
 
 from solver.mrf.build.colour import fit_colour_models, unary_costs
 from solver.mrf.build.graph import image_to_float
-from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.problem import MRFProblem, replace_problem
 from solver.reference import alpha_expansion, mincut
 
 log = logging.getLogger(__name__)
@@ -56,6 +55,6 @@ def refine_colour_models(problem: MRFProblem, image: np.ndarray, rounds: int = 1
             break
         models = fit_colour_models(colours, labels, k, model=problem.colour_model,
                                    seed=seed + r + 1)
-        problem = replace(problem, unary=unary_costs(colours, models), models=tuple(models))
+        problem = replace_problem(problem, unary=unary_costs(colours, models), models=tuple(models))
         log.debug("grabcut round %d: label counts %s", r + 1, counts[1:].tolist())
     return problem

@@ -10,14 +10,12 @@ coarse level a faithful (smaller) picture of the fine problem for a coarse-to-fi
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from solver.backend.threads import threaded
-from solver.mrf.build.graph import GridGraph, edge_ends, laplacian, own_grid
+from solver.mrf.build.graph import GridGraph, edge_ends, own_grid
 from solver.mrf.build.grid_kernels import _is_grid_edge_list, coarsen_edges
-from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.problem import MRFProblem, replace_problem
 from solver.mrf.build.pyramid_kernels import coarsen_grid_edges
 from solver.mrf.polish.morphology import square_morphology
 
@@ -93,7 +91,7 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
     one = named.sum(axis=1) == 1
     hard_c = np.where(one, np.argmax(named, axis=1) + 1, 0).astype(np.int32)
     coarse = MRFProblem(shape=cshape, k=k, lam=problem.lam, unary=unary, graph=graph,
-                        laplacian=laplacian(graph), hard=hard_c, beta=problem.beta,
+                        laplacian=None, hard=hard_c, beta=problem.beta,
                         colour_model=problem.colour_model, models=problem.models,
                         constraints=(None if problem.constraints is None
                                      else problem.constraints.coarsened(block, nc)))
@@ -151,7 +149,7 @@ def fix_outside(problem: MRFProblem, labels: np.ndarray, free: np.ndarray) -> MR
     hard = np.asarray(problem.hard).ravel()
     lab = np.asarray(labels).ravel().astype(np.int32)
     new = np.where(hard > 0, hard, np.where(np.asarray(free).ravel(), 0, lab)).astype(np.int32)
-    return replace(problem, hard=new)
+    return replace_problem(problem, hard=new)
 
 
 def pyramid(problem: MRFProblem, coarsest: int) -> tuple[list[MRFProblem], list[np.ndarray]]:

@@ -36,9 +36,11 @@ from solver.admm.records import (
 from solver.admm.systems import (GenericSystem, OneHotKronSystem, onehot_operator,
                                  problem_scale, sparse_operator)
 from solver.backend import Backend, get_backend
-from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.graph import own_grid
+from solver.mrf.build.problem import MRFProblem, replace_problem
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.polish.fusion import Snapshot
+from solver.mrf.polish.icm_kernels import graph_arrays
 from solver.mrf.polish.pipeline import polish_labels
 from solver.mrf.solve import reduction_kernels as kernels
 from solver.mrf.solve.constraint_terms import (apart_rows, apart_split, area_set,
@@ -56,6 +58,26 @@ log = logging.getLogger(__name__)
 
 #: How K > 2 keeps each pixel's weights on the simplex by default: one-hot rows as a penalty.
 ONEHOT_DEFAULT = "penalty"
+
+
+def _grid(problem: MRFProblem) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(gw, geom)`` when the problem's Laplacian is read from its grid's own weights
+    (:func:`solver.mrf.polish.stencil.grid_view`), so a photo's ADMM never makes the matrix;
+    else None. Only for a graph of the grid's own edges: a coarse level's matrix adds its
+    diagonal in another order than the grid view."""
+    if not own_grid(problem.graph):
+        return None
+    gw, geom = graph_arrays(problem)[3:]
+    return (gw, geom) if gw.shape[0] else None
+
+
+def _matrix(problem: MRFProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CSR arrays :func:`reduction_kernels.split_fixed` reads: the Laplacian's, or empty
+    ones where it reads the grid (:func:`_grid`)."""
+    if _grid(problem) is not None:
+        return np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0)
+    L = problem.laplacian.tocsr()
+    return L.indptr, L.indices, L.data
 
 
 def label_weights(x0: np.ndarray, n: int, k: int) -> np.ndarray:
@@ -111,9 +133,9 @@ class MRFADMM:
         # cyclic garbage collector runs (about 75 MB a solve at 5e5 pixels)
         self.snapshots: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         fix = np.flatnonzero(hard > 0)
-        L = problem.laplacian.tocsr()
-        ptr, idx, val, coupling, same = kernels.split_fixed(L.indptr, L.indices, L.data,
-                                                            hard.astype(np.int64), k)
+        ptr, idx, val, coupling, same = kernels.split_fixed(*_matrix(problem),
+                                                            hard.astype(np.int64), k,
+                                                            grid=_grid(problem))
         L_ff = sp.csr_matrix((val, idx, ptr), shape=(self.free.size, self.free.size))
         d = problem.unary
         # the pairwise term of the fixed pixels among themselves, lam X_c' L_cc X_c, and their data
@@ -219,10 +241,10 @@ class MRFADMM:
             area = self._area.restricted(keep, fixed_sums)
         split = None
         if self._split is not None:  # the rows again, over the pixels left free
-            split = apart_split(replace(self.problem, hard=hard), self.free[keep], hard,
+            split = apart_split(replace_problem(self.problem, hard=hard), self.free[keep], hard,
                                 self._split.ratio, self.backend, self._pairs, self._split)
         child.__dict__.update(
-            problem=replace(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
+            problem=replace_problem(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
             options=self.options, _area=area, _apart=None, _split=split, _pairs=self._pairs,
             backend=self.backend, params=self.params, free=self.free[keep], snapshots=[],
             _fixed_labels=hard, _scale=self._scale,
@@ -240,8 +262,8 @@ class MRFADMM:
         p, k = self.problem, self.problem.k
         lab = self._fixed_labels.astype(np.int64) - 1  # 0-based
         lab[self.free] = np.argmax(np.asarray(x_free).reshape(-1, k), axis=1)
-        L = p.laplacian
-        return kernels.touching_apart(L.indptr, L.indices, lab,
+        indptr, indices, _, gw, geom = graph_arrays(p)
+        return kernels.touching_apart(indptr, indices, gw, geom, lab,
                                       np.ascontiguousarray(p.constraints.apart))[self.free]
 
     # -------------------------------------------------------------- variable mapping

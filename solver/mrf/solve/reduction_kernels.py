@@ -8,6 +8,7 @@ import numpy as np
 
 from solver.backend.threads import threaded
 from solver.mrf.polish.constrained_kernels import apart_ok
+from solver.mrf.polish.stencil import column, row_length, row_value
 
 _jit = numba.njit(cache=True, nogil=True)
 #: :func:`split_by_fixed` can run on numba's threads (see :func:`split_fixed`).
@@ -22,7 +23,8 @@ SPLIT_THREAD_ROWS = 1_000_000
 
 
 def split_fixed(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, hard: np.ndarray,
-                k: int, thread_rows: int = SPLIT_THREAD_ROWS
+                k: int, thread_rows: int = SPLIT_THREAD_ROWS,
+                grid: tuple[np.ndarray, np.ndarray] | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """:func:`split_by_fixed` on numba's threads for a matrix of at least ``thread_rows`` rows,
     on one thread below that; the same outputs either way. Through
@@ -31,20 +33,25 @@ def split_fixed(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, hard:
     Parameters
     ----------
     indptr, indices, data : numpy.ndarray
-        A symmetric CSR matrix.
+        A symmetric CSR matrix (not read with ``grid``).
     hard : numpy.ndarray
         ``(n,)`` int64: 0 for a free row, else the label (1-based) it is fixed to.
     k : int
         Columns of the coupling (labels above ``k`` count as fixed to no label).
     thread_rows : int
         Rows from which the split runs on threads (:data:`SPLIT_THREAD_ROWS`).
+    grid : tuple of numpy.ndarray, optional
+        ``(gw, geom)``: the matrix is the Laplacian of a grid's weights
+        (:func:`solver.mrf.polish.stencil.grid_view`), read from them instead of CSR arrays,
+        with the same outputs.
 
     Returns
     -------
     tuple
         ``(indptr, indices, data, coupling, same)``, see :func:`split_by_fixed`.
     """
-    return threaded(split_by_fixed, indptr, indices, data, hard, k,
+    gw, geom = grid if grid is not None else (np.empty(0), np.zeros(13, np.int64))
+    return threaded(split_by_fixed, indptr, indices, data, gw, geom, hard, k,
                     threads=None if hard.size >= thread_rows else 1)
 
 
@@ -79,8 +86,9 @@ def label_weights(x, k):  # pragma: no cover
 
 
 @_pjit
-def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
-    """A symmetric matrix (the Laplacian, or an objective's ``A``) split by the fixed rows
+def split_by_fixed(indptr, indices, data, gw, geom, hard, k):  # pragma: no cover
+    """A symmetric matrix (the Laplacian, or an objective's ``A``; CSR arrays, or a grid's
+    weights where ``gw`` is not empty, :mod:`solver.mrf.polish.stencil`) split by the fixed rows
     (``hard > 0``), in two passes over its entries.
 
     Returns ``L_ff`` over the free rows as CSR arrays (columns renumbered in row order), the
@@ -103,8 +111,9 @@ def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
         for i in range(blk * SPLIT_BLOCK, min(n, (blk + 1) * SPLIT_BLOCK)):
             if hard[i] == 0:
                 m_b += 1
-                for p in range(indptr[i], indptr[i + 1]):
-                    if hard[indices[p]] == 0:
+                for t in range(row_length(indptr, gw, i)):
+                    j = column(indptr, indices, gw, geom, i, t)
+                    if j >= 0 and hard[j] == 0:
                         nnz_b += 1
         rows_in[blk + 1] = m_b
         nnz_in[blk + 1] = nnz_b
@@ -132,20 +141,23 @@ def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
         same = 0.0
         for i in range(blk * SPLIT_BLOCK, min(n, (blk + 1) * SPLIT_BLOCK)):
             if hard[i] == 0:
-                for p in range(indptr[i], indptr[i + 1]):
-                    j = indices[p]
+                for t in range(row_length(indptr, gw, i)):
+                    j = column(indptr, indices, gw, geom, i, t)
+                    if j < 0:
+                        continue
                     if hard[j] == 0:
                         ff_indices[q] = pos[j]
-                        ff_data[q] = data[p]
+                        ff_data[q] = row_value(indptr, data, gw, geom, i, t)
                         q += 1
                     elif hard[j] <= k:
-                        coupling[r, hard[j] - 1] += data[p]
+                        coupling[r, hard[j] - 1] += row_value(indptr, data, gw, geom, i, t)
                 r += 1
                 ff_indptr[r] = q
             elif hard[i] <= k:
-                for p in range(indptr[i], indptr[i + 1]):
-                    if hard[indices[p]] == hard[i]:
-                        same += data[p]
+                for t in range(row_length(indptr, gw, i)):
+                    j = column(indptr, indices, gw, geom, i, t)
+                    if j >= 0 and hard[j] == hard[i]:
+                        same += row_value(indptr, data, gw, geom, i, t)
         same_in[blk] = same
     same = 0.0
     for blk in range(blocks):
@@ -154,12 +166,13 @@ def split_by_fixed(indptr, indices, data, hard, k):  # pragma: no cover
 
 
 @_jit
-def touching_apart(indptr, indices, lab, apart):  # pragma: no cover
-    """``(n,)`` bool: the pixels with a neighbour (in the CSR graph ``indptr``/``indices``)
-    whose label is apart from theirs (``lab`` 0-based, ``apart`` ``(K, K)`` symmetric): those
+def touching_apart(indptr, indices, gw, geom, lab, apart):  # pragma: no cover
+    """``(n,)`` bool: the pixels with a neighbour (in the graph arrays,
+    :mod:`solver.mrf.polish.stencil`) whose label is apart from theirs (``lab`` 0-based,
+    ``apart`` ``(K, K)`` symmetric): those
     :func:`solver.mrf.polish.constrained_kernels.apart_ok` refuses their own label."""
     n = lab.size
     out = np.zeros(n, np.bool_)
     for i in range(n):
-        out[i] = not apart_ok(indptr, indices, lab, apart, i, lab[i])
+        out[i] = not apart_ok(indptr, indices, gw, geom, lab, apart, i, lab[i])
     return out
