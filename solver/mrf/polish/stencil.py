@@ -4,12 +4,14 @@ pixel's eight off-diagonal entries by direction, without a matrix.
 The polish's kernels take a graph as five arrays, ``indptr, indices, data, gw, geom``. On a
 grid, ``gw`` holds the edge weights in the order of :func:`solver.mrf.build.graph.grid_edges`
 (four blocks, one a direction: east, south, south-east, south-west) and ``geom`` the grid's
-shape (:func:`grid_geometry`): a neighbour's index is ``i + offset`` and its weight a formula of
-the pixel's row and column, so the CSR arrays are not needed (they are passed empty) and a
-photo's polish holds no Laplacian: its CSR arrays were 108 bytes a pixel and the stencil that
-replaced their reads on scattered pixels another 64 (docs/decisions.md, Memory). Where ``gw`` is
-empty (a graph that is no complete grid, or narrower than three columns) the kernels read the
-CSR arrays.
+shape (:func:`grid_geometry`): a neighbour's index is ``i + offset`` and its weight sits at
+``base + i - sub * row`` for its direction, so the CSR arrays are not needed (they are passed
+empty) and a photo's polish holds no Laplacian: its CSR arrays were 108 bytes a pixel, and an
+``(n, 8)`` stencil that the polish read instead on scattered pixels another 64
+(docs/decisions.md, Memory, "The grid view"). A loop over a pixel's slots takes the pixel's row
+and border flags once (:func:`place`), then each slot (:func:`link_at`, :func:`neighbour_at`).
+Where ``gw`` is empty (a graph that is no complete grid, or narrower than three columns) the
+kernels read the CSR arrays.
 
 Every helper gives the neighbours in the CSR's own (increasing column) order, north-west,
 north, north-east, west, (the pixel itself,) east, south-west, south, south-east, and the
@@ -30,16 +32,25 @@ import numpy as np
 _jit = numba.njit(cache=True, nogil=True)
 _inline = numba.njit(cache=True, nogil=True, inline="always")
 
-#: Value :func:`link` gives with ``j = -1`` (no edge in that slot).
+#: Value :func:`link_at` gives with ``j = -1`` (no edge in that slot).
 NO_EDGE = 1.0
 
-#: Entries of :func:`grid_geometry`: the eight offsets, then these.
+#: Entries of :func:`grid_geometry`: the eight offsets, then these, then per direction ``d``
+#: (the offsets' order) ``BASE + d``, ``SUB + d`` and ``NEED + d``: the weight of the edge in
+#: direction ``d`` of the pixel ``i`` on row ``r`` sits at ``geom[BASE + d] + i -
+#: geom[SUB + d] * r``, and the edge is inside the image when the pixel's :func:`place` flags
+#: hold every bit of ``geom[NEED + d]``.
 HEIGHT, WIDTH, SOUTH_BLOCK, SOUTH_EAST_BLOCK, SOUTH_WEST_BLOCK = 8, 9, 10, 11, 12
+BASE, SUB, NEED = 13, 21, 29
+
+#: The :func:`place` flags: a row above, a row below, a column to the left, one to the right.
+UP, DOWN, LEFT, RIGHT = 1, 2, 4, 8
 
 #: Block-ordered weights of the graphs whose edges are not the grid's own list (coarse levels),
 #: by ``id`` of their matrix (scipy's matrices cannot be weak dictionary keys); an entry goes
 #: when its matrix does.
 _CACHE: dict[int, np.ndarray] = {}
+
 
 
 def grid_offsets(width: int) -> np.ndarray:
@@ -62,8 +73,8 @@ def grid_offsets(width: int) -> np.ndarray:
 
 def grid_geometry(height: int, width: int) -> np.ndarray:
     """What the kernels need to read a grid's weights: the eight offsets (:func:`grid_offsets`),
-    then the height, the width and where the south, south-east and south-west blocks of the
-    weights start.
+    the height, the width, where the south, south-east and south-west blocks of the weights
+    start, and each direction's place of its weight and the flags it needs (:data:`BASE`).
 
     Parameters
     ----------
@@ -73,158 +84,163 @@ def grid_geometry(height: int, width: int) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        ``(13,)`` int64.
+        ``(37,)`` int64.
     """
     h, w = int(height), int(width)
     b_s = h * (w - 1)
     b_se = b_s + max(h - 1, 0) * w
     b_sw = b_se + max(h - 1, 0) * (w - 1)
-    return np.concatenate([grid_offsets(w), np.array([h, w, b_s, b_se, b_sw], np.int64)])
+    # the edge's weight is its forward end's: east, south, south-east or south-west of a pixel
+    # on row r at column c lies at r (w - 1) + c (= i - r) or r w + c (= i) past its block
+    base = [b_se - w, b_s - w, b_sw - w + 1, -1, 0, b_sw - 1, b_s, b_se]
+    sub = [1, 0, 1, 1, 1, 1, 0, 1]
+    need = [UP | LEFT, UP, UP | RIGHT, LEFT, RIGHT, DOWN | LEFT, DOWN, DOWN | RIGHT]
+    return np.array([*grid_offsets(w), h, w, b_s, b_se, b_sw, *base, *sub, *need], np.int64)
 
 
 @_inline
-def _row_col(geom, i):  # pragma: no cover
-    """Pixel ``i``'s row and column."""
-    r = i // geom[WIDTH]
-    return r, i - r * geom[WIDTH]
+def place(gw, geom, i):  # pragma: no cover
+    """Pixel ``i``'s row and flags (:data:`UP` ... :data:`RIGHT`: the sides it has neighbours
+    on) on a grid; ``(0, 0)`` without one (``gw`` empty). Each loop over a pixel's slots takes
+    them once for all its slots. The row comes from a floating-point product corrected by at
+    most one (exact for any index below 2**52), not an integer division, which costs several
+    times as much."""
+    r = np.int64(0)
+    flags = np.int64(0)
+    if gw.shape[0]:
+        width = geom[WIDTH]
+        r = np.int64(np.float64(i) * (1.0 / np.float64(width)))
+        c = i - r * width
+        if c < 0:
+            r -= 1
+            c += width
+        elif c >= width:
+            r += 1
+            c -= width
+        flags = _flags(geom, r, c)
+    return r, flags
 
 
 @_inline
-def _inside(geom, r, c, d):  # pragma: no cover
-    """Whether direction ``d`` (0..7, the offsets' order) of the pixel at row ``r``, column ``c``
-    stays inside the image."""
-    up, down, left, right = r > 0, r + 1 < geom[HEIGHT], c > 0, c + 1 < geom[WIDTH]
-    if d == 0:
-        return up and left
-    if d == 1:
-        return up
-    if d == 2:
-        return up and right
-    if d == 3:
-        return left
-    if d == 4:
-        return right
-    if d == 5:
-        return down and left
-    if d == 6:
-        return down
-    return down and right
+def _flags(geom, r, c):  # pragma: no cover
+    """The :func:`place` flags of the pixel at row ``r``, column ``c``."""
+    return np.int64((UP if r > 0 else 0) | (DOWN if r + 1 < geom[HEIGHT] else 0)
+                    | (LEFT if c > 0 else 0) | (RIGHT if c + 1 < geom[WIDTH] else 0))
 
 
 @_inline
-def _edge_index(geom, r, c, d):  # pragma: no cover
-    """Where the weight of the edge in direction ``d`` of the pixel at ``(r, c)`` lies in the
-    grid's own order (that edge inside the image)."""
-    width = geom[WIDTH]
-    we = width - 1
-    if d == 0:
-        return geom[SOUTH_EAST_BLOCK] + (r - 1) * we + c - 1
-    if d == 1:
-        return geom[SOUTH_BLOCK] + (r - 1) * width + c
-    if d == 2:
-        return geom[SOUTH_WEST_BLOCK] + (r - 1) * we + c
-    if d == 3:
-        return r * we + c - 1
-    if d == 4:
-        return r * we + c
-    if d == 5:
-        return geom[SOUTH_WEST_BLOCK] + r * we + c - 1
-    if d == 6:
-        return geom[SOUTH_BLOCK] + r * width + c
-    return geom[SOUTH_EAST_BLOCK] + r * we + c
+def _inside(geom, flags, d):  # pragma: no cover
+    """Whether direction ``d`` (0..7, the offsets' order) of a pixel with :func:`place` flags
+    ``flags`` stays inside the image."""
+    need = geom[NEED + d]
+    return (flags & need) == need
 
 
 @_inline
-def _weight_at(gw, geom, r, c, d):  # pragma: no cover
-    """The Laplacian's entry for direction ``d`` (0..7, the offsets' order) of the pixel at row
-    ``r``, column ``c``, that edge inside the image: ``-(0.0 + w)``, the CSR's value bit for
-    bit."""
-    return -(0.0 + gw[_edge_index(geom, r, c, d)])
+def _weight_at(gw, geom, i, r, d):  # pragma: no cover
+    """The Laplacian's entry for direction ``d`` of pixel ``i`` on row ``r``, that edge inside
+    the image: ``-(0.0 + w)``, the CSR's value bit for bit."""
+    return -(0.0 + gw[geom[BASE + d] + i - geom[SUB + d] * r])
 
 
 @_inline
 def degree(indptr, gw, i):  # pragma: no cover
-    """How many slots pixel ``i`` has for :func:`neighbour` and :func:`link`: 8 on a grid, else
-    the entries of its CSR row."""
+    """How many slots pixel ``i`` has for :func:`neighbour_at` and :func:`link_at`: 8 on a
+    grid, else the entries of its CSR row."""
     return 8 if gw.shape[0] else indptr[i + 1] - indptr[i]
 
 
 @_inline
-def link(indptr, indices, data, gw, geom, i, t):  # pragma: no cover
+def link_at(indptr, indices, data, gw, geom, i, r, flags, t):  # pragma: no cover
     """Pixel ``i``'s neighbour in slot ``t`` (``0 <= t < degree``) and the Laplacian's entry
     for it, ``(j, L_ij)``, or ``(-1, NO_EDGE)`` for none (no edge that way on a grid; the
-    diagonal entry of a CSR row). In the CSR's order either way."""
+    diagonal entry of a CSR row); ``r, flags`` from :func:`place`. In the CSR's order either
+    way.
+
+    Every helper here returns once, at its end: numba compiles a helper with a return in each
+    branch, inlined into a loop, to code several times slower (measured: docs/decisions.md,
+    Memory, "The grid view")."""
     if gw.shape[0]:
-        r, c = _row_col(geom, i)
-        if _inside(geom, r, c, t):
-            return np.int64(i + geom[t]), _weight_at(gw, geom, r, c, t)
-        return np.int64(-1), NO_EDGE
-    p = indptr[i] + t
-    j = np.int64(indices[p])
-    return (j, data[p]) if j != i else (np.int64(-1), NO_EDGE)
+        ok = _inside(geom, flags, t)
+        j = np.int64(i + geom[t]) if ok else np.int64(-1)
+        v = _weight_at(gw, geom, i, r, t) if ok else NO_EDGE
+    else:
+        p = indptr[i] + t
+        j = np.int64(indices[p])
+        v = data[p]
+        if j == i:
+            j = np.int64(-1)
+            v = NO_EDGE
+    return j, v
 
 
 @_inline
-def neighbour(indptr, indices, gw, geom, i, t):  # pragma: no cover
+def neighbour_at(indptr, indices, gw, geom, i, flags, t):  # pragma: no cover
     """Pixel ``i``'s neighbour in slot ``t`` (``0 <= t < degree``), or -1 for none (as
-    :func:`link`).
+    :func:`link_at`); ``flags`` from :func:`place`.
 
     A loop asks for the neighbours through this function and writes its own arrays: numba
     compiles a helper that only reads to the same code as the loop written out, while one that
     writes the caller's arrays (a queue push) makes such loops much slower (measured:
     docs/decisions.md, Helpers inside compiled loops)."""
     if gw.shape[0]:
-        r, c = _row_col(geom, i)
-        return np.int64(i + geom[t]) if _inside(geom, r, c, t) else np.int64(-1)
-    j = np.int64(indices[indptr[i] + t])
-    return j if j != i else np.int64(-1)
+        j = np.int64(i + geom[t]) if _inside(geom, flags, t) else np.int64(-1)
+    else:
+        j = np.int64(indices[indptr[i] + t])
+        if j == i:
+            j = np.int64(-1)
+    return j
 
 
 @_inline
 def row_length(indptr, gw, i):  # pragma: no cover
-    """How many slots pixel ``i``'s row has for :func:`column`, its diagonal included: 9 on a
-    grid, else the entries of its CSR row."""
+    """How many slots pixel ``i``'s row has for :func:`column_at`, its diagonal included: 9 on
+    a grid, else the entries of its CSR row."""
     return 9 if gw.shape[0] else indptr[i + 1] - indptr[i]
 
 
 @_inline
-def column(indptr, indices, gw, geom, i, t):  # pragma: no cover
+def column_at(indptr, indices, gw, geom, i, flags, t):  # pragma: no cover
     """The column of slot ``t`` of pixel ``i``'s row (``0 <= t < row_length``), the diagonal
-    included (``i`` itself, slot 4 on a grid), or -1 for a grid's missing edge: a CSR row's
-    entries in its order, for the loops that visit the pixel with its neighbours."""
+    included (``i`` itself, slot 4 on a grid), or -1 for a grid's missing edge; ``flags`` from
+    :func:`place`: a CSR row's entries in its order, for the loops that visit the pixel with
+    its neighbours."""
     if gw.shape[0]:
-        if t == 4:
-            return np.int64(i)
-        return neighbour(indptr, indices, gw, geom, i, t - (t > 4))
-    return np.int64(indices[indptr[i] + t])
+        d = t - (t > 4)
+        j = np.int64(i)
+        if t != 4:
+            j = np.int64(i + geom[d]) if _inside(geom, flags, d) else np.int64(-1)
+    else:
+        j = np.int64(indices[indptr[i] + t])
+    return j
 
 
 @_inline
-def _diagonal(gw, geom, r, c):  # pragma: no cover
-    """The Laplacian's diagonal entry of the pixel at ``(r, c)``, the weights of its edges added
-    as :func:`solver.mrf.build.grid_kernels.grid_laplacian_csr` adds them (those to higher
-    pixels, then to lower ones, each in edge order), so bit for bit the CSR's."""
+def _diagonal(gw, geom, i, r, flags):  # pragma: no cover
+    """The Laplacian's diagonal entry of pixel ``i`` (row ``r``, :func:`place` flags), the
+    weights of its edges added as :func:`solver.mrf.build.grid_kernels.grid_laplacian_csr` adds
+    them (those to higher pixels, then to lower ones, each in edge order), so bit for bit the
+    CSR's."""
     low = 0.0
     for d in (4, 6, 7, 5):
-        if _inside(geom, r, c, d):
-            low += gw[_edge_index(geom, r, c, d)]
+        if _inside(geom, flags, d):
+            low -= _weight_at(gw, geom, i, r, d)  # (x - (-(0.0 + w)) is x + w exactly)
     high = 0.0
     for d in (3, 1, 0, 2):
-        if _inside(geom, r, c, d):
-            high += gw[_edge_index(geom, r, c, d)]
+        if _inside(geom, flags, d):
+            high -= _weight_at(gw, geom, i, r, d)
     return low + high
 
 
 @_inline
-def row_value(indptr, data, gw, geom, i, t):  # pragma: no cover
-    """The entry in slot ``t`` of pixel ``i``'s row (as :func:`column`; a slot that is there),
-    the diagonal included."""
+def row_value_at(indptr, data, gw, geom, i, r, flags, t):  # pragma: no cover
+    """The entry in slot ``t`` of pixel ``i``'s row (as :func:`column_at`; a slot that is
+    there), the diagonal included; ``r, flags`` from :func:`place`."""
     if gw.shape[0]:
-        r, c = _row_col(geom, i)
-        if t == 4:
-            return _diagonal(gw, geom, r, c)
-        return _weight_at(gw, geom, r, c, t - (t > 4))
-    return data[indptr[i] + t]
+        v = _diagonal(gw, geom, i, r, flags) if t == 4 else _weight_at(gw, geom, i, r, t - (t > 4))
+    else:
+        v = data[indptr[i] + t]
+    return v
 
 
 @_inline
@@ -236,10 +252,10 @@ def best_label_grid(gw, geom, unary, two_lam, lab, i, agree):  # pragma: no cove
     total = 0.0
     for c in range(k):
         agree[c] = 0.0
-    r, col = _row_col(geom, i)
+    r, flags = place(gw, geom, i)
     for d in range(8):
-        if _inside(geom, r, col, d):
-            v = _weight_at(gw, geom, r, col, d)
+        if _inside(geom, flags, d):
+            v = _weight_at(gw, geom, i, r, d)
             total -= v
             agree[lab[i + geom[d]]] -= v
     return choose_label(unary, two_lam, i, lab[i], total, agree)
@@ -275,6 +291,7 @@ def weights_from_csr(indptr, indices, data, geom):  # pragma: no cover
     for r in range(height):
         for c in range(width):
             i = r * width + c
+            flags = _flags(geom, r, c)
             p = indptr[i]
             for t in range(9):
                 if t == 4:
@@ -282,7 +299,7 @@ def weights_from_csr(indptr, indices, data, geom):  # pragma: no cover
                 else:
                     d = t - (t > 4)
                     j = i + geom[d]
-                    ok = _inside(geom, r, c, d)
+                    ok = _inside(geom, flags, d)
                 if not ok:
                     continue
                 if p >= indptr[i + 1] or indices[p] != j:
@@ -290,7 +307,7 @@ def weights_from_csr(indptr, indices, data, geom):  # pragma: no cover
                 if t != 4:
                     v = data[p]
                     d = t - (t > 4)
-                    e = _edge_index(geom, r, c, d)
+                    e = geom[BASE + d] + i - geom[SUB + d] * r
                     if d >= 4:
                         out[e] = -v
                     elif out[e] != -v:  # (its forward end, already read: a symmetric matrix)
@@ -313,11 +330,13 @@ def forward_costs(gw, geom, two_lam):  # pragma: no cover
     for r in range(h):
         for c in range(width):
             i = r * width + c
+            flags = _flags(geom, r, c)
             for d in range(8):
-                if _inside(geom, r, c, d):
+                if _inside(geom, flags, d):
                     deg[i] += 1
                     if d >= 4:
-                        cost[d - 4, i] = np.float32(two_lam * (0.0 + gw[_edge_index(geom, r, c, d)]))
+                        e = geom[BASE + d] + i - geom[SUB + d] * r
+                        cost[d - 4, i] = np.float32(two_lam * (0.0 + gw[e]))
     return cost, deg
 
 
@@ -338,7 +357,7 @@ def grid_view(problem: Any) -> tuple[np.ndarray, np.ndarray]:
         matrix once (kept as long as the matrix); else (that is no such grid, or narrower than
         three columns) empty, and the kernels read the CSR arrays.
     geom : numpy.ndarray
-        ``(13,)`` int64 from :func:`grid_geometry`.
+        ``(37,)`` int64 from :func:`grid_geometry`.
     """
     from solver.mrf.build.graph import own_grid  # noqa: PLC0415  (no cycle at import)
 

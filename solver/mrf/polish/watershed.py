@@ -26,7 +26,7 @@ from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.fusion import Workspace, descent_fuser
 from solver.mrf.polish.morphology import square_morphology
-from solver.mrf.polish.stencil import degree, link, row_length
+from solver.mrf.polish.stencil import degree, link_at, place, row_length
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,9 @@ def flood_zone(indptr, indices, data, gw, geom, lab, zone, out, levels,
     for t in range(zone.size):
         i = zone[t]
         cap += row_length(indptr, gw, i)
+        gr_u, gf_u = place(gw, geom, i)
         for u in range(degree(indptr, gw, i)):
-            j, v = link(indptr, indices, data, gw, geom, i, u)
+            j, v = link_at(indptr, indices, data, gw, geom, i, gr_u, gf_u, u)
             if j >= 0:
                 top = max(top, -v)
     log_top = np.log2(top) if top > 0 else 0.0
@@ -92,8 +93,9 @@ def flood_zone(indptr, indices, data, gw, geom, lab, zone, out, levels,
                 i, src = q, True
             else:
                 i, src = j, False
+            gr_u, gf_u = place(gw, geom, i)
             for u in range(degree(indptr, gw, i)):
-                q, v = link(indptr, indices, data, gw, geom, i, u)
+                q, v = link_at(indptr, indices, data, gw, geom, i, gr_u, gf_u, u)
                 if q < 0:
                     continue
                 if src and out[q] < 0:  # from a pixel just flooded to an unlabelled one

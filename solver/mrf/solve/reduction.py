@@ -41,6 +41,7 @@ from solver.mrf.build.problem import MRFProblem, replace_problem
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.icm_kernels import graph_arrays
+from solver.mrf.polish.stencil import grid_view
 from solver.mrf.polish.pipeline import polish_labels
 from solver.mrf.solve import reduction_kernels as kernels
 from solver.mrf.solve.constraint_terms import (apart_rows, apart_split, area_set,
@@ -67,7 +68,7 @@ def _grid(problem: MRFProblem) -> tuple[np.ndarray, np.ndarray] | None:
     diagonal in another order than the grid view."""
     if not own_grid(problem.graph):
         return None
-    gw, geom = graph_arrays(problem)[3:]
+    gw, geom = grid_view(problem)
     return (gw, geom) if gw.shape[0] else None
 
 
@@ -244,8 +245,9 @@ class MRFADMM:
             split = apart_split(replace_problem(self.problem, hard=hard), self.free[keep], hard,
                                 self._split.ratio, self.backend, self._pairs, self._split)
         child.__dict__.update(
-            problem=replace_problem(self.problem, hard=hard), onehot=self.onehot, early_fixing=False,
-            options=self.options, _area=area, _apart=None, _split=split, _pairs=self._pairs,
+            problem=replace_problem(self.problem, hard=hard), onehot=self.onehot,
+            early_fixing=False, options=self.options, _area=area, _apart=None, _split=split,
+            _pairs=self._pairs,
             backend=self.backend, params=self.params, free=self.free[keep], snapshots=[],
             _fixed_labels=hard, _scale=self._scale,
             _fixed_norm_sq=self._fixed_norm_sq + float(rows.size),  # |xr|^2: its ones
