@@ -4,10 +4,11 @@ is built.
 A photo too large for the machine used to end the process: PyMaxflow's graph allocation calls
 ``exit(1)`` when it fails, and numpy's allocations raise ``MemoryError`` deep inside a solve. The
 estimate is linear in the pixels and the labels, from peak resident memory measured with
-``/usr/bin/time`` on ``segapp segment`` (docs/performance.md, Memory): 560 bytes a pixel for
-K = 2 and 945 for K = 4 from 1 to 2 megapixels, the min-cut or α-expansion reference adding
-less than the solve's own peak. It is rounded up, so a refused image would at least have come
-close to the limit.
+``/usr/bin/time`` on ``segapp segment`` (docs/performance.md, Memory; 2026-11-27, since the
+solvers read a photo's Laplacian from its weights): 136-218 bytes a pixel for K = 2 and 650-790
+for K = 4 between 1 and 4 megapixels, the min-cut or α-expansion reference adding less than
+the solve's own peak. It is rounded up, so a refused image would at least have come close to
+the limit.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ except ImportError:  # pragma: no cover - not on Windows: no address-space limit
 
 #: Resident memory before the image: the interpreter, numpy, scipy, numba's kernels (bytes).
 BASE_BYTES = 700e6
-#: Bytes a pixel of the model and ADMM's arrays: a fixed part and one per label.
-PIXEL_BYTES = 200.0
-LABEL_BYTES = 200.0
+#: Bytes a pixel of the model and ADMM's arrays: a part for two labels (ADMM's K = 2 system has
+#: one variable a pixel), and one for each label above two.
+PIXEL_BYTES = 250.0
+LABEL_BYTES = 300.0
 #: What the reference adds a pixel on top of the solve (its graph lives beside the model).
 REFERENCE_BYTES = 100.0
 #: The same when the reference runs in a child process (the app): the child's copy of the
@@ -61,7 +63,7 @@ def estimate_bytes(pixels: int, k: int, reference: bool, isolated: bool = False)
         Bytes.
     """
     extra = (ISOLATED_REFERENCE_BYTES if isolated else REFERENCE_BYTES) if reference else 0.0
-    return BASE_BYTES + (PIXEL_BYTES + LABEL_BYTES * k + extra) * float(pixels)
+    return BASE_BYTES + (PIXEL_BYTES + LABEL_BYTES * max(k - 2, 0) + extra) * float(pixels)
 
 
 def _meminfo_available() -> float | None:
