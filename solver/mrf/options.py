@@ -97,6 +97,12 @@ class PolishOptions:
         too and the best end is kept. None: none.
     tv_area_small_pixels : int
         Largest image (pixels) given the second relaxation.
+    relax_area_max_pixels : int
+        Largest image (pixels) whose final polish, K = 2 with area bounds and no apart pairs,
+        also makes the relax-and-repair move (the polish without the bound, then the repair and
+        the feasible polish from where it ends), the better end kept; 0: none. It costs about a
+        tenth of the solve and found lower energies on small images only (docs/decisions.md,
+        Area bounds and apart pairs, "Relax and repair").
     """
 
     split: bool = True
@@ -125,6 +131,7 @@ class PolishOptions:
     tv_area_levels: tuple[float, ...] = tuple(round(0.02 * i, 2) for i in range(1, 50))
     tv_area_small: tuple[int, float] | None = (800, 1.0)
     tv_area_small_pixels: int = 40_000
+    relax_area_max_pixels: int = 131_072
 
     def cap(self, n: int) -> int:
         """The region-move cap for a level of ``n`` pixels."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.problem import MRFProblem, replace_problem
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.constrained import constrained_polish
@@ -83,7 +83,11 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         ``(H, W)`` int32 labels.
     """
     if problem.constraints is not None:  # only moves that keep area bounds and apart pairs
-        return constrained_polish(problem, labels, snapshots, options, tv=split)
+        out = constrained_polish(problem, labels, snapshots, options, tv=split)
+        if (split and problem.n <= options.relax_area_max_pixels and problem.k == 2
+                and problem.constraints.has_area and not problem.constraints.has_apart):
+            out = _relaxed_area(problem, out, options, backend)
+        return out
     ws = Workspace(problem)  # (one set of work arrays for every step)
     # The steps work in place on 0-based labels, converted once each way (not between steps:
     # each conversion is a pass over the image), with the labels before each step in one
@@ -156,3 +160,23 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                    since=before if settled else None, workspace=ws,
                                    options=options)
     return kernels.one_based(lab, problem.shape)
+
+
+def _relaxed_area(problem: MRFProblem, labels: np.ndarray, options: PolishOptions,
+                  backend: Any) -> np.ndarray:
+    """The better of a K = 2 area-bounded problem's polished ``labels`` and the end of a
+    relax-and-repair move from them: the polish without the bound, then the repair and the
+    feasible polish (:func:`constrained_polish`, without its relaxations) from there.
+
+    The move takes a region out and the area back elsewhere at once, an exchange no feasible
+    move makes: with the area near a bound, each half alone breaks it or raises the energy. On
+    the coffee photo with a rectangle at 1e4 pixels, its area bounded above the unconstrained
+    min-cut's, it took the energy from 1.41 % above the parametric min-cut's to 0.02 % below
+    (docs/decisions.md, Area bounds and apart pairs, "Relax and repair")."""
+    relaxed = polish_labels(replace_problem(problem, constraints=None), labels, split=False,
+                            options=options, backend=backend)
+    other = constrained_polish(problem, relaxed, (), options, tv=False)
+    if problem.energy(other) < problem.energy(labels):
+        log.debug("relax and repair: %.6g -> %.6g", problem.energy(labels), problem.energy(other))
+        return other
+    return labels
