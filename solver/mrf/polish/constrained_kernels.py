@@ -37,9 +37,9 @@ def pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i,
 @_jit
 def apart_ok(indptr, indices, gw, geom, lab, apart, i, c):  # pragma: no cover
     """Whether pixel ``i`` may take label ``c``: no neighbour carries a label apart from ``c``."""
-    _, gf_t = place(gw, geom, i)
+    _, flags_t = place(gw, geom, i)
     for t in range(degree(indptr, gw, i)):
-        j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+        j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
         if j >= 0 and apart[c, lab[j]]:
             return False
     return True
@@ -80,9 +80,9 @@ def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movabl
             counts[a] -= w[i]
             counts[best] += w[i]
             moved += 1
-            _, gf_t = place(gw, geom, i)
+            _, flags_t = place(gw, geom, i)
             for t in range(row_length(indptr, gw, i)):  # (i itself too: it may move again)
-                j = column_at(indptr, indices, gw, geom, i, gf_t, t)
+                j = column_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and movable[j]:
                     nxt[j] = True
         moves += moved
@@ -97,9 +97,9 @@ def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movabl
 def _edge_weight(indptr, indices, data, gw, geom, i, j):  # pragma: no cover
     """The weight ``W_ij`` of the edge between pixels ``i`` and ``j``; 0 if they are not
     neighbours."""
-    gr_t, gf_t = place(gw, geom, i)
+    row_t, flags_t = place(gw, geom, i)
     for t in range(degree(indptr, gw, i)):
-        u, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+        u, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
         if u >= 0 and u == j:
             return -v
     return 0.0
@@ -108,9 +108,9 @@ def _edge_weight(indptr, indices, data, gw, geom, i, j):  # pragma: no cover
 @_jit
 def _on_boundary(indptr, indices, gw, geom, lab, i, c):  # pragma: no cover
     """Whether pixel ``i`` has a neighbour labelled ``c``."""
-    _, gf_t = place(gw, geom, i)
+    _, flags_t = place(gw, geom, i)
     for t in range(degree(indptr, gw, i)):
-        j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+        j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
         if j >= 0 and lab[j] == c:
             return True
     return False
@@ -135,9 +135,9 @@ def swap_rounds(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w
     m = 0
     for i in range(n):
         if movable[i]:
-            _, gf_t = place(gw, geom, i)
+            _, flags_t = place(gw, geom, i)
             for t in range(degree(indptr, gw, i)):
-                j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+                j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and lab[j] != lab[i]:
                     listed[i] = True
                     cand[m] = i
@@ -226,9 +226,9 @@ def swap_rounds(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w
                     # so is u before its own row)
                     for pix in (i, j):
                         dirty[pix] = True
-                        _, gf_t = place(gw, geom, pix)
+                        _, flags_t = place(gw, geom, pix)
                         for t in range(degree(indptr, gw, pix)):
-                            u = neighbour_at(indptr, indices, gw, geom, pix, gf_t, t)
+                            u = neighbour_at(indptr, indices, gw, geom, pix, flags_t, t)
                             if u < 0:
                                 continue
                             dirty[u] = True
@@ -236,9 +236,9 @@ def swap_rounds(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w
                                 listed[u] = True
                                 cand[m] = u
                                 m += 1
-                            _, gf_s = place(gw, geom, u)
+                            _, flags_s = place(gw, geom, u)
                             for s in range(degree(indptr, gw, u)):
-                                v = neighbour_at(indptr, indices, gw, geom, u, gf_s, s)
+                                v = neighbour_at(indptr, indices, gw, geom, u, flags_s, s)
                                 if v >= 0:
                                     dirty[v] = True
                     p += 1
@@ -365,9 +365,9 @@ def repair_areas(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
                     lab[i] = c
                     counts[a] -= w[i]
                     counts[c] += w[i]
-                    _, gf_t = place(gw, geom, i)
+                    _, flags_t = place(gw, geom, i)
                     for t in range(degree(indptr, gw, i)):
-                        j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+                        j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                         if j >= 0 and movable[j] and ((lab[j] == target) == shrink):
                             dj, cj = _best_move(indptr, indices, data, gw, geom, unary, two_lam,
                                                 lab, w, counts, lo, hi, apart, j, shrink, target,
@@ -386,9 +386,9 @@ def repair_areas(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
 def _on_boundary_other(indptr, indices, gw, geom, lab, i, target, shrink):  # pragma: no cover
     """Whether pixel ``i`` lies on the boundary of label ``target``: a pixel of it beside
     another label (``shrink``), or a pixel of another label beside it."""
-    _, gf_t = place(gw, geom, i)
+    _, flags_t = place(gw, geom, i)
     for t in range(degree(indptr, gw, i)):
-        j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+        j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
         if j >= 0 and ((lab[j] == target) != shrink):
             return True
     return False
@@ -451,9 +451,9 @@ def fuse_level_set(indptr, indices, data, gw, geom, unary, two_lam, lab, movable
             head += 1
             li = lab[i]
             gain += unary[i, c] - unary[i, li]
-            gr_e, gf_e = place(gw, geom, i)
+            row_e, flags_e = place(gw, geom, i)
             for e in range(degree(indptr, gw, i)):
-                j, v = link_at(indptr, indices, data, gw, geom, i, gr_e, gf_e, e)
+                j, v = link_at(indptr, indices, data, gw, geom, i, row_e, flags_e, e)
                 if j < 0:
                     continue
                 cut = -two_lam * v
@@ -531,9 +531,9 @@ def region_sums(indptr, indices, data, gw, geom, unary, two_lam, lab, comp, w, m
             pinned[r] = True
         for c in range(k):
             usum[r, c] += unary[i, c]
-        gr_t, gf_t = place(gw, geom, i)
+        row_t, flags_t = place(gw, geom, i)
         for t in range(degree(indptr, gw, i)):
-            j, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+            j, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
             if j >= 0 and comp[j] == 0:
                 border[r, lab[j]] -= two_lam * v
                 touch[r, lab[j]] = True

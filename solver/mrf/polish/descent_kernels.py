@@ -59,9 +59,9 @@ def _queue_around(indptr, indices, gw, geom, movable, queue, inq, pixels, m, tou
             inq[i] = True
             queue[count] = i
             count += 1
-        _, gf_t = place(gw, geom, i)
+        _, flags_t = place(gw, geom, i)
         for t in range(degree(indptr, gw, i)):
-            j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+            j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
             if j >= 0 and movable[j] and not inq[j]:
                 inq[j] = True
                 queue[count] = j
@@ -93,9 +93,9 @@ def _descend(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, queu
             tlist[nt] = i
             nt += 1
         # (the pushes written out, as in _queue_around)
-        _, gf_t = place(gw, geom, i)
+        _, flags_t = place(gw, geom, i)
         for t in range(degree(indptr, gw, i)):
-            j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+            j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
             if j >= 0 and movable[j] and not inq[j]:
                 inq[j] = True
                 queue[(head + count) % size] = j

@@ -77,9 +77,9 @@ def around_changes(indptr, indices, gw, geom, lab, before, movable):  # pragma: 
     for i in range(lab.size):
         if lab[i] != before[i]:
             out[i] = movable[i]
-            _, gf_t = place(gw, geom, i)
+            _, flags_t = place(gw, geom, i)
             for t in range(degree(indptr, gw, i)):
-                j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+                j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and movable[j]:
                     out[j] = True
     return out
@@ -93,9 +93,9 @@ def neighbour_weights(indptr, indices, data, gw, geom, lab, i, agree):  # pragma
     total = 0.0
     for c in range(agree.size):
         agree[c] = 0.0
-    gr_t, gf_t = place(gw, geom, i)
+    row_t, flags_t = place(gw, geom, i)
     for t in range(degree(indptr, gw, i)):
-        j, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+        j, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
         if j >= 0:
             total -= v
             agree[lab[j]] -= v
@@ -158,9 +158,9 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
                 # queue each movable neighbour not queued yet on its class's list (written out
                 # here: through a helper per neighbour, numba makes such loops several times
                 # slower)
-                _, gf_t = place(gw, geom, i)
+                _, flags_t = place(gw, geom, i)
                 for t in range(degree(indptr, gw, i)):
-                    j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+                    j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                     if j >= 0 and movable[j] and not active[j]:
                         active[j] = True
                         cj = ((j // width) & 1) * 2 + ((j % width) & 1)
@@ -176,9 +176,9 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
 def _count_other(indptr, indices, gw, geom, lab, i):  # pragma: no cover
     """How many of pixel ``i``'s neighbours have another label (> 0: ``i`` is on a boundary)."""
     count = 0
-    _, gf_t = place(gw, geom, i)
+    _, flags_t = place(gw, geom, i)
     for t in range(degree(indptr, gw, i)):
-        j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+        j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
         if j >= 0 and lab[j] != lab[i]:
             count += 1
     return count
@@ -189,9 +189,9 @@ def _add_border_costs(indptr, indices, data, gw, geom, two_lam, lab, i, skip,
                       cost):  # pragma: no cover
     """Add to ``cost[c]`` what pixel ``i``'s edges (but the one to ``skip``) cost if it takes
     label ``c``, given its neighbours' current labels."""
-    gr_t, gf_t = place(gw, geom, i)
+    row_t, flags_t = place(gw, geom, i)
     for t in range(degree(indptr, gw, i)):
-        m, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+        m, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
         if m >= 0 and m != skip:
             for c in range(cost.size):
                 if lab[m] != c:
@@ -203,14 +203,14 @@ def _mark_two_steps(indptr, indices, gw, geom, movable, i, mark):  # pragma: no 
     """Mark the movable pixels within two steps of ``i`` (``i`` and its neighbours too): the
     pairs whose price a move of ``i`` changes (a pair's price reads the neighbours of both its
     pixels)."""
-    _, gf_t = place(gw, geom, i)
+    _, flags_t = place(gw, geom, i)
     for t in range(row_length(indptr, gw, i)):
-        m = column_at(indptr, indices, gw, geom, i, gf_t, t)
+        m = column_at(indptr, indices, gw, geom, i, flags_t, t)
         if m < 0:
             continue
-        _, gf_u = place(gw, geom, m)
+        _, flags_u = place(gw, geom, m)
         for u in range(row_length(indptr, gw, m)):
-            q = column_at(indptr, indices, gw, geom, m, gf_u, u)
+            q = column_at(indptr, indices, gw, geom, m, flags_u, u)
             if q >= 0 and movable[q]:
                 mark[q] = True
 
@@ -239,9 +239,9 @@ def pair_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
     active = np.zeros(n, np.bool_)
     for i in range(n):
         if other[i] > 0:
-            _, gf_t = place(gw, geom, i)
+            _, flags_t = place(gw, geom, i)
             for t in range(row_length(indptr, gw, i)):  # (i itself too)
-                j = column_at(indptr, indices, gw, geom, i, gf_t, t)
+                j = column_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and movable[j]:
                     active[j] = True
     marked = np.zeros(n, np.bool_)
@@ -253,9 +253,9 @@ def pair_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
                 continue
             a = lab[i]
             edge_i = other[i] > 0
-            _, gf_q = place(gw, geom, i)
+            _, flags_q = place(gw, geom, i)
             for q in range(degree(indptr, gw, i)):
-                j = neighbour_at(indptr, indices, gw, geom, i, gf_q, q)
+                j = neighbour_at(indptr, indices, gw, geom, i, flags_q, q)
                 if j <= i or lab[j] != a or not movable[j]:
                     continue
                 if not edge_i and other[j] == 0:
@@ -273,9 +273,9 @@ def pair_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
                     lab[j] = best
                     moved += 1
                     for end in (i, j):  # (each end and its neighbours)
-                        _, gf_t = place(gw, geom, end)
+                        _, flags_t = place(gw, geom, end)
                         for t in range(row_length(indptr, gw, end)):
-                            m = column_at(indptr, indices, gw, geom, end, gf_t, t)
+                            m = column_at(indptr, indices, gw, geom, end, flags_t, t)
                             if m >= 0:
                                 other[m] = _count_other(indptr, indices, gw, geom, lab, m)
                     if sweep == 0:

@@ -30,9 +30,9 @@ def _region(indptr, indices, gw, geom, lab, movable, seen, queue, s, cap):  # pr
     while head < end:
         i = queue[head]
         head += 1
-        _, gf_t = place(gw, geom, i)
+        _, flags_t = place(gw, geom, i)
         for t in range(degree(indptr, gw, i)):  # (i itself, seen already, added nothing)
-            j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+            j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
             if j >= 0 and not seen[j] and movable[j] and lab[j] == a:
                 seen[j] = True
                 queue[end] = j
@@ -52,9 +52,9 @@ def _propose(indptr, indices, gw, geom, unary, lab, prop, apart, queue, size,
     for m in range(size):
         i = queue[m]
         clash = False
-        _, gf_t = place(gw, geom, i)
+        _, flags_t = place(gw, geom, i)
         for t in range(degree(indptr, gw, i)):
-            j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+            j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
             if j >= 0 and prop[j] != c and apart[c, prop[j]]:
                 clash = True
                 break
@@ -65,9 +65,9 @@ def _propose(indptr, indices, gw, geom, unary, lab, prop, apart, queue, size,
             if apart[b, c] or unary[i, b] >= best_cost:
                 continue
             ok = True
-            _, gf_t = place(gw, geom, i)
+            _, flags_t = place(gw, geom, i)
             for t in range(degree(indptr, gw, i)):
-                j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+                j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and prop[j] != c and apart[b, prop[j]]:
                     ok = False
                     break
@@ -90,9 +90,9 @@ def _change(indptr, indices, data, gw, geom, unary, two_lam, lab, prop, apart, m
         i = queue[m]
         li, pi = lab[i], prop[i]
         delta += unary[i, pi] - unary[i, li]
-        gr_t, gf_t = place(gw, geom, i)
+        row_t, flags_t = place(gw, geom, i)
         for t in range(degree(indptr, gw, i)):
-            j, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+            j, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
             if j < 0 or (mark[j] == stamp and j < i):
                 continue
             pj = prop[j]
@@ -136,9 +136,9 @@ def _margin_bound(indptr, indices, data, gw, geom, unary, two_lam, lab, mark, st
         i = queue[m]
         li = lab[i]
         interior = m < size
-        gr_t, gf_t = place(gw, geom, i)
+        row_t, flags_t = place(gw, geom, i)
         for t in range(degree(indptr, gw, i)):
-            j, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+            j, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
             if j < 0:
                 continue
             if interior and (mark[j] != stamp or lab[j] != a):
@@ -184,9 +184,9 @@ def margin_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
         end = size  # the ring: movable pixels outside the region beside it
         for m in range(size):
             i = queue[m]
-            _, gf_t = place(gw, geom, i)
+            _, flags_t = place(gw, geom, i)
             for t in range(degree(indptr, gw, i)):  # (i itself, marked already, added nothing)
-                j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+                j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and mark[j] != s and movable[j]:
                     mark[j] = s
                     queue[end] = j
@@ -240,9 +240,9 @@ def _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size):  # 
     for m in range(size):
         i = queue[m]
         clash = False
-        _, gf_t = place(gw, geom, i)
+        _, flags_t = place(gw, geom, i)
         for t in range(degree(indptr, gw, i)):
-            j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+            j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
             if j >= 0 and apart[prop[i], prop[j]]:
                 clash = True
                 break
@@ -253,9 +253,9 @@ def _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size):  # 
             if unary[i, b] >= best_cost:
                 continue
             ok = True
-            _, gf_t = place(gw, geom, i)
+            _, flags_t = place(gw, geom, i)
             for t in range(degree(indptr, gw, i)):
-                j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+                j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and apart[b, prop[j]]:
                     ok = False
                     break
@@ -297,9 +297,9 @@ def fuse_with_margin(indptr, indices, data, gw, geom, unary, two_lam, lab, movab
         while head < end:
             i = queue[head]
             head += 1
-            _, gf_e = place(gw, geom, i)
+            _, flags_e = place(gw, geom, i)
             for e in range(degree(indptr, gw, i)):  # (i itself, marked already, added nothing)
-                j = neighbour_at(indptr, indices, gw, geom, i, gf_e, e)
+                j = neighbour_at(indptr, indices, gw, geom, i, flags_e, e)
                 if j >= 0 and mark[j] < base and movable[j] and lab[j] != c and x[j, c] > t:
                     mark[j] = stamp
                     queue[end] = j

@@ -44,9 +44,9 @@ def _components(indptr, indices, gw, geom, member, seeds, m, region, order,
         while head < top:
             i = order[head]
             head += 1
-            _, gf_t = place(gw, geom, i)
+            _, flags_t = place(gw, geom, i)
             for t in range(degree(indptr, gw, i)):
-                j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+                j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and member[j] and region[j] < 0:
                     region[j] = nc
                     order[top] = j
@@ -107,9 +107,9 @@ def _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, m, newlab, 
             i = order[q]
             a, c = lab[i], newlab[i]
             dr += unary[i, c] - unary[i, a]
-            gr_t, gf_t = place(gw, geom, i)
+            row_t, flags_t = place(gw, geom, i)
             for t in range(degree(indptr, gw, i)):
-                j, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+                j, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
                 if j >= 0:
                     dr -= two_lam * v * _change(lab, newlab, member, a, c, j)
         delta[r] = dr
@@ -329,9 +329,9 @@ def _capped_components(indptr, indices, gw, geom, lab, a, prefer, seeds, cap, re
             head += 1
             # (each step written out: through a helper that writes ``region`` and ``order``,
             # numba makes the search several times slower)
-            _, gf_t = place(gw, geom, i)
+            _, flags_t = place(gw, geom, i)
             for t in range(degree(indptr, gw, i)):
-                j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+                j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and _member(lab, a, prefer, j):
                     if region[j] == -2:
                         too_big = True
@@ -384,9 +384,9 @@ def move_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, a, prefer
                     pinned[r] = True
                 for c in range(k):
                     delta[r, c] += unary[i, c] - unary[i, a]
-                gr_t, gf_t = place(gw, geom, i)
+                row_t, flags_t = place(gw, geom, i)
                 for t in range(degree(indptr, gw, i)):
-                    j, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+                    j, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
                     if j >= 0 and not _member(lab, a, prefer, j):
                         border[lab[j]] -= v
             for c in range(k):
@@ -426,9 +426,9 @@ def _split_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, 
             i = order[q]
             cost_b = unary[i, b]
             cost_c = unary[i, c]
-            gr_t, gf_t = place(gw, geom, i)
+            row_t, flags_t = place(gw, geom, i)
             for t in range(degree(indptr, gw, i)):
-                j, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+                j, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
                 if j < 0:
                     continue
                 lj = prop[j] if region[j] == r else lab[j]
@@ -452,9 +452,9 @@ def _split_delta(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r
     for q in range(s0, s1):
         i = order[q]
         delta += unary[i, prop[i]] - unary[i, a]
-        gr_t, gf_t = place(gw, geom, i)
+        row_t, flags_t = place(gw, geom, i)
         for t in range(degree(indptr, gw, i)):
-            j, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+            j, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
             if j < 0:
                 continue
             w = -v
@@ -483,9 +483,9 @@ def _split_bound(indptr, indices, data, gw, geom, unary, two_lam, region, r, ord
             if near[b] and b != a and unary[i, b] < low:
                 low = unary[i, b]
         bound += low - unary[i, a]
-        gr_t, gf_t = place(gw, geom, i)
+        row_t, flags_t = place(gw, geom, i)
         for t in range(degree(indptr, gw, i)):
-            j, v = link_at(indptr, indices, data, gw, geom, i, gr_t, gf_t, t)
+            j, v = link_at(indptr, indices, data, gw, geom, i, row_t, flags_t, t)
             if j < 0:
                 continue
             w = -v
@@ -527,9 +527,9 @@ def split_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, mask, a,
             i = order[q]
             if hard[i] > 0:
                 pinned = True
-            _, gf_t = place(gw, geom, i)
+            _, flags_t = place(gw, geom, i)
             for t in range(degree(indptr, gw, i)):
-                j = neighbour_at(indptr, indices, gw, geom, i, gf_t, t)
+                j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and region[j] != r:
                     near[lab[j]] = True
         if pinned or _split_bound(indptr, indices, data, gw, geom, unary, two_lam, region, r,

@@ -62,9 +62,9 @@ def flood_zone(indptr, indices, data, gw, geom, lab, zone, out, levels,
     for t in range(zone.size):
         i = zone[t]
         cap += row_length(indptr, gw, i)
-        gr_u, gf_u = place(gw, geom, i)
+        row_u, flags_u = place(gw, geom, i)
         for u in range(degree(indptr, gw, i)):
-            j, v = link_at(indptr, indices, data, gw, geom, i, gr_u, gf_u, u)
+            j, v = link_at(indptr, indices, data, gw, geom, i, row_u, flags_u, u)
             if j >= 0:
                 top = max(top, -v)
     log_top = np.log2(top) if top > 0 else 0.0
@@ -93,9 +93,9 @@ def flood_zone(indptr, indices, data, gw, geom, lab, zone, out, levels,
                 i, src = q, True
             else:
                 i, src = j, False
-            gr_u, gf_u = place(gw, geom, i)
+            row_u, flags_u = place(gw, geom, i)
             for u in range(degree(indptr, gw, i)):
-                q, v = link_at(indptr, indices, data, gw, geom, i, gr_u, gf_u, u)
+                q, v = link_at(indptr, indices, data, gw, geom, i, row_u, flags_u, u)
                 if q < 0:
                     continue
                 if src and out[q] < 0:  # from a pixel just flooded to an unlabelled one

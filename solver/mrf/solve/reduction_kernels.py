@@ -111,9 +111,9 @@ def split_by_fixed(indptr, indices, data, gw, geom, hard, k):  # pragma: no cove
         for i in range(blk * SPLIT_BLOCK, min(n, (blk + 1) * SPLIT_BLOCK)):
             if hard[i] == 0:
                 m_b += 1
-                _, gf_t = place(gw, geom, i)
+                _, flags_t = place(gw, geom, i)
                 for t in range(row_length(indptr, gw, i)):
-                    j = column_at(indptr, indices, gw, geom, i, gf_t, t)
+                    j = column_at(indptr, indices, gw, geom, i, flags_t, t)
                     if j >= 0 and hard[j] == 0:
                         nnz_b += 1
         rows_in[blk + 1] = m_b
@@ -142,26 +142,26 @@ def split_by_fixed(indptr, indices, data, gw, geom, hard, k):  # pragma: no cove
         same = 0.0
         for i in range(blk * SPLIT_BLOCK, min(n, (blk + 1) * SPLIT_BLOCK)):
             if hard[i] == 0:
-                gr_t, gf_t = place(gw, geom, i)
+                row_t, flags_t = place(gw, geom, i)
                 for t in range(row_length(indptr, gw, i)):
-                    j = column_at(indptr, indices, gw, geom, i, gf_t, t)
+                    j = column_at(indptr, indices, gw, geom, i, flags_t, t)
                     if j < 0:
                         continue
                     if hard[j] == 0:
                         ff_indices[q] = pos[j]
-                        ff_data[q] = row_value_at(indptr, data, gw, geom, i, gr_t, gf_t, t)
+                        ff_data[q] = row_value_at(indptr, data, gw, geom, i, row_t, flags_t, t)
                         q += 1
                     elif hard[j] <= k:
-                        coupling[r, hard[j] - 1] += row_value_at(indptr, data, gw, geom, i, gr_t,
-                                                                 gf_t, t)
+                        coupling[r, hard[j] - 1] += row_value_at(indptr, data, gw, geom, i, row_t,
+                                                                 flags_t, t)
                 r += 1
                 ff_indptr[r] = q
             elif hard[i] <= k:
-                gr_t, gf_t = place(gw, geom, i)
+                row_t, flags_t = place(gw, geom, i)
                 for t in range(row_length(indptr, gw, i)):
-                    j = column_at(indptr, indices, gw, geom, i, gf_t, t)
+                    j = column_at(indptr, indices, gw, geom, i, flags_t, t)
                     if j >= 0 and hard[j] == hard[i]:
-                        same += row_value_at(indptr, data, gw, geom, i, gr_t, gf_t, t)
+                        same += row_value_at(indptr, data, gw, geom, i, row_t, flags_t, t)
         same_in[blk] = same
     same = 0.0
     for blk in range(blocks):
