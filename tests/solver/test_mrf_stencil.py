@@ -235,44 +235,45 @@ def test_level_set_fusion_is_the_same_through_the_grid_and_the_csr(k):
                lambda p: region_kernels.fusion_scratch(p.n))
 
 
-@pytest.mark.parametrize("k", [2, 3])
-def test_region_moves_are_the_same_through_the_grid_and_the_csr(k):
-    from solver.mrf.polish import region_kernels
+def _moves_both_ways(moves, k, shape, seeds):
+    """Run ``moves(arrays, problem, labels)`` (0-based labels changed in place; returns the
+    moves) through the grid view and through the CSR arrays on random problems from random
+    labels; assert the same moves and labels, and that some were made."""
     moved_any = 0
-    for seed in range(4):
-        p = random_problem((18, 20), k=k, seed=seed, hard_fraction=0.02)
+    for seed in range(seeds):
+        p = random_problem(shape, k=k, seed=seed, hard_fraction=0.02)
         lab = np.random.default_rng(seed).integers(0, k, p.n)
         out = []
         for arrays in _ways(p):
-            lab0, moved = lab.copy(), 0
-            for a in range(k):  # the regions of each label in turn, as settle_regions does
-                moved += region_kernels.move_regions(
-                    *arrays, p.unary, 2.0 * p.lam, lab0, a, np.empty(0, bool), p.hard.ravel(),
-                    np.arange(p.n), 50, region_kernels.region_scratch(p.n))
-            out.append((moved, lab0))
+            lab0 = lab.copy()
+            out.append((moves(arrays, p, lab0), lab0))
         assert out[0][0] == out[1][0]
         np.testing.assert_array_equal(out[0][1], out[1][1])
         moved_any += out[1][0]
     assert moved_any > 0
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_region_moves_are_the_same_through_the_grid_and_the_csr(k):
+    from solver.mrf.polish import region_kernels
+
+    def moves(arrays, p, lab0):  # the regions of each label in turn, as settle_regions does
+        return sum(region_kernels.move_regions(
+            *arrays, p.unary, 2.0 * p.lam, lab0, a, np.empty(0, bool), p.hard.ravel(),
+            np.arange(p.n), 50, region_kernels.region_scratch(p.n)) for a in range(k))
+
+    _moves_both_ways(moves, k, (18, 20), 4)
 
 
 @pytest.mark.parametrize("k", [3, 4])
 def test_pair_and_split_moves_are_the_same_through_the_grid_and_the_csr(k):
     from solver.mrf.polish import region_kernels
-    moved_any = 0
-    for seed in range(3):
-        p = random_problem((16, 19), k=k, seed=seed, hard_fraction=0.02)
-        lab = np.random.default_rng(seed).integers(0, k, p.n)
-        out = []
-        for arrays in _ways(p):
-            lab0 = lab.copy()
-            moved = kernels.pair_moves(*arrays, p.unary, 2.0 * p.lam, lab0, p.hard.ravel() == 0,
-                                       10)
-            for a in range(k):
-                moved += region_kernels.split_regions(*arrays, p.unary, 2.0 * p.lam, lab0,
-                                                      lab0 == a, a, p.hard.ravel(), 4, 10)
-            out.append((moved, lab0))
-        assert out[0][0] == out[1][0]
-        np.testing.assert_array_equal(out[0][1], out[1][1])
-        moved_any += out[1][0]
-    assert moved_any > 0
+
+    def moves(arrays, p, lab0):
+        moved = kernels.pair_moves(*arrays, p.unary, 2.0 * p.lam, lab0, p.hard.ravel() == 0, 10)
+        for a in range(k):
+            moved += region_kernels.split_regions(*arrays, p.unary, 2.0 * p.lam, lab0,
+                                                  lab0 == a, a, p.hard.ravel(), 4, 10)
+        return moved
+
+    _moves_both_ways(moves, k, (16, 19), 3)
