@@ -210,3 +210,20 @@ def test_nesting_polish_takes_expansion_moves_that_keep_the_margin():
     # measured (2026-11-27): +0.14 % with the moves, +3.0 % without
     assert gap_on <= 5e-3
     assert gap_off > gap_on + 1e-2
+
+
+@pytest.mark.parametrize("k, apart", [(3, False), (3, True), (4, False)])
+def test_a_single_row_image_is_solved_with_its_expansion_moves(k, apart):
+    """One pixel high: the grid's south offsets run past the image (they broke the expansion
+    moves' terms with a shape error)."""
+    from solver.mrf import Constraints, with_constraints
+    from tests.solver._mrf_helpers import brute_force
+
+    p = random_problem((1, 7), k=k, seed=k)
+    if apart:
+        p = with_constraints(p, Constraints(apart=((1, 3),)))
+    res = solve_mrf(p, "admm")
+    assert p.feasible(res.labels)
+    if not apart:
+        best, _ = brute_force(p)
+        assert best - 1e-9 <= res.energy <= best + 0.05 * abs(best) + 1e-9

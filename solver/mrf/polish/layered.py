@@ -105,6 +105,8 @@ def layered_relaxation(problem: MRFProblem, lab: np.ndarray, labels: tuple[int, 
     start = float(g1 @ u1) + float(g2 @ u2)
     for q in range(4):
         o = int(offsets[4 + q])
+        if o >= n:  # (a single row: no edge that far)
+            continue
         cuts = np.abs(u1[:n - o] - u1[o:]) + np.abs(u2[:n - o] - u2[o:])
         start += float(cost[q, :n - o] @ cuts)
     scale = max(1.0, abs(problem.energy(lab + 1)))

@@ -259,6 +259,8 @@ def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
     out = np.zeros_like(cost)
     for q in range(4):
         o = int(offsets[4 + q])
+        if o >= n:  # (a single row: no edge that far)
+            continue
         c = cost[q, :n - o]
         ai, aj = at[:n - o], at[o:]
         other = ~ai & ~aj
@@ -272,6 +274,8 @@ def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
         blocks = np.asarray(apart[alpha])[lab]  # a pixel whose label must not touch alpha
         for q in range(4):
             o = int(offsets[4 + q])
+            if o >= n:  # (a single row: no edge that far)
+                continue
             edge = (cost[q, :n - o] > 0.0) & ~at[:n - o] & ~at[o:]
             i_blocks = edge & blocks[:n - o]  # y_j <= y_i
             j_blocks = edge & blocks[o:]      # y_i <= y_j
@@ -395,6 +399,8 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
     reach = move_cost.sum(axis=0)
     for q in range(4):
         o = int(offsets[4 + q])
+        if o >= n:  # (a single row: no edge that far)
+            continue
         reach[o:] += move_cost[q, :n - o]
     free &= u < reach
     y = (lab == alpha).astype(np.float32)
