@@ -413,5 +413,8 @@ def test_the_pixels_touching_a_label_apart_are_those_at_an_edge_between_such_lab
         indptr, indices, _, gw, geom = graph_arrays(p)
         L = p.laplacian  # (through the grid's weights and through the matrix)
         for arrays in ((indptr, indices, gw, geom), (L.indptr, L.indices, np.empty(0), geom)):
-            got = reduction_kernels.touching_apart(*arrays, lab - 1, apart)
+            got = reduction_kernels.touching_apart(*arrays, lab - 1, apart, np.arange(p.n))
             assert want.any() and got.tolist() == want.tolist()
+            some = np.flatnonzero(rng.random(p.n) < 0.3)  # (only the pixels asked for)
+            got = reduction_kernels.touching_apart(*arrays, lab - 1, apart, some)
+            assert got.tolist() == want[some].tolist()

@@ -266,7 +266,7 @@ class MRFADMM:
         lab[self.free] = np.argmax(np.asarray(x_free).reshape(-1, k), axis=1)
         indptr, indices, _, gw, geom = graph_arrays(p)
         return kernels.touching_apart(indptr, indices, gw, geom, lab,
-                                      np.ascontiguousarray(p.constraints.apart))[self.free]
+                                      np.ascontiguousarray(p.constraints.apart), self.free)
 
     # -------------------------------------------------------------- variable mapping
     def free_weights(self, x_free: np.ndarray) -> np.ndarray:
