@@ -103,7 +103,8 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
 
     assert warm_up(3) > 0
     # the kernels a segmentation solve calls (quad_form is for LpBoxADMM.objective only: the
-    # solve takes x'Ax from the CG residual)
+    # solve takes x'Ax from the CG residual; grid_laplacian_csr only where something reads a
+    # photo's Laplacian, which a solve does not)
     for kernel in (cpu_kernels.block_pcg, fused_kernels.onehot_rhs, fused_kernels.onehot_post,
                    fused_kernels.plain_rhs, fused_kernels.plain_post,
                    cpu_kernels.quad_update,
@@ -111,7 +112,7 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    region_kernels.move_regions,
                    region_kernels.split_regions, reduction_kernels.split_by_fixed,
                    kernels.around_changes,
-                   kernels.pair_moves, grid_kernels.grid_laplacian_csr,
+                   kernels.pair_moves,
                    pyramid_kernels.coarsen_grid_edges, pyramid_kernels.cell_laplacian_csr,
                    grid_kernels.coarsen_edges,
                    grid_kernels.potts_energy, cpu_kernels.padded_split,

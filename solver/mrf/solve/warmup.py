@@ -34,6 +34,7 @@ def warm_up(max_labels: int = 3, gpu: bool = False) -> float:
         Seconds it took.
     """
     from solver.mrf.build.problem import build_problem  # noqa: PLC0415
+    from solver.mrf.polish.icm_kernels import graph_arrays  # noqa: PLC0415
     from solver.mrf.solve.dispatch import solve_mrf  # noqa: PLC0415
     from solver.mrf.solve.pyramid import coarsen, undecided_band  # noqa: PLC0415 - (solved whole)
 
@@ -54,8 +55,13 @@ def warm_up(max_labels: int = 3, gpu: bool = False) -> float:
             big_strokes = np.kron(strokes, np.ones((11, 11), np.int32))[:128, :128]
             big = build_problem(rng.random((128, 128)), big_strokes, k)
             solve_mrf(big, "admm", backend="gpu", seed=0, coarse_to_fine=True)
-        # a photo's graph coarsens on the grid path, a coarse level's on the general one
-        coarsen(coarsen(problem)[0])
+        # a photo's graph coarsens on the grid path, a coarse level's on the general one; a
+        # coarse level's matrix (its edges in cell order), grid view and energy (through its
+        # edge list) are made when it is solved (a photo's matrix never is)
+        coarse = coarsen(problem)[0]
+        coarsen(coarse)
+        graph_arrays(coarse)
+        coarse.energy(np.ones(coarse.n, np.int64))
         undecided_band(problem, res.labels)
     elapsed = time.perf_counter() - t0
     log.info("%s kernels ready in %.2f s", "CPU and GPU" if gpu else "CPU", elapsed)
