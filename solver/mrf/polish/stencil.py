@@ -265,7 +265,7 @@ def best_label_grid(gw, geom, unary, two_lam, lab, i, agree):  # pragma: no cove
 def choose_label(unary, two_lam, i, cur, total, agree):  # pragma: no cover
     """Pixel ``i``'s label given the weight ``total`` of its edges and ``-agree[c]``, the weight
     of those to neighbours labelled ``c``: the cheapest, but ``cur`` (its own) unless another is
-    cheaper by more than a relative ``1e-12``. Shared by :func:`best_label_stencil` and
+    cheaper by more than a relative ``1e-12``. Shared by :func:`best_label_grid` and
     :func:`solver.mrf.polish.icm_kernels.best_label`, so both decide alike."""
     cur_cost = unary[i, cur] + two_lam * (total - agree[cur])
     best, best_cost = cur, cur_cost
