@@ -176,7 +176,8 @@ def _relaxed_area(problem: MRFProblem, labels: np.ndarray, options: PolishOption
     relaxed = polish_labels(replace_problem(problem, constraints=None), labels, split=False,
                             options=options, backend=backend)
     other = constrained_polish(problem, relaxed, (), options, tv=False)
-    if problem.energy(other) < problem.energy(labels):
-        log.debug("relax and repair: %.6g -> %.6g", problem.energy(labels), problem.energy(other))
+    before, after = problem.energy(labels), problem.energy(other)
+    if after < before:
+        log.debug("relax and repair: %.6g -> %.6g", before, after)
         return other
     return labels

@@ -61,24 +61,18 @@ log = logging.getLogger(__name__)
 ONEHOT_DEFAULT = "penalty"
 
 
-def _grid(problem: MRFProblem) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(gw, geom)`` when the problem's Laplacian is read from its grid's own weights
-    (:func:`solver.mrf.polish.stencil.grid_view`), so a photo's ADMM never makes the matrix;
-    else None. Only for a graph of the grid's own edges: a coarse level's matrix adds its
-    diagonal in another order than the grid view."""
-    if not own_grid(problem.graph):
-        return None
-    gw, geom = grid_view(problem)
-    return (gw, geom) if gw.shape[0] else None
-
-
-def _matrix(problem: MRFProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The CSR arrays :func:`reduction_kernels.split_fixed` reads: the Laplacian's, or empty
-    ones where it reads the grid (:func:`_grid`)."""
-    if _grid(problem) is not None:
-        return np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0)
+def _split_arrays(problem: MRFProblem) -> tuple:
+    """What :func:`reduction_kernels.split_fixed` reads the Laplacian from:
+    ``(indptr, indices, data, grid)``. On a graph of the grid's own edges, its weights
+    (``grid = (gw, geom)``, :func:`solver.mrf.polish.stencil.grid_view`) and empty CSR arrays, so
+    a photo's ADMM never makes the matrix; else the matrix's CSR arrays and None (a coarse
+    level's matrix adds its diagonal in another order than the grid view)."""
+    if own_grid(problem.graph):
+        gw, geom = grid_view(problem)
+        if gw.shape[0]:
+            return np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0), (gw, geom)
     L = problem.laplacian.tocsr()
-    return L.indptr, L.indices, L.data
+    return L.indptr, L.indices, L.data, None
 
 
 def label_weights(x0: np.ndarray, n: int, k: int) -> np.ndarray:
@@ -134,9 +128,9 @@ class MRFADMM:
         # cyclic garbage collector runs (about 75 MB a solve at 5e5 pixels)
         self.snapshots: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         fix = np.flatnonzero(hard > 0)
-        ptr, idx, val, coupling, same = kernels.split_fixed(*_matrix(problem),
-                                                            hard.astype(np.int64), k,
-                                                            grid=_grid(problem))
+        *csr, grid = _split_arrays(problem)
+        ptr, idx, val, coupling, same = kernels.split_fixed(*csr, hard.astype(np.int64), k,
+                                                            grid=grid)
         L_ff = sp.csr_matrix((val, idx, ptr), shape=(self.free.size, self.free.size))
         d = problem.unary
         # the pairwise term of the fixed pixels among themselves, lam X_c' L_cc X_c, and their data
