@@ -382,6 +382,55 @@ def test_level_set_fusion_from_the_seeds_is_the_fusion_from_every_pixel(seed):
     assert ck.level_set_seeds(x, start, movable, 0.2).size < p.n
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_constrained_icm_from_the_changed_pixels_is_icm_from_every_pixel(seed):
+    """Constrained ICM that visits only the pixels pending from its last call and those beside
+    a change (:class:`solver.mrf.polish.constrained._Sweeps`) takes the moves of one that sweeps
+    every pixel first, call after call, while other moves change regions in between, on a
+    grid with apart pairs and area bounds (also on a labelling forked from another). A
+    change left unmarked or a pixel wrongly let go would show as a different labelling."""
+    from solver.mrf.polish import constrained_kernels as ck
+    from solver.mrf.polish import icm_kernels as kernels
+    from solver.mrf.polish.constrained import MAX_SWEEPS, _Sweeps, level_state, repair
+
+    rng = np.random.default_rng(seed)
+    k = 3
+    area = (AreaBound(2, 40, 90, "px"),) if seed % 2 else ()
+    p = _tiny((12, 14), k, seed, Constraints(area=area, apart=((1, 3),)), hard_fraction=0.05)
+    graph = kernels.graph_arrays(p)
+    hard = np.asarray(p.hard).ravel()
+    movable = hard == 0
+    lab = np.asarray(repair(p, rng.integers(1, k + 1, p.shape))).ravel().astype(np.int64) - 1
+    runs = []
+    for incremental in (False, True):
+        x = lab.copy()
+        args = (*graph, p.unary, 2 * p.lam, x, movable, *level_state(p, x))
+        sweeps, trace = _Sweeps(args), []
+        r = np.random.default_rng(seed + 100)
+        for step in range(8):
+            if incremental:
+                trace.append(sweeps.run(args))
+            else:
+                trace.append(ck.constrained_icm(*args, MAX_SWEEPS, movable.copy(),
+                                                np.empty(p.n, bool)))
+            trace.append(x.tolist())
+            # a feasible change elsewhere: a small block to a label, kept only if feasible
+            r0, c0 = r.integers(0, 10), r.integers(0, 12)
+            y = x.reshape(p.shape).copy()
+            y[r0:r0 + 3, c0:c0 + 3] = r.integers(0, k)
+            y = np.where(hard > 0, hard - 1, y.ravel())
+            if p.feasible(y + 1):
+                x[:] = y
+                args = (*graph, p.unary, 2 * p.lam, x, movable, *level_state(p, x))
+            if step == 4:  # another labelling, from the state of this one
+                sweeps = sweeps.fork() if incremental else sweeps
+                x = np.asarray(repair(p, np.roll(x, 7) + 1)).ravel().astype(np.int64) - 1
+                args = (*graph, p.unary, 2 * p.lam, x, movable, *level_state(p, x))
+        runs.append(trace)
+    assert sum(runs[0][0::2]) > 0
+    assert runs[1] == runs[0]
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_swap_rounds_leave_no_exchange_that_lowers_the_energy(seed):
     """After :func:`swap_rounds` stops on its own, no pixel of label a anywhere on the a/c

@@ -121,8 +121,42 @@ def settle_feasible(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
         ``(H, W)`` int32 feasible labels.
     """
     lab = kernels.zero_based(labels)
-    ck.constrained_icm(*_repair_in_place(problem, lab), MAX_SWEEPS)
+    args = _repair_in_place(problem, lab)
+    _Sweeps(args).run(args)
     return kernels.one_based(lab, problem.shape)
+
+
+class _Sweeps:
+    """Constrained ICM again and again on one labelling (the kernels' ``args``), each call
+    visiting only the pixels whose best feasible label may have changed: all movable ones the
+    first time, then those a call left pending and the neighbours of those changed since
+    (:func:`constrained_kernels.constrained_icm
+    <solver.mrf.polish.constrained_kernels.constrained_icm>`). The moves are those of a full
+    first sweep each time; a polish round changes a few regions, and a full sweep costs a pass
+    over the image."""
+
+    def __init__(self, args: tuple):
+        self.pending = args[8].copy()
+        self.last: np.ndarray | None = None
+
+    def fork(self) -> _Sweeps:
+        """The same state for another labelling of the same problem: the pixels where it
+        differs from this one's last are marked at its first call, as a change would be."""
+        other = _Sweeps.__new__(_Sweeps)
+        other.pending = self.pending.copy()
+        other.last = self.last
+        return other
+
+    def run(self, args: tuple) -> int:
+        """Constrained ICM on ``args`` (in place); returns the moves."""
+        lab, movable = args[7], args[8]
+        active = self.pending.copy()
+        if self.last is not None:
+            changed = np.flatnonzero(lab != self.last)
+            ck.mark_changed(args[0], args[1], args[3], args[4], movable, changed, active)
+        moves = ck.constrained_icm(*args, MAX_SWEEPS, active, self.pending)
+        self.last = lab.copy()
+        return moves
 
 
 def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
@@ -307,12 +341,14 @@ def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions)
 
 
 def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
-                   options: PolishOptions) -> int:
+                   options: PolishOptions, sweeps: _Sweeps | None = None) -> int:
     """Feasible ICM, then rounds of region moves, margin moves, swaps and level-set fusions,
     each followed by ICM, until a round moves nothing; on the kernels' ``args`` (from
-    :func:`_repair_in_place`), in place. Returns the moves."""
+    :func:`_repair_in_place`), in place, the ICM's state carried by ``sweeps`` (a new one by
+    default). Returns the moves."""
     lab, movable, state = args[7], args[8], args[9:]  # state: (w, counts, lo, hi, apart)
-    moves = ck.constrained_icm(*args, MAX_SWEEPS)
+    sweeps = _Sweeps(args) if sweeps is None else sweeps
+    moves = sweeps.run(args)
     cap = options.cap(problem.n)
     for r in range(MAX_ROUNDS):
         step = _region_moves(problem, lab, movable, state, cap)
@@ -326,16 +362,17 @@ def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
         moves += step
         if step == 0:
             break
-        moves += ck.constrained_icm(*args, MAX_SWEEPS)
+        moves += sweeps.run(args)
     return moves
 
 
 def _polish_from(problem: MRFProblem, args: tuple, start: np.ndarray, snapshots: Sequence,
-                 options: PolishOptions) -> int:
+                 options: PolishOptions, sweeps: _Sweeps) -> int:
     """:func:`_polish_rounds` from other feasible 0-based labels ``start`` (changed in place),
-    with their own areas, on the rest of the kernels' ``args``; returns the moves."""
+    with their own areas, on the rest of the kernels' ``args``, the ICM's state forked from
+    ``sweeps`` (those of ``args``); returns the moves."""
     return _polish_rounds(problem, (*args[:7], start, args[8], *level_state(problem, start)),
-                          snapshots, options)
+                          snapshots, options, sweeps.fork())
 
 
 def constrained_polish(problem: MRFProblem, labels: np.ndarray,
@@ -373,22 +410,23 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
     args = _repair_in_place(problem, lab)
     relaxations = _tv_proposals(problem, lab, args[9:], options) if tv else []
     start = lab.copy() if relaxations else None
-    moves = _polish_rounds(problem, args, snapshots, options)
+    sweeps = _Sweeps(args)
+    moves = _polish_rounds(problem, args, snapshots, options, sweeps)
     if tv and _expansion_fusions(problem, args, options):
-        moves += _polish_rounds(problem, args, snapshots, options)
+        moves += _polish_rounds(problem, args, snapshots, options, sweeps)
     for snap, candidate in relaxations:
         # one more polish per relaxation: from its best level set within the bounds, or from
         # the repaired labels, its level sets fused as well; the best end is kept (one polish
         # with all of them can end worse than the plain one: its fusions lead elsewhere)
         other = start.copy() if candidate is None else candidate
-        moves += _polish_from(problem, args, other, [*snapshots, snap], options)
+        moves += _polish_from(problem, args, other, [*snapshots, snap], options, sweeps)
         if problem.energy(other + 1) < problem.energy(lab + 1):
             lab = other
     # a nesting: the layered relaxation from the polished labels (from far, its layers do not
     # settle in its steps), and a polish from its best level set where that is lower
     for snap, candidate in layered_proposals(problem, lab, options) if tv else []:
         if candidate is not None:
-            moves += _polish_from(problem, args, candidate, [snap], options)
+            moves += _polish_from(problem, args, candidate, [snap], options, sweeps)
             if problem.energy(candidate + 1) < problem.energy(lab + 1):
                 lab = candidate
     log.debug("constrained polish: %d moves", moves)

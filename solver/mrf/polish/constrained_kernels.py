@@ -53,16 +53,22 @@ def _area_ok(w, counts, lo, hi, i, a, c):  # pragma: no cover
 
 @_jit
 def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts,
-                    lo, hi, apart, max_sweeps):  # pragma: no cover
-    """ICM that takes a pixel's best label only where the move is feasible. Sweeps visit the
-    movable pixels in index order, the first one all of them, later ones the neighbours of
-    pixels that moved; ``lab`` and ``counts`` change in place. Returns the moves."""
+                    lo, hi, apart, max_sweeps, active, pending):  # pragma: no cover
+    """ICM that takes a pixel's best label only where the move is feasible. The first sweep
+    visits the pixels of ``active`` (movable ones; overwritten) in index order, with those after
+    a pixel that moves beside it, later sweeps the neighbours of pixels that moved; ``lab`` and
+    ``counts`` change in place. ``pending`` (written) marks the pixels a later call must visit
+    even if no neighbour changes: those with a label cheaper than theirs that a constraint
+    refused (an area may move), and those left unvisited when the sweeps ran out. A first sweep
+    over every movable pixel and one over the pixels pending from the last call and the
+    neighbours of those changed since take the same moves. Returns the moves."""
     n, k = unary.shape
     cost = np.empty(k)
-    active = movable.copy()
     nxt = np.zeros(n, np.bool_)
+    pending[:] = False
     moves = 0
-    for _ in range(max_sweeps):
+    moved = 0
+    for sweep in range(max_sweeps):
         moved = 0
         for i in range(n):
             if not active[i]:
@@ -74,23 +80,47 @@ def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movabl
                 if (c != a and cost[c] < best_cost and _area_ok(w, counts, lo, hi, i, a, c)
                         and apart_ok(indptr, indices, gw, geom, lab, apart, i, c)):
                     best, best_cost = c, cost[c]
-            if best == a or not best_cost < cost[a] - 1e-12 * max(1.0, abs(cost[a])):
-                continue
-            lab[i] = best
-            counts[a] -= w[i]
-            counts[best] += w[i]
-            moved += 1
-            _, flags_t = place(gw, geom, i)
-            for t in range(row_length(indptr, gw, i)):  # (i itself too: it may move again)
-                j = column_at(indptr, indices, gw, geom, i, flags_t, t)
-                if j >= 0 and movable[j]:
-                    nxt[j] = True
+            if best != a and best_cost < cost[a] - 1e-12 * max(1.0, abs(cost[a])):
+                lab[i] = best
+                counts[a] -= w[i]
+                counts[best] += w[i]
+                moved += 1
+                _, flags_t = place(gw, geom, i)
+                for t in range(row_length(indptr, gw, i)):  # (i itself too: it may move again)
+                    j = column_at(indptr, indices, gw, geom, i, flags_t, t)
+                    if j >= 0 and movable[j]:
+                        nxt[j] = True
+                        if sweep == 0 and j > i:  # (a full sweep would come to it)
+                            active[j] = True
+            cur = lab[i]
+            floor = cost[cur] - 1e-12 * max(1.0, abs(cost[cur]))
+            wants = False
+            for c in range(k):
+                if c != cur and cost[c] < floor:
+                    wants = True
+            pending[i] = wants
         moves += moved
         if moved == 0:
             break
         active, nxt = nxt, active
         nxt[:] = False
+    if moved:  # the sweeps ran out: the pixels due next are left for the next call
+        for i in range(n):
+            if active[i]:
+                pending[i] = True
     return moves
+
+
+@_jit
+def mark_changed(indptr, indices, gw, geom, movable, changed, active):  # pragma: no cover
+    """Mark in ``active`` the movable pixels among those of ``changed`` (indices) and their
+    neighbours: the pixels whose best feasible label may differ since they were last visited."""
+    for i in changed:
+        _, flags_t = place(gw, geom, i)
+        for t in range(row_length(indptr, gw, i)):
+            j = column_at(indptr, indices, gw, geom, i, flags_t, t)
+            if j >= 0 and movable[j]:
+                active[j] = True
 
 
 @_jit
