@@ -385,13 +385,13 @@ def test_level_set_fusion_from_the_seeds_is_the_fusion_from_every_pixel(seed):
 @pytest.mark.parametrize("seed", range(6))
 def test_constrained_icm_from_the_changed_pixels_is_icm_from_every_pixel(seed):
     """Constrained ICM that visits only the pixels pending from its last call and those beside
-    a change (:class:`solver.mrf.polish.constrained._Sweeps`) takes the moves of one that sweeps
-    every pixel first, call after call, while other moves change regions in between, on a
-    grid with apart pairs and area bounds (also on a labelling forked from another). A
+    a change (:class:`solver.mrf.polish.constrained._Incremental`) takes the moves of one that
+    sweeps every pixel first, call after call, while other moves change regions in between, on
+    a grid with apart pairs and area bounds (also on a labelling forked from another). A
     change left unmarked or a pixel wrongly let go would show as a different labelling."""
     from solver.mrf.polish import constrained_kernels as ck
     from solver.mrf.polish import icm_kernels as kernels
-    from solver.mrf.polish.constrained import MAX_SWEEPS, _Sweeps, level_state, repair
+    from solver.mrf.polish.constrained import MAX_SWEEPS, _Incremental, level_state, repair
 
     rng = np.random.default_rng(seed)
     k = 3
@@ -405,11 +405,11 @@ def test_constrained_icm_from_the_changed_pixels_is_icm_from_every_pixel(seed):
     for incremental in (False, True):
         x = lab.copy()
         args = (*graph, p.unary, 2 * p.lam, x, movable, *level_state(p, x))
-        sweeps, trace = _Sweeps(args), []
+        since, trace = _Incremental(args), []
         r = np.random.default_rng(seed + 100)
         for step in range(8):
             if incremental:
-                trace.append(sweeps.run(args))
+                trace.append(since.icm(args))
             else:
                 trace.append(ck.constrained_icm(*args, MAX_SWEEPS, movable.copy(),
                                                 np.empty(p.n, bool)))
@@ -423,11 +423,63 @@ def test_constrained_icm_from_the_changed_pixels_is_icm_from_every_pixel(seed):
                 x[:] = y
                 args = (*graph, p.unary, 2 * p.lam, x, movable, *level_state(p, x))
             if step == 4:  # another labelling, from the state of this one
-                sweeps = sweeps.fork() if incremental else sweeps
+                since = since.fork() if incremental else since
                 x = np.asarray(repair(p, np.roll(x, 7) + 1)).ravel().astype(np.int64) - 1
                 args = (*graph, p.unary, 2 * p.lam, x, movable, *level_state(p, x))
         runs.append(trace)
     assert sum(runs[0][0::2]) > 0
+    assert runs[1] == runs[0]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fusion_rounds_from_the_changes_are_fusion_rounds_from_every_pixel(seed):
+    """Rounds of level-set fusions on a nesting that start regions only beside a change since
+    the round before (:meth:`solver.mrf.polish.constrained._Incremental.fusion_starts`) take
+    the regions that rounds from every pixel take, round after round, with other changes in
+    between, on snapshots that propose many regions; a change left unmarked, or a region
+    beside one taken earlier in the round left out, shows as a different labelling."""
+    from solver.mrf.polish import icm_kernels as kernels
+    from solver.mrf.polish.constrained import (_Incremental, _level_set_fusions, level_state,
+                                               repair)
+
+    rng = np.random.default_rng(seed)
+    truth = np.ones((16, 18), int)
+    truth[3:13, 3:15] = 2
+    truth[6:10, 7:11] = 3
+    unary = -1.5 * np.eye(3)[truth.ravel() - 1] + rng.normal(0, 1, (truth.size, 3))
+    p = with_constraints(problem_from_unary(rng.random((16, 18, 3)), unary, lam=0.4),
+                         Constraints(apart=((1, 3),)))
+    # snapshots near the optimum, blocks of it swapped for noise: their level sets propose
+    # regions that help, and others that do not
+    best = np.asarray(nested_mincut(p).labels).ravel() - 1
+    snaps = []
+    for _ in range(4):
+        noise = rng.dirichlet(np.full(3, 0.3), (8, 9)).repeat(2, 0).repeat(2, 1).reshape(-1, 3)
+        keep = rng.random((8, 9)).repeat(2, 0).repeat(2, 1).ravel() < 0.6
+        x = np.where(keep[:, None], np.eye(3)[best], noise)
+        snaps.append(np.ascontiguousarray(x, dtype=np.float32))
+    start = np.asarray(repair(p, rng.integers(1, 4, p.shape))).ravel().astype(np.int64) - 1
+    movable = np.ones(p.n, bool)
+    runs = []
+    for incremental in (False, True):
+        lab = start.copy()
+        args = (*kernels.graph_arrays(p), p.unary, 2 * p.lam, lab, movable, *level_state(p, lab))
+        since, trace = _Incremental(args), []
+        r = np.random.default_rng(seed + 100)
+        for _ in range(5):
+            starts = since.fusion_starts(p, args) if incremental else None
+            trace.append(_level_set_fusions(p, lab, movable, args[9:], snaps, (0.2, 0.5, 0.8),
+                                            starts=starts))
+            trace.append(lab.tolist())
+            # another move between the rounds: a block to a label, where that is feasible
+            r0, c0 = r.integers(0, 13), r.integers(0, 15)
+            y = lab.reshape(p.shape).copy()
+            y[r0:r0 + 3, c0:c0 + 3] = r.integers(0, 3)
+            if p.feasible(y + 1):
+                lab[:] = y.ravel()
+                args[10][:] = np.bincount(lab, minlength=3)
+        runs.append(trace)
+    assert sum(runs[0][2::2]) > 0  # the rounds after the first take regions too
     assert runs[1] == runs[0]
 
 

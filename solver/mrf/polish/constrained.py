@@ -122,41 +122,67 @@ def settle_feasible(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
     """
     lab = kernels.zero_based(labels)
     args = _repair_in_place(problem, lab)
-    _Sweeps(args).run(args)
+    _Incremental(args).icm(args)
     return kernels.one_based(lab, problem.shape)
 
 
-class _Sweeps:
-    """Constrained ICM again and again on one labelling (the kernels' ``args``), each call
-    visiting only the pixels whose best feasible label may have changed: all movable ones the
-    first time, then those a call left pending and the neighbours of those changed since
-    (:func:`constrained_kernels.constrained_icm
-    <solver.mrf.polish.constrained_kernels.constrained_icm>`). The moves are those of a full
-    first sweep each time; a polish round changes a few regions, and a full sweep costs a pass
-    over the image."""
+class _Incremental:
+    """What a polish of one labelling (the kernels' ``args``) must look at again after a
+    round of moves: all of it the first time, then only around what changed. A round changes
+    a few regions, and a pass over the image costs as much as the round.
+
+    Constrained ICM visits the pixels its last call left pending and the neighbours of those
+    changed since (:func:`constrained_kernels.constrained_icm
+    <solver.mrf.polish.constrained_kernels.constrained_icm>`): the moves of a full first
+    sweep. With apart pairs and no area bound, a round of level-set fusions on the same
+    snapshots starts regions only at pixels beside a change since the last round began: a
+    region's outcome depends on the labels of its pixels and their neighbours alone, so one
+    with no change there is refused again (one taken is no longer a proposal). With an area
+    bound a refused region may fit once the areas move, and every round looks at all of
+    them."""
 
     def __init__(self, args: tuple):
         self.pending = args[8].copy()
         self.last: np.ndarray | None = None
+        self.fused: np.ndarray | None = None
 
-    def fork(self) -> _Sweeps:
-        """The same state for another labelling of the same problem: the pixels where it
-        differs from this one's last are marked at its first call, as a change would be."""
-        other = _Sweeps.__new__(_Sweeps)
+    def fork(self) -> _Incremental:
+        """The ICM's state for another labelling of the same problem (the pixels where it
+        differs from this one's last are marked at its first call, as a change would be); its
+        fusion rounds, on other snapshots, start afresh."""
+        other = _Incremental.__new__(_Incremental)
         other.pending = self.pending.copy()
         other.last = self.last
+        other.fused = None
         return other
 
-    def run(self, args: tuple) -> int:
+    def icm(self, args: tuple) -> int:
         """Constrained ICM on ``args`` (in place); returns the moves."""
         lab, movable = args[7], args[8]
         active = self.pending.copy()
         if self.last is not None:
-            changed = np.flatnonzero(lab != self.last)
-            ck.mark_changed(args[0], args[1], args[3], args[4], movable, changed, active)
+            _mark_around(args[:5], movable, np.flatnonzero(lab != self.last), active)
         moves = ck.constrained_icm(*args, MAX_SWEEPS, active, self.pending)
         self.last = lab.copy()
         return moves
+
+    def fusion_starts(self, problem: MRFProblem, args: tuple) -> np.ndarray | None:
+        """The movable pixels where this round of fusions may start a region (see above);
+        None for all of them."""
+        lab, movable = args[7], args[8]
+        starts = None
+        if self.fused is not None and not problem.constraints.has_area:
+            starts = np.zeros_like(movable)
+            _mark_around(args[:5], movable, np.flatnonzero(lab != self.fused), starts)
+        self.fused = lab.copy()
+        return starts
+
+
+def _mark_around(graph: tuple, movable: np.ndarray, changed: np.ndarray,
+                 out: np.ndarray) -> None:
+    """Mark in ``out`` the ``movable`` pixels among ``changed`` and their neighbours, on the
+    graph arrays of :func:`solver.mrf.polish.icm_kernels.graph_arrays`."""
+    ck.mark_changed(graph[0], graph[1], graph[3], graph[4], movable, changed, out)
 
 
 def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
@@ -214,11 +240,14 @@ def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, sta
 
 def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
                        snapshots: Sequence, thresholds: Sequence[float],
-                       labels: Sequence[int] | None = None) -> int:
+                       labels: Sequence[int] | None = None,
+                       starts: np.ndarray | None = None) -> int:
     """Fusion under the constraints (:func:`constrained_kernels.fuse_level_set
     <solver.mrf.polish.constrained_kernels.fuse_level_set>`) with "label ``c`` wherever its
     weight exceeds ``t``", for every snapshot of ADMM's iterates, threshold ``t`` and label
-    ``c`` (of ``labels``, 0-based; default all). Returns the regions taken."""
+    ``c`` (of ``labels``, 0-based; default all), regions started only at the pixels of
+    ``starts`` (default: every movable one; see :meth:`_Incremental.fusion_starts`). Returns
+    the regions taken."""
     w, counts, lo, hi, apart = state
     graph = kernels.graph_arrays(problem)
     comp = np.full(problem.n, -1, np.int64)
@@ -237,20 +266,28 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
         # regions start only where the proposals differ from lab, found once a snapshot: a
         # region (with its margin) changes only its own pixels, which were in a level set of
         # the snapshot and so among the seeds, and every other pixel keeps its label
-        seeds = ck.level_set_seeds(X, lab, movable, least)
+        seeds = ck.level_set_seeds(X, lab, movable if starts is None else starts, least)
+        before = None if starts is None else lab.copy()
         for t in thresholds:
             for c in (range(problem.k) if labels is None else labels):
+                got = 0
                 if plain:
-                    taken += ck.fuse_level_set(*graph, problem.unary, 2.0 * problem.lam, lab,
-                                               movable, w, counts, lo, hi, apart, X, c, float(t),
-                                               seeds, comp, queue)
+                    got += ck.fuse_level_set(*graph, problem.unary, 2.0 * problem.lam, lab,
+                                             movable, w, counts, lo, hi, apart, X, c, float(t),
+                                             seeds, comp, queue)
                 if margin:
                     if plain:  # (the plain fusion may have changed lab)
                         np.copyto(prop, lab)
-                    taken += mk.fuse_with_margin(*graph, problem.unary, 2.0 * problem.lam, lab,
-                                                 movable, w, counts, lo, hi, apart, X, c,
-                                                 float(t), seeds, prop, mark, queue, base)
+                    got += mk.fuse_with_margin(*graph, problem.unary, 2.0 * problem.lam, lab,
+                                               movable, w, counts, lo, hi, apart, X, c,
+                                               float(t), seeds, prop, mark, queue, base)
                     base += problem.n
+                taken += got
+                if got and starts is not None:
+                    # the regions beside those taken may now go otherwise: start there too
+                    _mark_around(graph, movable, np.flatnonzero(lab != before), starts)
+                    np.copyto(before, lab)
+                    seeds = ck.level_set_seeds(X, lab, starts, least)
     return taken
 
 
@@ -341,14 +378,14 @@ def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions)
 
 
 def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
-                   options: PolishOptions, sweeps: _Sweeps | None = None) -> int:
+                   options: PolishOptions, since: _Incremental | None = None) -> int:
     """Feasible ICM, then rounds of region moves, margin moves, swaps and level-set fusions,
     each followed by ICM, until a round moves nothing; on the kernels' ``args`` (from
-    :func:`_repair_in_place`), in place, the ICM's state carried by ``sweeps`` (a new one by
-    default). Returns the moves."""
+    :func:`_repair_in_place`), in place, what to look at again carried by ``since`` (a new
+    one by default; one carried over must have seen the same snapshots). Returns the moves."""
     lab, movable, state = args[7], args[8], args[9:]  # state: (w, counts, lo, hi, apart)
-    sweeps = _Sweeps(args) if sweeps is None else sweeps
-    moves = sweeps.run(args)
+    since = _Incremental(args) if since is None else since
+    moves = since.icm(args)
     cap = options.cap(problem.n)
     for r in range(MAX_ROUNDS):
         step = _region_moves(problem, lab, movable, state, cap)
@@ -358,21 +395,22 @@ def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
             step += ck.swap_rounds(*args, MAX_ROUNDS)
         if r < options.coarse_fusion_rounds and len(snapshots):
             step += _level_set_fusions(problem, lab, movable, state, snapshots,
-                                       options.thresholds)
+                                       options.thresholds,
+                                       starts=since.fusion_starts(problem, args))
         moves += step
         if step == 0:
             break
-        moves += sweeps.run(args)
+        moves += since.icm(args)
     return moves
 
 
 def _polish_from(problem: MRFProblem, args: tuple, start: np.ndarray, snapshots: Sequence,
-                 options: PolishOptions, sweeps: _Sweeps) -> int:
+                 options: PolishOptions, since: _Incremental) -> int:
     """:func:`_polish_rounds` from other feasible 0-based labels ``start`` (changed in place),
     with their own areas, on the rest of the kernels' ``args``, the ICM's state forked from
-    ``sweeps`` (those of ``args``); returns the moves."""
+    ``since`` (that of ``args``); returns the moves."""
     return _polish_rounds(problem, (*args[:7], start, args[8], *level_state(problem, start)),
-                          snapshots, options, sweeps.fork())
+                          snapshots, options, since.fork())
 
 
 def constrained_polish(problem: MRFProblem, labels: np.ndarray,
@@ -410,23 +448,23 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
     args = _repair_in_place(problem, lab)
     relaxations = _tv_proposals(problem, lab, args[9:], options) if tv else []
     start = lab.copy() if relaxations else None
-    sweeps = _Sweeps(args)
-    moves = _polish_rounds(problem, args, snapshots, options, sweeps)
+    since = _Incremental(args)
+    moves = _polish_rounds(problem, args, snapshots, options, since)
     if tv and _expansion_fusions(problem, args, options):
-        moves += _polish_rounds(problem, args, snapshots, options, sweeps)
+        moves += _polish_rounds(problem, args, snapshots, options, since)
     for snap, candidate in relaxations:
         # one more polish per relaxation: from its best level set within the bounds, or from
         # the repaired labels, its level sets fused as well; the best end is kept (one polish
         # with all of them can end worse than the plain one: its fusions lead elsewhere)
         other = start.copy() if candidate is None else candidate
-        moves += _polish_from(problem, args, other, [*snapshots, snap], options, sweeps)
+        moves += _polish_from(problem, args, other, [*snapshots, snap], options, since)
         if problem.energy(other + 1) < problem.energy(lab + 1):
             lab = other
     # a nesting: the layered relaxation from the polished labels (from far, its layers do not
     # settle in its steps), and a polish from its best level set where that is lower
     for snap, candidate in layered_proposals(problem, lab, options) if tv else []:
         if candidate is not None:
-            moves += _polish_from(problem, args, candidate, [snap], options, sweeps)
+            moves += _polish_from(problem, args, candidate, [snap], options, since)
             if problem.energy(candidate + 1) < problem.energy(lab + 1):
                 lab = candidate
     log.debug("constrained polish: %d moves", moves)
