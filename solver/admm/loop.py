@@ -339,9 +339,13 @@ class LpBoxADMM:
         # on the CPU the box/sphere steps run as compiled loops (same arithmetic, fewer passes)
         plain_box = not self.simplex_groups and self.z1_set is None
         fused = not be.is_gpu and plain_box
+        # K = 2 with an area bound: its own fused step, when the rounding is the set's own
+        area = self.z1_set if getattr(self.rounding, "area", None) is self.z1_set else None
         step_fn = (fused_step(self.system, self.b, eq, ineq, be, self.simplex_groups, P.gamma,
-                              P.pcg_tol, P.pcg_maxiter)
-                   if P.fused and plain_box and self.rounding is None and self.split is None
+                              P.pcg_tol, P.pcg_maxiter, area=area)
+                   if P.fused and self.split is None
+                   and ((plain_box and self.rounding is None)
+                        or (area is not None and area.k == 1 and not self.simplex_groups))
                    else None)
         for it in range(start + 1, P.max_iter + 1):
             rc = rho * P.rho_constraints

@@ -86,3 +86,31 @@ def test_whole_mrf_solve_is_unchanged(k):
         res = solve_mrf(p, "admm", seed=0, fused=fused)
         energies.append((res.energy, res.iterations))
     assert energies[0] == energies[1]
+
+
+@pytest.mark.parametrize("bound", [(0.55, 0.6), (0.2, 0.25)])
+def test_the_area_step_matches_the_generic_loop(bound):
+    """K = 2 with label 2's area bounded (above and below where the plain solve lands): the
+    fused step with the box-with-a-sum projection and the rounding within the bounds
+    (:class:`solver.admm.steps.SumsStep`) gives the generic loop's iterates, and the whole
+    solve its labels."""
+    from solver.admm.steps import SumsStep
+    from solver.mrf import AreaBound, Constraints, with_constraints
+
+    p = with_constraints(_problem(2, seed=3), Constraints(area=(AreaBound(2, *bound),)))
+    runs = {}
+    for fused in (False, True):
+        solver = MRFADMM(p, "cpu", replace(slow_schedule(None, 2), fused=fused))
+        a = solver.admm
+        step = fused_step(a.system, a.b, a.eq, None, a.backend, None, 1.0, 1e-4, 10,
+                          area=a.z1_set)
+        assert isinstance(step, SumsStep)
+        runs[fused] = a.run(x0=np.full(a.n, 0.5))
+    generic, fused = runs[False], runs[True]
+    assert fused.iterations == generic.iterations > 50
+    np.testing.assert_array_equal(fused.x, generic.x)
+    np.testing.assert_allclose(_history(fused), _history(generic), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(fused.x_continuous, generic.x_continuous, rtol=0, atol=1e-9)
+    labels = [solve_mrf(p, "admm", seed=0, fused=f).labels for f in (False, True)]
+    np.testing.assert_array_equal(labels[0], labels[1])
+    assert p.feasible(labels[1])

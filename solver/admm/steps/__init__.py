@@ -116,9 +116,36 @@ class PlainStep(_Step):
         return StepResult(x_new, z1, z2, xr, quad, bx, bxr, d1, d2, xx, 0.0, 0.0, 0.0, its)
 
 
+class SumsStep(PlainStep):
+    """The fused iteration of the K = 2 form with a bound on label 2's weighted area: ``z1`` in
+    the box with the bounded sum (a :class:`solver.admm.sums.BoxWithSums` over one column) and
+    the rounding within the bounds, both as the generic loop takes them."""
+
+    def __init__(self, csr: Any, b: np.ndarray, area: Any, gamma: float, tol: float,
+                 maxiter: int) -> None:
+        super().__init__(csr, b, gamma, tol, maxiter)
+        self.area = area
+
+    def __call__(self, x: np.ndarray, z1: np.ndarray, z2: np.ndarray, y1: np.ndarray,
+                 y2: np.ndarray, y3: Any, rho: float, rc: float) -> StepResult:
+        """One iteration from ``(x, z1, z2)``; updates the duals ``y1, y2`` in place."""
+        shift = np.array([2.0 * rho])
+        X, B, R, B_prev, R_prev, dshift, have_r, reused = self._state(x, shift, 1, self.b.size)
+        fused_kernels.plain_rhs(z1, z2, y1, y2, self.b, float(rho), B, R, B_prev, R_prev, X,
+                                dshift, have_r)
+        its = self._cg(shift, B, X, R, have_r)
+        area = self.area
+        (x_new, z1, z2, xr, quad, d1, d2, xx, bx, bxr,
+         viol) = fused_kernels.sums_post(B, X, R, 2.0, float(shift[0]), y1, y2, self.b,
+                                         float(rho), self.gamma, area.weights,
+                                         float(area.lo[0]), float(area.hi[0]), area._theta)
+        self.csr._fused = (x_new, X, B, R, shift, reused)
+        return StepResult(x_new, z1, z2, xr, quad, bx, bxr, d1, d2, xx, 0.0, 0.0, viol, its)
+
+
 def fused_step(system: Any, b: Any, eq: LinearOperatorPair | None, ineq: Any, backend: Any,
                simplex_groups: int | None, gamma: float, tol: float,
-               maxiter: int) -> _Step | None:
+               maxiter: int, area: Any = None) -> _Step | None:
     """The fused iteration for a run with these parts, or None where only the generic loop
     applies (inequality constraints, simplex groups, other systems; on a GPU, CuPy's own arrays).
 
@@ -128,13 +155,16 @@ def fused_step(system: Any, b: Any, eq: LinearOperatorPair | None, ineq: Any, ba
         Those of the :class:`solver.admm.loop.LpBoxADMM`.
     gamma, tol, maxiter
         ADMM's dual step, and the CG's tolerance and iteration cap.
+    area : BoxWithSums, optional
+        ``z1``'s set where it bounds the one column's weighted sum (K = 2 with an area bound;
+        the run then rounds within the bounds): :class:`SumsStep`, on the CPU only.
 
     Returns
     -------
-    OneHotStep, PlainStep, GPUPlainStep, GPUOneHotStep or None
+    OneHotStep, PlainStep, SumsStep, GPUPlainStep, GPUOneHotStep or None
         The GPU steps are those of :mod:`solver.admm.steps.cuda`.
     """
-    if ineq is not None or simplex_groups is not None:
+    if ineq is not None or simplex_groups is not None or (area is not None and backend.is_gpu):
         return None
     if backend.is_gpu:
         if isinstance(system, GenericSystem) and eq is None and gpu_step.applies(system._A,
@@ -151,5 +181,7 @@ def fused_step(system: Any, b: Any, eq: LinearOperatorPair | None, ineq: Any, ba
             and eq is not None and eq.group_size and system.k == eq.group_size):
         return OneHotStep(system, eq, b, gamma, tol, maxiter)
     if isinstance(system, GenericSystem) and system._compiled is not None and eq is None:
+        if area is not None:
+            return SumsStep(system._compiled, b, area, gamma, tol, maxiter)
         return PlainStep(system._compiled, b, gamma, tol, maxiter)
     return None

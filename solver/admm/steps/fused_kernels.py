@@ -10,7 +10,8 @@ the rounding, its feasibility and two dot products, a large share of an iteratio
 (measured: docs/decisions.md, Compiled CPU kernels). Here they are two passes: :func:`onehot_rhs`
 before the CG and :func:`onehot_post` after it, with the same arithmetic in the same order (the dot
 products are summed in pixel order, so they may differ from numpy's in the last bits). K = 2 has
-the same structure with a single CG column: :func:`plain_rhs` and :func:`plain_post`.
+the same structure with a single CG column: :func:`plain_rhs` and :func:`plain_post`; with an
+area bound on label 2, :func:`sums_post` (the box with a bounded weighted sum, and its rounding).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numba
 import numpy as np
 
 from solver.admm.steps.cpu_kernels import box_sphere_entry, merge_pass
+from solver.admm.sums import project_box_sums, round_k2_sums
 
 _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 
@@ -175,3 +177,57 @@ def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no co
         else:
             xr[i] = 0.0
     return x, z1, z2, xr, quad, d1, d2, xx, bx, bxr
+
+
+@_jit
+def sums_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma, w, lo, hi,
+              theta):  # pragma: no cover
+    """:func:`plain_post` with ``z1`` in the box with a bounded weighted sum ``lo <= w'z1 <=
+    hi`` (:func:`solver.admm.sums.project_box_sums`, its multiplier ``theta`` (1,) the
+    warm start, updated) and the rounding that keeps the sum within the bounds
+    (:func:`solver.admm.sums.round_k2_sums`): the K = 2 form with an area bound, as the generic
+    loop runs it.
+
+    Returns
+    -------
+    tuple
+        ``(x, z1, z2, xr, quad, ||x - z1||^2, ||x - z2||^2, ||x||^2, b'x, b'xr, violation)``,
+        the violation the amount by which ``w'xr`` lies outside the bounds.
+    """
+    n = b.size
+    x = np.empty(n)
+    v = np.empty(n)
+    quad = 0.0
+    s = 0.0
+    for i in range(n):
+        xi = X[0, i]
+        x[i] = xi
+        quad += xi * ((B[0, i] - R[0, i]) - shift * xi)
+        v[i] = xi + y1[i] / rho
+        u = xi + y2[i] / rho - 0.5
+        s += u * u
+    quad /= a_scale
+    norm = np.sqrt(s)
+    scale = np.sqrt(n) / 2.0 / norm if norm > 0 else 0.0
+    z1, z2 = np.empty(n), np.empty(n)
+    bounds_lo, bounds_hi = np.array([lo]), np.array([hi])
+    project_box_sums(v, 1, w, bounds_lo, bounds_hi, theta, z1)
+    d1 = d2 = xx = bx = 0.0
+    for i in range(n):
+        xi = x[i]
+        _, z2[i], _, y2[i] = box_sphere_entry(xi, y1[i], y2[i], rho, gamma, scale, norm > 0)
+        y1[i] += gamma * rho * (xi - z1[i])
+        e1, e2 = xi - z1[i], xi - z2[i]
+        d1 += e1 * e1
+        d2 += e2 * e2
+        xx += xi * xi
+        bx += b[i] * xi
+    xr = round_k2_sums(x, w, lo, hi)
+    bxr = 0.0
+    total = 0.0
+    for i in range(n):
+        if xr[i] == 1.0:
+            bxr += b[i]
+            total += w[i]
+    viol = max(0.0, lo - total, total - hi)
+    return x, z1, z2, xr, quad, d1, d2, xx, bx, bxr, viol

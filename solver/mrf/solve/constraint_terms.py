@@ -109,6 +109,7 @@ def rounding(area: BoxWithSums, backend) -> callable:
         return round_onehot_sums(x, area.k, area.weights, area.lo, area.hi)
 
     if not backend.is_gpu:
+        round_host.area = area  # (the loop's fused K = 2 step rounds so itself)
         return round_host
     return lambda x: backend.asarray(round_host(backend.to_numpy(x)))
 
