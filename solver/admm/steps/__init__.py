@@ -101,14 +101,19 @@ class PlainStep(_Step):
     def _columns(self, x: np.ndarray) -> np.ndarray:
         return np.array(x, dtype=np.float64).reshape(1, -1)
 
-    def __call__(self, x: np.ndarray, z1: np.ndarray, z2: np.ndarray, y1: np.ndarray,
-                 y2: np.ndarray, y3: Any, rho: float, rc: float) -> StepResult:
-        """One iteration from ``(x, z1, z2)``; updates the duals ``y1, y2`` in place."""
+    def _x_update(self, x: np.ndarray, z1: np.ndarray, z2: np.ndarray, y1: np.ndarray,
+                  y2: np.ndarray, rho: float) -> tuple:
+        """The right-hand side and the CG from ``x``: ``(B, X, R, shift, reused, its)``."""
         shift = np.array([2.0 * rho])
         X, B, R, B_prev, R_prev, dshift, have_r, reused = self._state(x, shift, 1, self.b.size)
         fused_kernels.plain_rhs(z1, z2, y1, y2, self.b, float(rho), B, R, B_prev, R_prev, X,
                                 dshift, have_r)
-        its = self._cg(shift, B, X, R, have_r)
+        return B, X, R, shift, reused, self._cg(shift, B, X, R, have_r)
+
+    def __call__(self, x: np.ndarray, z1: np.ndarray, z2: np.ndarray, y1: np.ndarray,
+                 y2: np.ndarray, y3: Any, rho: float, rc: float) -> StepResult:
+        """One iteration from ``(x, z1, z2)``; updates the duals ``y1, y2`` in place."""
+        B, X, R, shift, reused, its = self._x_update(x, z1, z2, y1, y2, rho)
         (x_new, z1, z2, xr, quad, d1, d2, xx, bx,
          bxr) = fused_kernels.plain_post(B, X, R, 2.0, float(shift[0]), y1, y2, self.b,
                                          float(rho), self.gamma)
@@ -129,11 +134,7 @@ class SumsStep(PlainStep):
     def __call__(self, x: np.ndarray, z1: np.ndarray, z2: np.ndarray, y1: np.ndarray,
                  y2: np.ndarray, y3: Any, rho: float, rc: float) -> StepResult:
         """One iteration from ``(x, z1, z2)``; updates the duals ``y1, y2`` in place."""
-        shift = np.array([2.0 * rho])
-        X, B, R, B_prev, R_prev, dshift, have_r, reused = self._state(x, shift, 1, self.b.size)
-        fused_kernels.plain_rhs(z1, z2, y1, y2, self.b, float(rho), B, R, B_prev, R_prev, X,
-                                dshift, have_r)
-        its = self._cg(shift, B, X, R, have_r)
+        B, X, R, shift, reused, its = self._x_update(x, z1, z2, y1, y2, rho)
         area = self.area
         (x_new, z1, z2, xr, quad, d1, d2, xx, bx, bxr,
          viol) = fused_kernels.sums_post(B, X, R, 2.0, float(shift[0]), y1, y2, self.b,

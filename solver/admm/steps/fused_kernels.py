@@ -133,6 +133,27 @@ def plain_rhs(z1, z2, y1, y2, b, rho, B, R, B_prev, R_prev, X, dshift,
 
 
 @_jit
+def _solution(B, X, R, a_scale, shift, y2, rho):  # pragma: no cover
+    """The first pass after a one-column CG: ``x`` copied out of ``X[0]``, ``x' A x`` from the
+    residual, and the norm of ``x + y2 / rho - 1/2`` with the sphere's scale over it
+    (``(x, quad, norm, scale)``)."""
+    n = X.shape[1]
+    x = np.empty(n)
+    quad = 0.0
+    s = 0.0
+    for i in range(n):
+        xi = X[0, i]
+        x[i] = xi
+        quad += xi * ((B[0, i] - R[0, i]) - shift * xi)
+        v = xi + y2[i] / rho - 0.5
+        s += v * v
+    quad /= a_scale
+    norm = np.sqrt(s)
+    scale = np.sqrt(n) / 2.0 / norm if norm > 0 else 0.0
+    return x, quad, norm, scale
+
+
+@_jit
 def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no cover
     """Everything of one unconstrained iteration after the CG of ``(a_scale A + shift I) x = b``.
 
@@ -148,18 +169,7 @@ def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no co
         ``(x, z1, z2, xr, quad, ||x - z1||^2, ||x - z2||^2, ||x||^2, b'x, b'xr)``.
     """
     n = b.size
-    x = np.empty(n)
-    quad = 0.0
-    s = 0.0
-    for i in range(n):
-        xi = X[0, i]
-        x[i] = xi
-        quad += xi * ((B[0, i] - R[0, i]) - shift * xi)
-        v = xi + y2[i] / rho - 0.5
-        s += v * v
-    quad /= a_scale
-    norm = np.sqrt(s)
-    scale = np.sqrt(n) / 2.0 / norm if norm > 0 else 0.0
+    x, quad, norm, scale = _solution(B, X, R, a_scale, shift, y2, rho)
     z1, z2, xr = np.empty(n), np.empty(n), np.empty(n)
     d1 = d2 = xx = bx = bxr = 0.0
     for i in range(n):
@@ -195,20 +205,10 @@ def sums_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma, w, lo, hi,
         the violation the amount by which ``w'xr`` lies outside the bounds.
     """
     n = b.size
-    x = np.empty(n)
+    x, quad, norm, scale = _solution(B, X, R, a_scale, shift, y2, rho)
     v = np.empty(n)
-    quad = 0.0
-    s = 0.0
     for i in range(n):
-        xi = X[0, i]
-        x[i] = xi
-        quad += xi * ((B[0, i] - R[0, i]) - shift * xi)
-        v[i] = xi + y1[i] / rho
-        u = xi + y2[i] / rho - 0.5
-        s += u * u
-    quad /= a_scale
-    norm = np.sqrt(s)
-    scale = np.sqrt(n) / 2.0 / norm if norm > 0 else 0.0
+        v[i] = x[i] + y1[i] / rho
     z1, z2 = np.empty(n), np.empty(n)
     bounds_lo, bounds_hi = np.array([lo]), np.array([hi])
     project_box_sums(v, 1, w, bounds_lo, bounds_hi, theta, z1)
