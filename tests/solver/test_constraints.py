@@ -483,6 +483,34 @@ def test_fusion_rounds_from_the_changes_are_fusion_rounds_from_every_pixel(seed)
     assert runs[1] == runs[0]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_expansion_moves_run_with_apart_pairs_and_an_area_bound_together(seed):
+    """K = 3 with an apart pair and an area bound at once gets the TV-relaxed expansion moves
+    too: from a poor feasible start they take regions, and every labelling stays feasible
+    with its energy lowered."""
+    from solver.mrf.options import PolishOptions
+    from solver.mrf.polish import icm_kernels as kernels
+    from solver.mrf.polish.constrained import _expansion_fusions, level_state, repair
+
+    rng = np.random.default_rng(seed)
+    truth = np.ones((24, 26), int)
+    truth[4:20, 4:22] = 2
+    truth[9:15, 10:16] = 3
+    unary = -1.5 * np.eye(3)[truth.ravel() - 1] + rng.normal(0, 1, (truth.size, 3))
+    area = truth.size * (truth == 2).mean()
+    p = with_constraints(problem_from_unary(rng.random((24, 26, 3)), unary, lam=0.4),
+                         Constraints(apart=((1, 3),),
+                                     area=(AreaBound(2, int(0.8 * area), int(1.1 * area), "px"),)))
+    start = np.asarray(repair(p, np.full(p.shape, 1))).ravel().astype(np.int64) - 1
+    assert p.feasible(start + 1)
+    lab = start.copy()
+    args = (*kernels.graph_arrays(p), p.unary, 2 * p.lam, lab, np.ones(p.n, bool),
+            *level_state(p, lab))
+    taken = _expansion_fusions(p, args, PolishOptions())
+    assert taken > 0 and p.feasible(lab + 1)
+    assert p.energy(lab + 1) < p.energy(start + 1)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_swap_rounds_leave_no_exchange_that_lowers_the_energy(seed):
     """After :func:`swap_rounds` stops on its own, no pixel of label a anywhere on the a/c

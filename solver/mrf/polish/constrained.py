@@ -352,14 +352,14 @@ def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: P
 
 
 def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions) -> int:
-    """K >= 3 with apart pairs or area bounds (not both): for each label α in turn, the TV
+    """K >= 3 with apart pairs, area bounds or both: for each label α in turn, the TV
     relaxation of the α-expansion move (that keeps the pairs apart: :func:`solver.mrf.polish.
     tv.expansion_snapshot`), its level sets fused under the constraints as regions of α, each
     region taken only where the areas stay within their bounds (as the unconstrained polish's
     TV-relaxed expansion moves: ``options.tv_expansion_iterations``, ``options.tv_max_pixels``,
     an 8-neighbour grid). On the kernels' ``args``, in place; returns the regions taken."""
     c = problem.constraints
-    if (c.has_apart == c.has_area or problem.k < 3 or options.tv_expansion_iterations <= 0
+    if (not (c.has_apart or c.has_area) or problem.k < 3 or options.tv_expansion_iterations <= 0
             or (options.tv_max_pixels is not None and problem.n > options.tv_max_pixels)):
         return 0
     terms = grid_terms(problem, options.tv_step)
