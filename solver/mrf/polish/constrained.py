@@ -158,10 +158,10 @@ class _Incremental:
 
     def icm(self, args: tuple) -> int:
         """Constrained ICM on ``args`` (in place); returns the moves."""
-        lab, movable = args[7], args[8]
+        lab = args[7]
         active = self.pending.copy()
         if self.last is not None:
-            _mark_around(args[:5], movable, np.flatnonzero(lab != self.last), active)
+            active |= _around_changes(args, self.last)
         moves = ck.constrained_icm(*args, MAX_SWEEPS, active, self.pending)
         self.last = lab.copy()
         return moves
@@ -169,20 +169,18 @@ class _Incremental:
     def fusion_starts(self, problem: MRFProblem, args: tuple) -> np.ndarray | None:
         """The movable pixels where this round of fusions may start a region (see above);
         None for all of them."""
-        lab, movable = args[7], args[8]
         starts = None
         if self.fused is not None and not problem.constraints.has_area:
-            starts = np.zeros_like(movable)
-            _mark_around(args[:5], movable, np.flatnonzero(lab != self.fused), starts)
-        self.fused = lab.copy()
+            starts = _around_changes(args, self.fused)
+        self.fused = args[7].copy()
         return starts
 
 
-def _mark_around(graph: tuple, movable: np.ndarray, changed: np.ndarray,
-                 out: np.ndarray) -> None:
-    """Mark in ``out`` the ``movable`` pixels among ``changed`` and their neighbours, on the
-    graph arrays of :func:`solver.mrf.polish.icm_kernels.graph_arrays`."""
-    ck.mark_changed(graph[0], graph[1], graph[3], graph[4], movable, changed, out)
+def _around_changes(args: tuple, before: np.ndarray) -> np.ndarray:
+    """The movable pixels (of the kernels' ``args``) whose label differs from ``before``, and
+    their movable neighbours (:func:`solver.mrf.polish.icm_kernels.around_changes`)."""
+    indptr, indices, _, gw, geom = args[:5]
+    return kernels.around_changes(indptr, indices, gw, geom, args[7], before, args[8])
 
 
 def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
@@ -285,7 +283,8 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
                 taken += got
                 if got and starts is not None:
                     # the regions beside those taken may now go otherwise: start there too
-                    _mark_around(graph, movable, np.flatnonzero(lab != before), starts)
+                    starts |= kernels.around_changes(graph[0], graph[1], graph[3], graph[4],
+                                                     lab, before, movable)
                     np.copyto(before, lab)
                     seeds = ck.level_set_seeds(X, lab, starts, least)
     return taken

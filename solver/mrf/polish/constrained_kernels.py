@@ -112,18 +112,6 @@ def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movabl
 
 
 @_jit
-def mark_changed(indptr, indices, gw, geom, movable, changed, active):  # pragma: no cover
-    """Mark in ``active`` the movable pixels among those of ``changed`` (indices) and their
-    neighbours: the pixels whose best feasible label may differ since they were last visited."""
-    for i in changed:
-        _, flags_t = place(gw, geom, i)
-        for t in range(row_length(indptr, gw, i)):
-            j = column_at(indptr, indices, gw, geom, i, flags_t, t)
-            if j >= 0 and movable[j]:
-                active[j] = True
-
-
-@_jit
 def _edge_weight(indptr, indices, data, gw, geom, i, j):  # pragma: no cover
     """The weight ``W_ij`` of the edge between pixels ``i`` and ``j``; 0 if they are not
     neighbours."""
