@@ -125,6 +125,46 @@ def test_the_kernel_from_any_point_of_the_box_follows_the_transcription(seed):
         np.testing.assert_allclose(u2, w2, atol=2e-5)
 
 
+@pytest.mark.parametrize("shape, seed", [((13, 17), 0), ((9, 32), 1), ((1, 40), 2),
+                                         ((21, 5), 3)])
+@pytest.mark.parametrize("chunk", [1, 3, 16])
+def test_steps_over_the_chunks_that_can_change_give_the_bits_of_steps_over_every_pixel(
+        shape, seed, chunk):
+    """From a labelling (most pixels settle at once, so most chunks drop out) and from a random
+    point of the box, with some pixels fixed: ``layered_iterate`` and as many
+    ``layered_step`` calls agree exactly, step after step (chunks that straddle rows, a
+    single row)."""
+    p = _tiny(shape, 3, seed, Constraints(apart=((1, 3),)))
+    labels = layered.nesting_labels(p)
+    cost, offsets, tau, gamma = grid_terms(p, 1.0, row=1.0, layers=2)
+    rng = np.random.default_rng(seed)
+    a, m, b = labels
+    g1 = (p.unary[:, m] - p.unary[:, a]).astype(np.float32)
+    g2 = (p.unary[:, b] - p.unary[:, m]).astype(np.float32)
+    free = rng.random(p.n) > 0.1
+    sigma = np.float32(0.5 / gamma)
+    lab = rng.integers(0, 3, p.n)
+    starts = [np.stack([lab != a, lab == b]).astype(np.float32),
+              rng.random((2, p.n)).astype(np.float32)]
+    for start in starts:
+        d1, d2 = start[0].copy(), start[1].copy()
+        b1, b2 = d1.copy(), d2.copy()
+        p1, p2 = np.zeros((4, p.n), np.float32), np.zeros((4, p.n), np.float32)
+        r = np.zeros((9, p.n), np.float32)
+        for steps in range(1, 41):
+            layered_kernels.layered_step(cost, offsets, g1, g2, free, tau, d1, d2, b1, b2, p1,
+                                         p2, r, sigma)
+            if steps in (1, 2, 5, 40):
+                u1, u2 = start[0].copy(), start[1].copy()
+                done, _ = layered_kernels.layered_iterate(cost, offsets, g1, g2, free, tau, u1,
+                                                          u2, sigma, steps, 0.0, 0.0, -np.inf,
+                                                          chunk)
+                assert done == steps
+                np.testing.assert_array_equal(u1, d1)
+                np.testing.assert_array_equal(u2, d2)
+        assert not np.array_equal(d1, start[0])  # (the steps moved something)
+
+
 def _brute_forced_nesting(seed):
     """A tiny nesting (hard pixels on odd seeds), its optimum, a minimiser and its labels."""
     p = _tiny((3, 4), 3, seed, Constraints(apart=((1, 3),)), hard_fraction=0.15 if seed % 2
