@@ -70,6 +70,13 @@ class PolishOptions:
     tv_iterations : int
         K = 2, final polish: most linearized-ADMM steps on the TV relaxation whose level sets
         are fused (:mod:`solver.mrf.polish.tv`); 0 turns the TV proposals off.
+    tv_gap : float or None
+        K = 2: the TV steps stop once the polished labels are proved within this fraction of
+        their energy's magnitude of the optimum (the relaxation's duality gap, checked every
+        25 steps); None: never.
+    tv_fuse_every : int or None
+        K = 2: the TV level sets are fused every this many steps (a multiple of 25), and the
+        steps stop once a fusion takes nothing; None: once, after ``tv_iterations`` steps.
     tv_expansion_iterations : int
         K > 2, final polish: the same for the TV relaxation of each label's α-expansion move
         (:func:`solver.mrf.polish.tv.fuse_tv_expansions_into`); 0 turns them off.
@@ -119,7 +126,9 @@ class PolishOptions:
     region_cap: float = 1 / 128
     region_cap_min: int = 2048
     snapshot_iterations: frozenset[int] = SNAPSHOT_ITERATIONS
-    tv_iterations: int = 200
+    tv_iterations: int = 800
+    tv_gap: float | None = 1e-5
+    tv_fuse_every: int | None = 200
     tv_expansion_iterations: int = 100
     tv_layered_iterations: int = 200
     tv_layered_gap: float = 1e-5

@@ -160,3 +160,44 @@ def test_grid_steps_on_the_host_are_the_cpu_kernels():
     s = args[5].copy()
     assert tv.grid_steps(None, *args[:5], s, args[6], 200, 1e-3) == (steps_want, sparse_want)
     assert np.array_equal(s, want)
+
+
+def test_the_dual_value_in_array_operations_is_the_kernels():
+    """The GPU's gap test sums the kernel's dual objective with array operations."""
+    _, args = next(_problems())
+    cost, offsets, u, free, tau, s, sigma = args
+    rng = np.random.default_rng(0)
+    p = (rng.uniform(-1, 1, cost.shape) * cost).astype(np.float32)
+    want = tv_kernels.grid_dual_value(offsets, u, free, s, p)
+    got = tv_device.dual_value(np, u, p, free, s, tuple(offsets[4:]))
+    assert got == pytest.approx(want, rel=1e-6, abs=1e-3)
+
+
+def test_the_gap_test_runs_after_each_block():
+    gaps = iter([5.0, 3.0, 0.5, 0.1])
+    steps = tv_device.run_steps(np, lambda: None, np.arange(3.0), 1000, -1.0,
+                                lambda: next(gaps), 1.0)
+    assert steps == 75  # the blocks ending at 25 and 50 left gaps of 5 and 3, then 0.5
+
+
+@needs_gpu
+def test_the_cuda_steps_go_on_from_one_call_to_the_next_and_stop_on_the_gap():
+    from solver.mrf.polish.tv import start_value
+
+    gpu = get_backend("gpu")
+    _, args = next(_problems())
+    want, _, _ = _cpu(args, 200, 0.0)
+    got = args[5].copy()
+    p, bar = np.zeros((4, got.size), np.float32), got.copy()
+    for _ in range(4):
+        tv_device.tv_iterate_grid(gpu, *args[:5], got, args[6], 50, 0.0, np.inf, -np.inf, p,
+                                  bar)
+    assert np.array_equal(got, want)
+    start = start_value(args[0], args[1], args[2], args[5])
+    s = args[5].copy()
+    cpu_steps, _ = tv_kernels.tv_iterate_grid(*args[:5], s, args[6], 2000, 0.0, 0.0, start,
+                                              0.05 * abs(start))
+    g = args[5].copy()
+    gpu_steps = tv_device.tv_iterate_grid(gpu, *args[:5], g, args[6], 2000, 0.0, start,
+                                          0.05 * abs(start))
+    assert abs(gpu_steps - cpu_steps) <= tv_device.CHECK_EVERY

@@ -274,3 +274,91 @@ def test_level_sets_within_an_exact_area_take_the_largest_values():
     chosen = cands[-1].astype(bool)
     # every free pixel taken has a value at least that of every free pixel left out
     assert s[chosen & free].min() >= s[~chosen & free].max()
+
+
+def _grid_args(problem, start):
+    """The grid kernel's arguments for the K = 2 relaxation from ``start``."""
+    from solver.mrf.polish.tv import grid_terms
+
+    cost, offsets, tau, gamma = grid_terms(problem, 1.0)
+    u = (problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
+    return cost, offsets, u, problem.movable, tau, np.asarray(start, np.float32).copy(), \
+        np.float32(0.5 / gamma)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_calls_that_go_on_from_one_another_make_the_steps_of_one_call(seed):
+    """The duals and the extrapolation handed from call to call: blocks of 25 and 50 steps end
+    where one call of 200 does, bit for bit, sparse steps included (from polished labels)."""
+    from solver.mrf.polish import tv_kernels
+
+    problem = random_problem((23, 31), k=2, seed=seed, hard_fraction=0.05)
+    settled = polish_labels(problem, np.random.default_rng(seed).integers(1, 3, problem.shape))
+    cost, offsets, u, free, tau, s, sigma = _grid_args(problem, settled.ravel() - 1)
+    want = s.copy()
+    steps, sparse = tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, want, sigma, 200,
+                                               0.0, 10.0)
+    assert sparse > 0  # (fewer than 200 steps: nothing left to move)
+    for block in (25, 50):
+        got = s.copy()
+        p, bar = np.zeros((4, problem.n), np.float32), got.copy()
+        for _ in range(200 // block):
+            tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, got, sigma, block, 0.0,
+                                       10.0, np.inf, -np.inf, p, bar)
+        assert np.array_equal(got, want), block
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_dual_value_bounds_every_labelling_from_below(seed):
+    """At any duals within their clips (the relaxation's own after some steps, and random
+    ones) the dual objective is at most the least energy (less its constant), and after
+    enough steps it comes within a hair of it."""
+    from solver.mrf.polish import tv_kernels
+    from solver.mrf.polish.tv import start_value
+
+    problem = random_problem((3, 4), k=2, seed=seed, hard_fraction=0.15 if seed % 2 else 0.0)
+    best, arg = brute_force(problem)
+    cost, offsets, u, free, tau, s, sigma = _grid_args(problem, arg.ravel() - 1)
+    constant = problem.energy(arg.ravel()) - start_value(cost, offsets, u, s)
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        p = (rng.uniform(-1, 1, cost.shape) * cost).astype(np.float32)
+        assert tv_kernels.grid_dual_value(offsets, u, free, s, p) + constant <= best + 1e-6
+    # an optimal start is proved so: the steps stop at the first test of the gap
+    tight = s.copy()
+    steps, _ = tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, tight, sigma, 20000,
+                                          0.0, 0.0, start_value(cost, offsets, u, s),
+                                          1e-6 * max(1.0, abs(best)))
+    assert steps < 20000
+
+
+def test_the_gap_test_stops_the_steps_only_once_the_start_is_proved_near_optimal():
+    """From the optimum the steps stop early; from a poor labelling, whose gap stays large,
+    they run to the end."""
+    from solver.mrf.polish import tv_kernels
+    from solver.mrf.polish.tv import start_value
+
+    problem = random_problem((23, 31), k=2, seed=4)
+    best = solve_mrf(problem, "mincut").labels.ravel() - 1
+    tol = 1e-5 * abs(problem.energy(best + 1))
+    for start, stops in ((best, True), (1 - best, False)):
+        cost, offsets, u, free, tau, s, sigma = _grid_args(problem, start)
+        steps, _ = tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, 400, 0.0,
+                                              0.0, start_value(cost, offsets, u, s), tol)
+        assert (steps < 400) == stops
+
+
+def test_rounds_of_fusion_stop_once_one_takes_nothing_and_reach_the_optimum():
+    """``every``: from a poor start the rounds go on while they take regions and end at the
+    optimum; from the optimum the gap test stops the first round and nothing is taken."""
+    from solver.mrf.polish.tv import GridRelaxation, grid_terms
+
+    problem = random_problem((23, 31), k=2, seed=6)
+    best = solve_mrf(problem, "mincut").labels.ravel() - 1
+    lab = np.zeros(problem.n, np.int64)
+    fuse_tv_into(problem, lab, 4000, 1.0, (0.1, 0.3, 0.5, 0.7, 0.9), gap=1e-7, every=100)
+    assert problem.energy(lab + 1) == pytest.approx(problem.energy(best + 1), rel=1e-9)
+    at_best = best.astype(np.int64).copy()
+    assert fuse_tv_into(problem, at_best, 4000, 1.0, (0.5,), gap=1e-5, every=100) == 0
+    relax = GridRelaxation(problem, best, grid_terms(problem, 1.0), gap=1e-5)
+    assert relax.run(2000, 0.0) and relax.steps < 2000

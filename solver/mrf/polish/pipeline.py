@@ -135,9 +135,12 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     if (split and tv_steps > 0
             and (options.tv_max_pixels is None or problem.n <= options.tv_max_pixels)):
         mark()
-        fuse = fuse_tv_into if problem.k == 2 else fuse_tv_expansions_into
-        if fuse(problem, lab, tv_steps, options.tv_step, options.tv_thresholds, workspace=ws,
-                backend=backend):
+        if (fuse_tv_into(problem, lab, tv_steps, options.tv_step, options.tv_thresholds,
+                         workspace=ws, backend=backend, gap=options.tv_gap,
+                         every=options.tv_fuse_every)
+                if problem.k == 2 else
+                fuse_tv_expansions_into(problem, lab, tv_steps, options.tv_step,
+                                        options.tv_thresholds, workspace=ws, backend=backend)):
             _icm_in_place(problem, lab, since=before)
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,

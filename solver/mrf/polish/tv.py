@@ -30,6 +30,66 @@ from solver.mrf.polish.stencil import forward_costs, grid_view
 log = logging.getLogger(__name__)
 
 
+class GridRelaxation:
+    """The TV relaxation of a K = 2 energy on an 8-neighbour grid, run in calls that go on
+    from one another (:func:`solver.mrf.polish.tv_kernels.tv_iterate_grid`'s state kept
+    between them): calls of multiples of 25 steps make the iterates of one run.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        A two-label problem with a grid view.
+    lab : numpy.ndarray
+        ``(n,)`` 0-based labels to start from (hard pixels keep theirs).
+    terms : tuple
+        :func:`grid_terms` of the problem.
+    backend : solver.backend.Backend, optional
+        Where the steps run (:func:`grid_steps`); None: the host.
+    gap : float, optional
+        Also stop once ``lab`` is proved within this fraction of its energy's magnitude of the
+        optimum (the duality gap at the start, :func:`tv_kernels.grid_dual_value`, checked
+        every 25 steps); None: no such test.
+    """
+
+    def __init__(self, problem: MRFProblem, lab: np.ndarray, terms: tuple,
+                 backend: Any = None, gap: float | None = None) -> None:
+        self.cost, self.offsets, self.tau, gamma = terms
+        self.sigma = np.float32(0.5 / gamma)
+        self.u = (problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
+        self.free = problem.movable
+        self.s = np.asarray(lab, dtype=np.float32).copy()
+        self.p = np.zeros((4, self.s.size), np.float32)
+        self.bar = self.s.copy()
+        self.backend = backend
+        self.start, self.gap_tol = np.inf, -np.inf
+        if gap is not None:
+            self.start = start_value(self.cost, self.offsets, self.u, self.s)
+            self.gap_tol = float(gap) * max(1.0, abs(problem.energy(np.asarray(lab) + 1)))
+        self.steps = 0
+
+    def run(self, iterations: int, tol: float) -> bool:
+        """At most ``iterations`` more steps (a multiple of 25 keeps the run's rhythm).
+
+        Parameters
+        ----------
+        iterations : int
+        tol : float
+            Stop once 25 steps move no value by more than this.
+
+        Returns
+        -------
+        bool
+            Whether a stopping test ended the steps before ``iterations``.
+        """
+        done, sparse = grid_steps(self.backend, self.cost, self.offsets, self.u, self.free,
+                                  self.tau, self.s, self.sigma, int(iterations), float(tol),
+                                  self.start, self.gap_tol, self.p, self.bar)
+        self.steps += done
+        log.debug("TV relaxation: %d steps (%d in all), %d of them sparse", done, self.steps,
+                  sparse)
+        return done < iterations
+
+
 def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
                   tol: float = 1e-3, backend: Any = None) -> tuple[np.ndarray, int]:
     """Approximate minimiser of the TV relaxation of a K = 2 energy, started from ``lab``.
@@ -58,31 +118,55 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
     """
     if problem.k != 2:
         raise ValueError(f"the TV relaxation is for two labels, not K = {problem.k}")
-    u = problem.unary[:, 1] - problem.unary[:, 0]
-    free = problem.movable
     terms = grid_terms(problem, step)
     if terms is not None:
-        cost, offsets, tau, gamma = terms
-        s32 = np.asarray(lab, dtype=np.float32).copy()
-        steps, sparse = grid_steps(backend, cost, offsets, u.astype(np.float32), free, tau, s32,
-                                   np.float32(0.5 / gamma), int(iterations), float(tol))
-        log.debug("TV relaxation: %d steps, %d of them sparse", steps, sparse)
-        s = s32.astype(np.float64)
-    else:  # (no grid: the Laplacian's upper triangle, each edge once)
-        two_lam = 2.0 * float(problem.lam)
-        gamma = step / max(two_lam, 1e-300)
-        s = np.asarray(lab, dtype=np.float64).copy()
-        upper = sp.triu(problem.laplacian, k=1, format="coo")
-        c = -two_lam * upper.data.astype(np.float64)
-        steps = tv_kernels.tv_iterate(upper.row.astype(np.int64), upper.col.astype(np.int64),
-                                      c, np.ascontiguousarray(u, dtype=np.float64), free, s,
-                                      np.zeros(c.size), gamma, int(iterations), float(tol))
+        relax = GridRelaxation(problem, lab, terms, backend)
+        relax.run(iterations, tol)
+        return relax.s.astype(np.float64), relax.steps
+    # (no grid: the Laplacian's upper triangle, each edge once)
+    u = problem.unary[:, 1] - problem.unary[:, 0]
+    two_lam = 2.0 * float(problem.lam)
+    gamma = step / max(two_lam, 1e-300)
+    s = np.asarray(lab, dtype=np.float64).copy()
+    upper = sp.triu(problem.laplacian, k=1, format="coo")
+    c = -two_lam * upper.data.astype(np.float64)
+    steps = tv_kernels.tv_iterate(upper.row.astype(np.int64), upper.col.astype(np.int64),
+                                  c, np.ascontiguousarray(u, dtype=np.float64),
+                                  problem.movable, s, np.zeros(c.size), gamma, int(iterations),
+                                  float(tol))
     return s, int(steps)
+
+
+def start_value(cost: np.ndarray, offsets: np.ndarray, u: np.ndarray, s: np.ndarray) -> float:
+    """The TV relaxation's value at ``s`` (the two-label energy less its constant at a
+    labelling), from the grid kernel's float32 terms so that it compares with their dual
+    objective: ``u's + sum_q cost_q |s_i - s_{i + o_q}|``.
+
+    Parameters
+    ----------
+    cost, offsets, u
+        As :func:`solver.mrf.polish.tv_kernels.tv_iterate_grid`'s.
+    s : numpy.ndarray
+        ``(n,)`` values in [0, 1].
+
+    Returns
+    -------
+    float
+    """
+    n = s.size
+    value = float(u @ s)
+    for q in range(4):
+        o = int(offsets[4 + q])
+        if o < n:
+            value += float(cost[q, :n - o] @ np.abs(s[:n - o] - s[o:]))
+    return value
 
 
 def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarray,
                free: np.ndarray, tau: np.ndarray, s: np.ndarray, sigma: np.float32,
-               iterations: int, tol: float) -> tuple[int, int]:
+               iterations: int, tol: float, start: float = np.inf,
+               gap_tol: float = -np.inf, p: np.ndarray | None = None,
+               bar: np.ndarray | None = None) -> tuple[int, int]:
     """The grid kernel's steps on ``s`` in place: on the GPU where ``backend`` is the real GPU
     backend (:mod:`solver.mrf.polish.tv_device`, the same iterates), else on the host
     (:func:`solver.mrf.polish.tv_kernels.tv_iterate_grid`).
@@ -93,6 +177,12 @@ def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarra
         Where to run them.
     cost, offsets, u, free, tau, s, sigma, iterations, tol
         As :func:`solver.mrf.polish.tv_kernels.tv_iterate_grid`'s.
+    start, gap_tol : float
+        Its ``start_value`` (:func:`start_value`) and ``gap_tol``: stop once the start is
+        proved within ``gap_tol`` of the optimum (the default never).
+    p, bar : numpy.ndarray, optional
+        The duals and extrapolation to go on from, updated in place (together; default: a
+        fresh start).
 
     Returns
     -------
@@ -103,15 +193,21 @@ def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarra
     """
     if tv_device.applies(backend):
         return tv_device.tv_iterate_grid(backend, cost, offsets, u, free, tau, s, sigma,
-                                         iterations, tol), 0
+                                         iterations, tol, start, gap_tol, p, bar), 0
+    if p is None:
+        return threaded(tv_kernels.tv_iterate_grid, cost, offsets, u, free, tau, s, sigma,
+                        iterations, tol, tv_kernels.SPARSE_BELOW, float(start),
+                        float(gap_tol))
     return threaded(tv_kernels.tv_iterate_grid, cost, offsets, u, free, tau, s, sigma,
-                    iterations, tol, tv_kernels.SPARSE_BELOW)
+                    iterations, tol, tv_kernels.SPARSE_BELOW, float(start), float(gap_tol),
+                    p, bar)
 
 
 def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
                  thresholds: tuple[float, ...], workspace: Workspace | None = None,
-                 backend: Any = None) -> int:
-    """Fuse the level sets of :func:`tv_relaxation` (from ``lab``) into ``lab`` in place.
+                 backend: Any = None, gap: float | None = None,
+                 every: int | None = None) -> int:
+    """Fuse the level sets of the TV relaxation (from ``lab``) into ``lab`` in place.
 
     Parameters
     ----------
@@ -120,31 +216,57 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
     lab : numpy.ndarray
         ``(n,)`` 0-based labels, changed in place; the energy never rises.
     iterations, step : int, float
-        As :func:`tv_relaxation`.
+        Most steps and their scale, as :func:`tv_relaxation`'s.
     thresholds : tuple of float
         Levels ``t`` whose sets ``{s > t}`` are proposed.
     workspace : Workspace, optional
         The polish's shared work arrays.
     backend : solver.backend.Backend, optional
         Where the relaxation's steps run (:func:`grid_steps`); None: the host.
+    gap : float, optional
+        Stop the steps once the start is proved within this fraction of its energy of the
+        optimum (:class:`GridRelaxation`); None: no such test.
+    every : int, optional
+        On a grid, fuse the level sets every this many steps (a multiple of 25) and stop once
+        a fusion takes nothing; None: once, after the steps.
 
     Returns
     -------
     int
         Regions taken.
     """
-    s, steps = tv_relaxation(problem, lab, iterations, step, backend=backend)
-    weights = np.empty((s.size, 2), dtype=np.float32)
-    weights[:, 1] = s
-    weights[:, 0] = 1.0 - s
-    moved = fuse_level_sets_into(problem, lab, [Snapshot.from_dense(weights)], thresholds,
-                                 max_pixels=None, workspace=workspace)
-    log.debug("TV proposals: %d steps, %d regions taken", steps, moved)
+    terms = grid_terms(problem, step) if problem.k == 2 else None
+    if terms is None:
+        s, steps = tv_relaxation(problem, lab, iterations, step, backend=backend)
+        moved = _fuse_levels(problem, lab, s, thresholds, workspace)
+        log.debug("TV proposals: %d steps, %d regions taken", steps, moved)
+        return moved
+    relax = GridRelaxation(problem, lab, terms, backend, gap)
+    block = iterations if every is None else max(int(every), 1)
+    moved = 0
+    while relax.steps < iterations:
+        stopped = relax.run(min(block, iterations - relax.steps), 1e-3)
+        taken = _fuse_levels(problem, lab, relax.s, thresholds, workspace)
+        moved += taken
+        if stopped or not taken:
+            break
+    log.debug("TV proposals: %d steps, %d regions taken", relax.steps, moved)
     return moved
 
 
+def _fuse_levels(problem: MRFProblem, lab: np.ndarray, s: np.ndarray,
+                 thresholds: tuple[float, ...], workspace: Workspace | None) -> int:
+    """The level sets of the label-2 weights ``s`` fused into ``lab``; regions taken."""
+    weights = np.empty((s.size, 2), dtype=np.float32)
+    weights[:, 1] = s
+    weights[:, 0] = 1.0 - s
+    return fuse_level_sets_into(problem, lab, [Snapshot.from_dense(weights)], thresholds,
+                                max_pixels=None, workspace=workspace)
+
+
 def fuse_tv(problem: MRFProblem, labels: np.ndarray, iterations: int, step: float,
-            thresholds: tuple[float, ...]) -> tuple[np.ndarray, int]:
+            thresholds: tuple[float, ...], gap: float | None = None,
+            every: int | None = None) -> tuple[np.ndarray, int]:
     """:func:`fuse_tv_into` on 1-based labels, returning new ones.
 
     Parameters
@@ -153,7 +275,7 @@ def fuse_tv(problem: MRFProblem, labels: np.ndarray, iterations: int, step: floa
         A two-label problem.
     labels : numpy.ndarray
         ``(H, W)`` or ``(n,)`` labels in 1..2.
-    iterations, step, thresholds
+    iterations, step, thresholds, gap, every
         As :func:`fuse_tv_into`.
 
     Returns
@@ -163,7 +285,8 @@ def fuse_tv(problem: MRFProblem, labels: np.ndarray, iterations: int, step: floa
     moved : int
         Regions taken.
     """
-    return _one_based(fuse_tv_into, problem, labels, iterations, step, thresholds)
+    return _one_based(fuse_tv_into, problem, labels, iterations, step, thresholds, None, None,
+                      gap, every)
 
 
 def _one_based(fuse_into, problem: MRFProblem, labels: np.ndarray, *args

@@ -104,9 +104,38 @@ def applies(backend: Any) -> bool:
             and getattr(backend.xp, "__name__", "") == "cupy")
 
 
-def run_steps(xp: Any, step: Callable[[], None], s: Any, iterations: int, tol: float) -> int:
+def dual_value(xp: Any, u: Any, p: Any, free: Any, s: Any, offs: tuple) -> float:
+    """:func:`solver.mrf.polish.tv_kernels.grid_dual_value` with array operations (summed in
+    another order, in float64).
+
+    Parameters
+    ----------
+    xp : module
+        numpy or cupy.
+    u, p, free, s : array
+        The unary terms ``(n,)``, the edge duals ``(4, n)``, the free pixels and the values
+        (of the fixed pixels).
+    offs : tuple of int
+        The four forward offsets (``offsets[4:]``).
+
+    Returns
+    -------
+    float
+    """
+    n = u.size
+    g = u + p[0] + p[1] + p[2] + p[3]
+    for q, o in enumerate(offs):
+        o = int(o)
+        if o < n:
+            g[o:] -= p[q, :n - o]
+    return float(xp.where(free, xp.minimum(g, 0.0), g * s).sum(dtype=xp.float64))
+
+
+def run_steps(xp: Any, step: Callable[[], None], s: Any, iterations: int, tol: float,
+              gap: Callable[[], float] | None = None, gap_tol: float = -np.inf) -> int:
     """Call ``step`` (one step, in place on ``s``) at most ``iterations`` times, stopping once a
-    block of :data:`CHECK_EVERY` steps moves no ``s_i`` by more than ``tol``.
+    block of :data:`CHECK_EVERY` steps moves no ``s_i`` by more than ``tol``, or once
+    ``gap()`` (checked after the same blocks) is at most ``gap_tol``.
 
     Parameters
     ----------
@@ -120,6 +149,10 @@ def run_steps(xp: Any, step: Callable[[], None], s: Any, iterations: int, tol: f
         Most steps.
     tol : float
         The stopping test's largest move.
+    gap : callable, optional
+        The start's duality gap at the current duals.
+    gap_tol : float
+        The gap below which the steps stop.
 
     Returns
     -------
@@ -135,21 +168,28 @@ def run_steps(xp: Any, step: Callable[[], None], s: Any, iterations: int, tol: f
             if float(xp.abs(s - old).max()) < tol:  # (the one copy back per block)
                 break
             xp.copyto(old, s)
+            if gap is not None and gap() <= gap_tol:
+                break
     return done
 
 
 def tv_iterate_grid(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarray,
                     free: np.ndarray, tau: np.ndarray, s: np.ndarray, sigma: np.float32,
-                    iterations: int, tol: float) -> int:
+                    iterations: int, tol: float, start_value: float = np.inf,
+                    gap_tol: float = -np.inf, p: np.ndarray | None = None,
+                    bar: np.ndarray | None = None) -> int:
     """:func:`solver.mrf.polish.tv_kernels.tv_iterate_grid` on the GPU: the same steps and
-    stopping test, ``s`` (host, float32) updated in place.
+    stopping tests, ``s`` (host, float32) updated in place. The duality gap's dual objective
+    is summed on the device in another order than the host's, so where the gap sits right at
+    ``gap_tol`` the two can stop 25 steps apart.
 
     Parameters
     ----------
     backend : solver.backend.Backend
         The real GPU backend (:func:`applies`).
-    cost, offsets, u, free, tau, s, sigma, iterations, tol
-        As the CPU kernel's (host arrays; ``cost`` ``(4, n)`` float32, ``offsets`` ``(8,)``).
+    cost, offsets, u, free, tau, s, sigma, iterations, tol, start_value, gap_tol, p, bar
+        As the CPU kernel's (host arrays; ``cost`` ``(4, n)`` float32, ``offsets`` ``(8,)``;
+        ``p`` and ``bar``, where given, copied to the device and back).
 
     Returns
     -------
@@ -166,8 +206,9 @@ def tv_iterate_grid(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.n
     d_tau = cp.asarray(np.ascontiguousarray(tau, dtype=np.float32))
     d_free = cp.asarray(np.ascontiguousarray(free, dtype=np.bool_))
     d_s = cp.asarray(np.ascontiguousarray(s, dtype=np.float32))
-    bar = d_s.copy()
-    p = cp.zeros((4, n), dtype=cp.float32)
+    host_p, host_bar = p, bar
+    bar = d_s.copy() if host_bar is None else cp.asarray(host_bar)
+    p = cp.zeros((4, n), dtype=cp.float32) if host_p is None else cp.asarray(host_p)
     grid, block = ((n + BLOCK - 1) // BLOCK,), (BLOCK,)
     n64 = np.int64(n)
     offs = tuple(np.int64(offsets[4 + q]) for q in range(4))
@@ -177,7 +218,16 @@ def tv_iterate_grid(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.n
         dual(grid, block, (d_cost, bar, p, sig, n64, *offs))
         primal(grid, block, (d_u, p, d_tau, d_free, d_s, bar, n64, *offs))
 
-    done = run_steps(cp, step, d_s, int(iterations), float(tol))
+    gap = None
+    if np.isfinite(start_value):
+
+        def gap() -> float:  # (fixed pixels keep their start values)
+            return float(start_value) - dual_value(cp, d_u, p, d_free, d_s, offs)
+
+    done = run_steps(cp, step, d_s, int(iterations), float(tol), gap, float(gap_tol))
     s[...] = cp.asnumpy(d_s)
+    if host_p is not None:
+        host_p[...] = cp.asnumpy(p)
+        host_bar[...] = cp.asnumpy(bar)
     return done
 

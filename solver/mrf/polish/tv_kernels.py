@@ -218,9 +218,45 @@ NO_WEIGHTS = np.zeros(0, np.float32)
 SPARSE_BELOW = 0.01
 
 
+@_pjit
+def grid_dual_value(offsets, u, free, s0, p):  # pragma: no cover
+    """The TV relaxation's dual objective at the edge duals ``p`` (each within its clip), a
+    lower bound on its minimum and so, the relaxation being tight, on the two-label energy's
+    (less its constant): each free pixel's least linear term over the box, ``min(0, g_i)``
+    with ``g = u + D'p``, and each fixed pixel's at its value ``s0_i``. Summed in fixed
+    blocks of pixels in parallel, then the blocks in order (the same number on any number of
+    threads)."""
+    o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
+    n = u.size
+    blocks = (n + 4095) // 4096
+    part = np.zeros(blocks)
+    for blk in numba.prange(blocks):
+        value = 0.0
+        for i in range(blk * 4096, min(n, blk * 4096 + 4096)):
+            g = u[i] + p[0, i] + p[1, i] + p[2, i] + p[3, i]
+            if i >= o0:
+                g -= p[0, i - o0]
+            if i >= o1:
+                g -= p[1, i - o1]
+            if i >= o2:
+                g -= p[2, i - o2]
+            if i >= o3:
+                g -= p[3, i - o3]
+            if free[i]:
+                value += min(g, 0.0)
+            else:
+                value += g * s0[i]
+        part[blk] = value
+    total = 0.0
+    for blk in range(blocks):
+        total += part[blk]
+    return total
+
+
 @_jit
 def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
-                    sparse_below):  # pragma: no cover
+                    sparse_below, start_value=np.inf, gap_tol=-np.inf, p=None,
+                    bar=None):  # pragma: no cover
     """:func:`tv_iterate` on an 8-neighbour grid, in float32.
 
     ``cost[q, i]`` is the weight of pixel ``i``'s ``q``-th forward edge (east, south-west,
@@ -232,13 +268,22 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
     step over every pixel gives. Steps over every pixel run until then: every 25 steps one of
     them is compared with the state before it, and below ``sparse_below`` of the pixels
     (:data:`SPARSE_BELOW`) the next are sparse, until they visit twice that share. Stops early
-    once a 25-step block moves no ``s_i`` by more than ``tol``, or nothing changes. Returns the
-    number of steps run and how many of them were sparse.
+    once a 25-step block moves no ``s_i`` by more than ``tol``, or nothing changes, or (checked
+    every 25 steps) once the start's value ``start_value`` is within ``gap_tol`` of the dual
+    objective (:func:`grid_dual_value`): then no labelling is better than the start by more
+    than that. Returns the number of steps run and how many of them were sparse.
+
+    ``p`` (``(4, n)``) and ``bar`` (``(n,)``), float32, given together, are the duals and the
+    extrapolation to go on from, updated in place, so that calls of a multiple of 25 steps
+    each make the steps of one call; by default the steps start from duals at zero and
+    ``bar = s``.
     """
     n = s.size
-    bar = s.copy()
+    if p is None:
+        p = np.zeros((4, n), np.float32)
+    if bar is None:
+        bar = s.copy()
     old = s.copy()
-    p = np.zeros((4, n), np.float32)
     stamp = np.full((4, n), -1, np.int32)  # the step each edge's dual was last updated in
     listed = np.full(n, -1, np.int32)      # the step each pixel was last listed for
     touched = np.zeros(n, np.bool_)
@@ -291,8 +336,12 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
         else:
             _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, NO_PULL, NO_WEIGHTS)
         done += 1
-        if done % 25 == 0 and _most_moved(s, old) < tol:
-            break
+        if done % 25 == 0:
+            if _most_moved(s, old) < tol:
+                break
+            # (fixed pixels keep their start values: s is s0 there)
+            if start_value - grid_dual_value(offsets, u, free, s, p) <= gap_tol:
+                break
     return done, sparse
 
 
