@@ -80,6 +80,13 @@ class PolishOptions:
     tv_expansion_iterations : int
         K > 2, final polish: the same for the TV relaxation of each label's α-expansion move
         (:func:`solver.mrf.polish.tv.fuse_tv_expansions_into`); 0 turns them off.
+    tv_expansion_gap : float or None
+        K > 2: each expansion move's TV steps stop once the move is proved to gain at most
+        this fraction of the energy's magnitude (its duality gap at the current labels, checked
+        every 25 steps); None: never.
+    tv_constrained_expansion_iterations : int
+        The same steps in the constrained polish (apart pairs, K > 2 area bounds), whose moves
+        keep the constraints (:mod:`solver.mrf.polish.constrained`); 0 turns them off.
     tv_layered_iterations : int
         K = 3 with one apart pair and no area bound, final polish: most steps on the layered TV
         relaxation of the nesting (:mod:`solver.mrf.polish.layered`); 0 turns it off.
@@ -129,7 +136,9 @@ class PolishOptions:
     tv_iterations: int = 800
     tv_gap: float | None = 1e-5
     tv_fuse_every: int | None = 200
-    tv_expansion_iterations: int = 100
+    tv_expansion_iterations: int = 400
+    tv_expansion_gap: float | None = 1e-5
+    tv_constrained_expansion_iterations: int = 100
     tv_layered_iterations: int = 200
     tv_layered_gap: float = 1e-5
     tv_step: float = 1.0

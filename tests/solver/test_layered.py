@@ -267,7 +267,8 @@ def test_three_labels_under_an_area_bound_get_the_expansion_moves():
     p = build_problem(image, strokes, 3,
                       constraints=Constraints(area=(AreaBound(2, 0.78 * a, 0.8 * a),)))
     got = solve_mrf(p, "admm", seed=0)
-    off = SolveOptions(polish=replace(SolveOptions().polish, tv_expansion_iterations=0))
+    off = SolveOptions(polish=replace(SolveOptions().polish,
+                                      tv_constrained_expansion_iterations=0))
     without = solve_mrf(p, "admm", seed=0, options=off)
     assert got.feasible and without.feasible
     assert got.energy < without.energy - 1e-3 * abs(without.energy)

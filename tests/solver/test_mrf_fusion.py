@@ -412,7 +412,8 @@ def _polish_one_based(problem, labels, snapshots, split):
     if split and steps > 0 and problem.n <= o.tv_max_pixels:
         proposed, moved = (fuse_tv(problem, lab, steps, o.tv_step, o.tv_thresholds, o.tv_gap,
                                    o.tv_fuse_every) if problem.k == 2 else
-                           fuse_tv_expansions(problem, lab, steps, o.tv_step, o.tv_thresholds))
+                           fuse_tv_expansions(problem, lab, steps, o.tv_step, o.tv_thresholds,
+                                              o.tv_expansion_gap))
         if moved:
             lab, settled = settle_regions(problem, icm(problem, proposed, since=lab),
                                           icm_optimal=True, since=lab if settled else None)

@@ -203,7 +203,7 @@ def test_nesting_polish_takes_expansion_moves_that_keep_the_margin():
     ref = solve_mrf(problem, "mincut").energy
     on = solve_mrf(problem, "admm", seed=0)
     off = solve_mrf(problem, "admm", seed=0, options=SolveOptions(
-        polish=replace(SolveOptions().polish, tv_expansion_iterations=0)))
+        polish=replace(SolveOptions().polish, tv_constrained_expansion_iterations=0)))
     assert on.feasible and off.feasible
     gap_on = (on.energy - ref) / abs(ref)
     gap_off = (off.energy - ref) / abs(ref)
@@ -227,3 +227,45 @@ def test_a_single_row_image_is_solved_with_its_expansion_moves(k, apart):
     if not apart:
         best, _ = brute_force(p)
         assert best - 1e-9 <= res.energy <= best + 0.05 * abs(best) + 1e-9
+
+
+
+def _expansion_steps(caplog):
+    """The steps each expansion move's relaxation ran, from the debug log (then cleared)."""
+    import re  # noqa: PLC0415
+
+    steps = [int(m.group(1)) for r in caplog.records
+             if (m := re.match(r"TV expansion of label \d+: (\d+) steps", r.getMessage()))]
+    caplog.clear()
+    return steps
+
+
+def test_the_gap_test_ends_the_moves_of_a_labelling_no_expansion_improves(caplog):
+    """From α-expansion's answer (no expansion move lowers it) every move's steps stop early on
+    the duality gap; from a poor labelling the moves that gain go on far longer (until their
+    iterate stops changing), and lower the energy."""
+    import logging  # noqa: PLC0415
+
+    from solver.mrf.polish.tv import expansion_snapshot, grid_terms  # noqa: PLC0415
+
+    caplog.set_level(logging.DEBUG, logger="solver.mrf.polish.tv")
+    problem = random_problem((23, 31), k=3, seed=2)
+    terms = grid_terms(problem, 1.0)
+    best = solve_mrf(problem, "expansion").labels.ravel().astype(np.int64) - 1
+    poor = np.zeros(problem.n, np.int64)
+    hard = problem.hard.ravel()
+    poor[hard > 0] = hard[hard > 0] - 1
+    caplog.clear()
+    ran = []
+    for lab in (best, poor):
+        for alpha in range(3):
+            expansion_snapshot(problem, lab, alpha, terms, 3000, 0.1, 0.0, gap=1e-5)
+        ran.append(_expansion_steps(caplog))
+        assert len(ran[-1]) == 3
+    assert max(ran[0]) <= 100 < 4 * max(ran[0]) < max(ran[1])
+    for alpha in range(3):  # (without the test the moves at the optimum run on)
+        expansion_snapshot(problem, best, alpha, terms, 300, 0.1, 0.0)
+    assert max(_expansion_steps(caplog)) > 100
+    before = problem.energy(poor + 1)
+    fuse_tv_expansions_into(problem, poor, 400, 1.0, (0.1, 0.5, 0.9), gap=1e-5)
+    assert problem.energy(poor + 1) < before

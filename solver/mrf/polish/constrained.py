@@ -355,10 +355,12 @@ def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions)
     relaxation of the α-expansion move (that keeps the pairs apart: :func:`solver.mrf.polish.
     tv.expansion_snapshot`), its level sets fused under the constraints as regions of α, each
     region taken only where the areas stay within their bounds (as the unconstrained polish's
-    TV-relaxed expansion moves: ``options.tv_expansion_iterations``, ``options.tv_max_pixels``,
-    an 8-neighbour grid). On the kernels' ``args``, in place; returns the regions taken."""
+    TV-relaxed expansion moves, with ``options.tv_constrained_expansion_iterations`` steps:
+    ``options.tv_max_pixels``, an 8-neighbour grid). On the kernels' ``args``, in place;
+    returns the regions taken."""
     c = problem.constraints
-    if (not (c.has_apart or c.has_area) or problem.k < 3 or options.tv_expansion_iterations <= 0
+    steps = options.tv_constrained_expansion_iterations
+    if (not (c.has_apart or c.has_area) or problem.k < 3 or steps <= 0
             or (options.tv_max_pixels is not None and problem.n > options.tv_max_pixels)):
         return 0
     terms = grid_terms(problem, options.tv_step)
@@ -367,8 +369,8 @@ def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions)
     lab, movable, state = args[7], args[8], args[9:]
     taken = 0
     for alpha in range(problem.k):
-        snap = expansion_snapshot(problem, lab, alpha, terms, options.tv_expansion_iterations,
-                                  min(options.tv_thresholds), apart=state[4])
+        snap = expansion_snapshot(problem, lab, alpha, terms, steps, min(options.tv_thresholds),
+                                  apart=state[4])
         if snap is not None:
             taken += _level_set_fusions(problem, lab, movable, state, [snap],
                                         options.tv_thresholds, labels=(alpha,))

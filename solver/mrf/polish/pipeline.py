@@ -140,7 +140,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                          every=options.tv_fuse_every)
                 if problem.k == 2 else
                 fuse_tv_expansions_into(problem, lab, tv_steps, options.tv_step,
-                                        options.tv_thresholds, workspace=ws, backend=backend)):
+                                        options.tv_thresholds, workspace=ws, backend=backend,
+                                        gap=options.tv_expansion_gap)):
             _icm_in_place(problem, lab, since=before)
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,

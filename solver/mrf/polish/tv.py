@@ -470,10 +470,11 @@ def fuse_tv_expansion_into(problem: MRFProblem, lab: np.ndarray, alpha: int, ite
 
 def _fuse_expansion(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: tuple,
                     iterations: int, thresholds: tuple[float, ...],
-                    workspace: Workspace | None, tol: float, backend: Any) -> int:
+                    workspace: Workspace | None, tol: float, backend: Any,
+                    gap: float | None = None) -> int:
     """:func:`fuse_tv_expansion_into` with the grid's terms made."""
     snap = expansion_snapshot(problem, lab, alpha, terms, iterations, min(thresholds), tol,
-                              backend=backend)
+                              backend=backend, gap=gap)
     if snap is None:
         return 0
     return fuse_level_sets_into(problem, lab, [snap], thresholds, max_pixels=None,
@@ -482,8 +483,8 @@ def _fuse_expansion(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: tup
 
 def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: tuple,
                        iterations: int, least: float, tol: float = 1e-3,
-                       apart: np.ndarray | None = None, backend: Any = None
-                       ) -> Snapshot | None:
+                       apart: np.ndarray | None = None, backend: Any = None,
+                       gap: float | None = None) -> Snapshot | None:
     """The TV relaxation of the α-expansion move of ``lab`` as label weights: ``y`` on
     ``alpha`` and ``1 - y`` on each pixel's own label, over the free pixels whose ``y``
     exceeds ``least`` (every other pixel at its label), or None when there are none.
@@ -508,6 +509,10 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
         Apart pairs the move must keep (:func:`expansion_terms`).
     backend : solver.backend.Backend, optional
         Where the relaxation's steps run (:func:`grid_steps`); None: the host.
+    gap : float, optional
+        Stop the steps once no expansion of ``alpha`` is proved to lower the energy by more
+        than this fraction of its magnitude (the move's duality gap at ``lab``, checked every
+        25 steps); None: no such test.
 
     Returns
     -------
@@ -527,8 +532,13 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
         reach[o:] += move_cost[q, :n - o]
     free &= u < reach
     y = (lab == alpha).astype(np.float32)
+    start, gap_tol = np.inf, -np.inf
+    if gap is not None:
+        start = start_value(move_cost, offsets, u, y)
+        gap_tol = float(gap) * max(1.0, abs(problem.energy(lab + 1)))
     steps, sparse = grid_steps(backend, move_cost, offsets, u, free, tau, y,
-                               np.float32(0.5 / gamma), int(iterations), float(tol))
+                               np.float32(0.5 / gamma), int(iterations), float(tol), start,
+                               gap_tol)
     pixels = np.flatnonzero(free & (y > least))
     log.debug("TV expansion of label %d: %d steps (%d sparse), %d free, %d proposed",
               alpha + 1, steps, sparse, int(free.sum()), pixels.size)
@@ -544,7 +554,8 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
 
 def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
                             thresholds: tuple[float, ...],
-                            workspace: Workspace | None = None, backend: Any = None) -> int:
+                            workspace: Workspace | None = None, backend: Any = None,
+                            gap: float | None = None) -> int:
     """:func:`fuse_tv_expansion_into` for each label in turn (one sweep of TV-relaxed
     α-expansion moves): the K > 2 counterpart of :func:`fuse_tv_into`.
 
@@ -556,6 +567,9 @@ def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: in
         ``(n,)`` 0-based labels, changed in place; the energy never rises.
     iterations, step, thresholds, workspace, backend
         As :func:`fuse_tv_expansion_into`.
+    gap : float, optional
+        Each move's steps stop once it is proved to gain at most this fraction of the
+        energy's magnitude (:func:`expansion_snapshot`); None: no such test.
 
     Returns
     -------
@@ -565,12 +579,13 @@ def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: in
     terms = grid_terms(problem, step)
     return 0 if terms is None else sum(
         _fuse_expansion(problem, lab, alpha, terms, iterations, thresholds, workspace, 1e-3,
-                        backend)
+                        backend, gap)
         for alpha in range(problem.k))
 
 
 def fuse_tv_expansions(problem: MRFProblem, labels: np.ndarray, iterations: int, step: float,
-                       thresholds: tuple[float, ...]) -> tuple[np.ndarray, int]:
+                       thresholds: tuple[float, ...], gap: float | None = None
+                       ) -> tuple[np.ndarray, int]:
     """:func:`fuse_tv_expansions_into` on 1-based labels, returning new ones.
 
     Parameters
@@ -579,7 +594,7 @@ def fuse_tv_expansions(problem: MRFProblem, labels: np.ndarray, iterations: int,
         A problem on an 8-neighbour grid.
     labels : numpy.ndarray
         ``(H, W)`` or ``(n,)`` labels in 1..K.
-    iterations, step, thresholds
+    iterations, step, thresholds, gap
         As :func:`fuse_tv_expansions_into`.
 
     Returns
@@ -589,4 +604,5 @@ def fuse_tv_expansions(problem: MRFProblem, labels: np.ndarray, iterations: int,
     moved : int
         Regions taken.
     """
-    return _one_based(fuse_tv_expansions_into, problem, labels, iterations, step, thresholds)
+    return _one_based(fuse_tv_expansions_into, problem, labels, iterations, step, thresholds,
+                      None, None, gap)
