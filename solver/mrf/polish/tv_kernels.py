@@ -16,6 +16,8 @@ import numpy as np
 
 _jit = numba.njit(cache=True, nogil=True)
 _pjit = numba.njit(cache=True, nogil=True, parallel=True)
+#: A helper inlined into its callers' code (as :mod:`solver.mrf.polish.layered_kernels`')
+_inline = numba.njit(cache=True, nogil=True, inline="always")
 
 
 @_jit
@@ -108,6 +110,24 @@ def _touch(touched, tl, nt, i):  # pragma: no cover
     return nt
 
 
+@_inline
+def _gradient(i, u, p, extra, o0, o1, o2, o3):  # pragma: no cover
+    """Pixel ``i``'s gradient ``u_i + (D'p)_i``: its forward edges' duals, ``extra`` (an area
+    row's pull), then its backward edges' duals taken off, in that order (the bits of every
+    step depend on it)."""
+    g = u[i] + p[0, i] + p[1, i] + p[2, i] + p[3, i]
+    g += extra
+    if i >= o0:
+        g -= p[0, i - o0]
+    if i >= o1:
+        g -= p[1, i - o1]
+    if i >= o2:
+        g -= p[2, i - o2]
+    if i >= o3:
+        g -= p[3, i - o3]
+    return g
+
+
 @_pjit
 def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # pragma: no cover
     """One step over every edge and pixel: the duals a direction at a time, then each pixel's
@@ -123,17 +143,7 @@ def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # prag
     o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
     pulled = w.size > 0
     for i in numba.prange(n):
-        g = u[i] + p[0, i] + p[1, i] + p[2, i] + p[3, i]
-        if pulled:
-            g += pull * w[i]
-        if i >= o0:
-            g -= p[0, i - o0]
-        if i >= o1:
-            g -= p[1, i - o1]
-        if i >= o2:
-            g -= p[2, i - o2]
-        if i >= o3:
-            g -= p[3, i - o3]
+        g = _gradient(i, u, p, pull * w[i] if pulled else np.float32(0.0), o0, o1, o2, o3)
         t = min(max(s[i] - tau[i] * g, np.float32(0.0)), np.float32(1.0))
         if not free[i]:
             t = s[i]
@@ -233,15 +243,7 @@ def grid_dual_value(offsets, u, free, s0, p):  # pragma: no cover
     for blk in numba.prange(blocks):
         value = 0.0
         for i in range(blk * 4096, min(n, blk * 4096 + 4096)):
-            g = u[i] + p[0, i] + p[1, i] + p[2, i] + p[3, i]
-            if i >= o0:
-                g -= p[0, i - o0]
-            if i >= o1:
-                g -= p[1, i - o1]
-            if i >= o2:
-                g -= p[2, i - o2]
-            if i >= o3:
-                g -= p[3, i - o3]
+            g = _gradient(i, u, p, np.float32(0.0), o0, o1, o2, o3)
             if free[i]:
                 value += min(g, 0.0)
             else:
