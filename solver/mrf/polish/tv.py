@@ -194,10 +194,6 @@ def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarra
     if tv_device.applies(backend):
         return tv_device.tv_iterate_grid(backend, cost, offsets, u, free, tau, s, sigma,
                                          iterations, tol, start, gap_tol, p, bar), 0
-    if p is None:
-        return threaded(tv_kernels.tv_iterate_grid, cost, offsets, u, free, tau, s, sigma,
-                        iterations, tol, tv_kernels.SPARSE_BELOW, float(start),
-                        float(gap_tol))
     return threaded(tv_kernels.tv_iterate_grid, cost, offsets, u, free, tau, s, sigma,
                     iterations, tol, tv_kernels.SPARSE_BELOW, float(start), float(gap_tol),
                     p, bar)

@@ -341,8 +341,9 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
         if done % 25 == 0:
             if _most_moved(s, old) < tol:
                 break
-            # (fixed pixels keep their start values: s is s0 there)
-            if start_value - grid_dual_value(offsets, u, free, s, p) <= gap_tol:
+            # (fixed pixels keep their start values: s is s0 there; no pass without a test)
+            if (start_value < np.inf
+                    and start_value - grid_dual_value(offsets, u, free, s, p) <= gap_tol):
                 break
     return done, sparse
 
