@@ -28,32 +28,6 @@ _pjit = numba.njit(cache=True, nogil=True, parallel=True)
 _inline = numba.njit(cache=True, nogil=True, inline="always")
 
 
-@_pjit
-def _duals(cost, offsets, b1, b2, p1, p2, r, sigma):  # pragma: no cover
-    """Dual ascent from the extrapolated layers ``b1``, ``b2``: each layer's edge duals clipped
-    to ``[-c, c]``, the order rows' duals projected on ``[0, inf)`` (0 where there is no
-    neighbour). One pass per edge direction: the edge's two layer duals and its two order rows
-    (``u2_i - u1_{i + o}``, row ``4 + q`` of pixel ``i``; ``u2_{i + o} - u1_i``, row ``3 - q`` of
-    pixel ``i + o``)."""
-    n = b1.size
-    zero = np.float32(0.0)
-    for i in numba.prange(n):
-        r[8, i] = max(r[8, i] + sigma * (b2[i] - b1[i]), zero)
-    for q in range(4):
-        o = offsets[4 + q]
-        for i in numba.prange(n - o):
-            c = cost[q, i]
-            j = i + o
-            p1[q, i] = min(max(p1[q, i] + sigma * (b1[i] - b1[j]), -c), c)
-            p2[q, i] = min(max(p2[q, i] + sigma * (b2[i] - b2[j]), -c), c)
-            if c > 0.0:
-                r[4 + q, i] = max(r[4 + q, i] + sigma * (b2[i] - b1[j]), zero)
-                r[3 - q, j] = max(r[3 - q, j] + sigma * (b2[j] - b1[i]), zero)
-            else:
-                r[4 + q, i] = zero
-                r[3 - q, j] = zero
-
-
 @_inline
 def _gradients(i, g1, g2, p1, p2, r, o0, o1, o2, o3):  # pragma: no cover
     """Pixel ``i``'s gradients in the two layers: its unary terms, the duals of its edges and
@@ -84,30 +58,6 @@ def _gradients(i, g1, g2, p1, p2, r, o0, o1, o2, o3):  # pragma: no cover
     if i + o3 < n:
         G1 -= r[0, i + o3]
     return G1, G2
-
-
-@_pjit
-def layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r,
-                 sigma):  # pragma: no cover
-    """One step over every pixel, in place: the duals, then per pixel its layers' gradients
-    (:func:`_gradients`), the projected primal step (pixels not ``free`` keep their values)
-    and the extrapolation ``b = 2 u_new - u_old``."""
-    n = u1.size
-    _duals(cost, offsets, b1, b2, p1, p2, r, sigma)
-    lo, hi = np.float32(0.0), np.float32(1.0)
-    o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
-    for i in numba.prange(n):
-        G1, G2 = _gradients(i, g1, g2, p1, p2, r, o0, o1, o2, o3)
-        if free[i]:
-            t1 = min(max(u1[i] - tau[i] * G1, lo), hi)
-            t2 = min(max(u2[i] - tau[i] * G2, lo), hi)
-            b1[i] = 2 * t1 - u1[i]
-            b2[i] = 2 * t2 - u2[i]
-            u1[i] = t1
-            u2[i] = t2
-        else:
-            b1[i] = u1[i]
-            b2[i] = u2[i]
 
 
 @_pjit
@@ -169,9 +119,13 @@ def _listed(act, out):  # pragma: no cover
 @_pjit
 def _active_duals(cost, offsets, b1, b2, p1, p2, r, sigma, chunks, nk, chunk,
                   changed):  # pragma: no cover
-    """:func:`_duals` on the edges and rows stored at the pixels of the listed chunks
-    ``chunks[:nk]`` (an edge's at its first end, its two order rows with it), the same
-    arithmetic; ``changed[c]`` tells whether any of chunk ``c``'s changed."""
+    """Dual ascent from the extrapolated layers ``b1``, ``b2`` on the edges and rows stored at
+    the pixels of the listed chunks ``chunks[:nk]``: each layer's edge duals clipped to
+    ``[-c, c]``, the order rows' duals projected on ``[0, inf)`` (0 where there is no
+    neighbour). An edge's are stored at its first end ``i`` with its two order rows
+    (``u2_i - u1_{i + o}``, row ``4 + q`` of pixel ``i``; ``u2_{i + o} - u1_i``, row ``3 - q``
+    of pixel ``i + o``), and pixel ``i``'s own row ``u2_i - u1_i`` is row 8. ``changed[c]``
+    tells whether any of chunk ``c``'s changed."""
     n = b1.size
     zero = np.float32(0.0)
     for k in numba.prange(nk):
@@ -207,9 +161,11 @@ def _active_duals(cost, offsets, b1, b2, p1, p2, r, sigma, chunks, nk, chunk,
 @_pjit
 def _active_values(g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, offsets, chunks, nk, chunk,
                    moved, barred):  # pragma: no cover
-    """:func:`layered_step`'s primal part on the pixels of the listed chunks; ``moved[c]``
-    tells whether a value of chunk ``c`` changed, ``barred[c]`` whether an extrapolation
-    did."""
+    """The primal part of a step on the pixels of the listed chunks: per free pixel its
+    layers' gradients (:func:`_gradients`), the projected step and the extrapolation
+    ``b = 2 u_new - u_old`` (pixels not ``free`` keep their values and ``b = u``);
+    ``moved[c]`` tells whether a value of chunk ``c`` changed, ``barred[c]`` whether an
+    extrapolation did."""
     n = u1.size
     lo, hi = np.float32(0.0), np.float32(1.0)
     o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
@@ -233,6 +189,21 @@ def _active_values(g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, offsets, chunks
             u2[i] = t2
         moved[c] = mv
         barred[c] = br
+
+
+@_jit
+def layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r,
+                 sigma):  # pragma: no cover
+    """One step over every pixel, in place (every chunk listed): the duals
+    (:func:`_active_duals`), then the values (:func:`_active_values`). ``b1``, ``b2`` must
+    equal ``u1``, ``u2`` at the pixels not ``free``."""
+    n = u1.size
+    nc = (n + CHUNK - 1) // CHUNK
+    chunks = np.arange(nc)
+    flags = np.zeros(nc, np.bool_)
+    _active_duals(cost, offsets, b1, b2, p1, p2, r, sigma, chunks, nc, CHUNK, flags)
+    _active_values(g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, offsets, chunks, nc, CHUNK,
+                   flags, flags.copy())
 
 
 @_jit
