@@ -115,11 +115,24 @@ def test_warm_up_compiles_the_kernels_of_both_label_counts():
                    kernels.pair_moves,
                    pyramid_kernels.coarsen_grid_edges, pyramid_kernels.cell_laplacian_csr,
                    grid_kernels.coarsen_edges,
-                   grid_kernels.potts_energy, cpu_kernels.padded_split,
+                   grid_kernels.potts_energy, grid_kernels.cheapest_labels,
+                   cpu_kernels.padded_split,
                    descent_kernels.fuse_descents, morphology._square, watershed.flood_zone,
                    stencil.weights_from_csr, freeze._settled_groups, freeze._group_vertices,
                    reduction_kernels.label_weights):
         assert kernel.signatures, kernel.py_func.__name__
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 7])
+def test_cheapest_labels_are_numpys_argmin_ties_included(k):
+    """Each row's first smallest entry, as numpy's argmin: small integers make many ties."""
+    from solver.mrf.build.grid_kernels import cheapest_labels
+    rng = np.random.default_rng(k)
+    unary = rng.integers(0, 3, (5000, k)).astype(np.float64)
+    unary[::7] = rng.random((len(unary[::7]), k))
+    got = cheapest_labels(unary)
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, np.argmin(unary, axis=1))
 
 
 @pytest.mark.parametrize("k", [1, 3])

@@ -2,12 +2,14 @@
 
 import gc
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import solver.backend as backend_module
 from solver.backend import Backend, GPUUnavailableError
+from solver.backend.threads import threaded
 from solver.mrf import MRFADMM, auto_backend, build_problem, solve_mrf
 from solver.mrf.polish.icm import icm
 
@@ -153,9 +155,11 @@ def _reference_sweeps(p, lab, active, sweeps):
 
 @pytest.mark.parametrize("shape", [(9, 11), (10, 12), (1, 7), (7, 1)])
 @pytest.mark.parametrize("sweeps", [1, 2, 50])
-def test_icm_sweeps_match_a_plain_scan_of_the_colour_classes(shape, sweeps):
-    """The kernel keeps a list of active pixels per class instead of scanning; after any number
-    of sweeps (mid-way too, where the order of the classes matters) the labels are the same."""
+@pytest.mark.parametrize("chunk", [1, 3, 4096])
+def test_icm_sweeps_match_a_plain_scan_of_the_colour_classes(shape, sweeps, chunk):
+    """The kernel keeps a list of active pixels per class instead of scanning, and evaluates a
+    class's pixels on threads ``chunk`` at a time; after any number of sweeps (mid-way too,
+    where the order of the classes matters) the labels are the same."""
     from solver.mrf.polish import icm_kernels as kernels
     p = random_problem(shape, k=3, seed=shape[0] + sweeps, hard_fraction=0.1)
     rng = np.random.default_rng(sweeps)
@@ -169,8 +173,9 @@ def test_icm_sweeps_match_a_plain_scan_of_the_colour_classes(shape, sweeps):
     for arrays in ((indptr, indices, data, gw, geom),
                    (*kernels.csr_arrays(p), np.empty(0), geom)):
         got = lab.copy()
-        kernels.icm_sweeps(*arrays, p.unary, 2.0 * p.lam, got,
-                           p.hard.ravel() == 0, active.copy(), shape[1], sweeps)
+        threaded(kernels.icm_sweeps, *arrays, p.unary, 2.0 * p.lam, got,
+                 p.hard.ravel() == 0, active.copy(), shape[1], sweeps, chunk,
+                 threads=min(2, numba.config.NUMBA_NUM_THREADS))
         np.testing.assert_array_equal(got, expected)
 
 

@@ -11,6 +11,7 @@ from solver.mrf.build.problem import problem_from_unary
 from solver.mrf.build.pyramid_kernels import (
     cell_edge_count,
     cell_laplacian_csr,
+    coarsen_cells,
     coarsen_grid_edges,
     is_cell_edge_list,
 )
@@ -42,6 +43,28 @@ def test_coarsening_a_grid_graph_matches_the_general_kernel_bit_for_bit(shape):
         for a, b in zip((lo, hi, weight), got):
             assert a.dtype == b.dtype
             np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("factor", [2, 3])
+def test_coarse_data_terms_and_hard_labels_are_numpys_bincounts_bit_for_bit(shape, factor):
+    """Sums of each block's data terms in pixel order (bincount's), and a block's hard label
+    only where its fine hard pixels name exactly one label."""
+    rng = np.random.default_rng(shape[0] * 7 + shape[1] + factor)
+    n, k = shape[0] * shape[1], 3
+    unary = rng.random((n, k)) * 1e3
+    hard = np.where(rng.random(n) < 0.4, rng.integers(1, k + 1, n), 0).astype(np.int32)
+    block, (hc, wc) = multilevel.block_index(shape, factor)
+    nc = hc * wc
+    want = np.stack([np.bincount(block, weights=unary[:, c], minlength=nc) for c in range(k)],
+                    axis=1)
+    named = np.bincount(block * (k + 1) + hard, minlength=nc * (k + 1)).reshape(nc, k + 1)[:, 1:]
+    want_hard = np.where((named > 0).sum(axis=1) == 1, np.argmax(named > 0, axis=1) + 1, 0)
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        got, got_hard = on_threads(threads, coarsen_cells, unary, hard, *shape, factor)
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+        np.testing.assert_array_equal(got_hard, want_hard)
+        assert got_hard.dtype == np.int32
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -1,5 +1,6 @@
 """Compiled (numba) kernels that build the MRF's graph arrays: the Laplacian's CSR arrays from an
-edge list, the coarse grid's edges of a block restriction, and the Potts energy of a labelling.
+edge list, the coarse grid's edges of a block restriction, the Potts energy of a labelling, and
+each pixel's cheapest label by its data.
 
 Each is one or two passes over the edges, in place of scipy's COO-to-CSR conversions (a sort with
 duplicate summation) and numpy's fancy-indexed temporaries (measured: docs/decisions.md, Compiled
@@ -293,6 +294,21 @@ def potts_energy(i, j, w, unary, lab, lam):  # pragma: no cover
             part = 0.0
     cut += part
     return lam * (2.0 * cut) + _data_term(unary, lab)
+
+
+@_pjit
+def cheapest_labels(unary):  # pragma: no cover
+    """``(n,)`` int8: each row's first smallest entry's column (numpy's ``argmin(axis=1)``, whose
+    reductions along a short axis are several times slower), on numba's threads."""
+    n, k = unary.shape
+    out = np.empty(n, np.int8)
+    for i in numba.prange(n):
+        best, low = 0, unary[i, 0]
+        for c in range(1, k):
+            if unary[i, c] < low:
+                best, low = c, unary[i, c]
+        out[i] = best
+    return out
 
 
 @_jit

@@ -226,3 +226,41 @@ def coarsen_grid_edges(wt, h, w):  # pragma: no cover
                 for c in range(c0, c0 + row):
                     _add_fine_edge(out, wt, base + r * row + c - c0, r, c, dr, dc, hc, wc)
     return lo, hi, out
+
+
+@_pjit
+def coarsen_cells(unary, hard, h, w, factor):  # pragma: no cover
+    """A coarse level's data terms and hard labels, for ``factor x factor`` blocks of an
+    ``h x w`` grid, on numba's threads (a block row each).
+
+    A block's data term per label is the sum of its pixels', added in pixel order from zero as
+    numpy's ``bincount`` adds them (so the same bits); its hard label is the one its fine hard
+    pixels all name, 0 where they name none or several.
+
+    Returns
+    -------
+    unary : numpy.ndarray
+        ``(hc * wc, K)`` float64, ``hc, wc = ceil(h / factor), ceil(w / factor)``.
+    hard : numpy.ndarray
+        ``(hc * wc,)`` int32.
+    """
+    k = unary.shape[1]
+    hc, wc = (h + factor - 1) // factor, (w + factor - 1) // factor
+    out = np.zeros((hc * wc, k))
+    hard_c = np.zeros(hc * wc, np.int32)
+    for br in numba.prange(hc):
+        for bc in range(wc):
+            b = br * wc + bc
+            named = -1  # no hard pixel yet; 0 once two name different labels
+            for r in range(br * factor, min(h, (br + 1) * factor)):
+                for c in range(bc * factor, min(w, (bc + 1) * factor)):
+                    i = r * w + c
+                    for lab in range(k):
+                        out[b, lab] += unary[i, lab]
+                    if hard[i] > 0:
+                        if named == -1:
+                            named = hard[i]
+                        elif named != hard[i]:
+                            named = 0
+            hard_c[b] = max(named, 0)
+    return out, hard_c

@@ -192,7 +192,7 @@ def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, sta
     w, counts, lo, hi, apart = state
     k = problem.k
     graph = kernels.graph_arrays(problem)
-    preferred = np.argmin(problem.unary, axis=1)
+    preferred = problem.cheapest
     struct = np.ones((3, 3), bool)
     moved = 0
     for a in range(k):

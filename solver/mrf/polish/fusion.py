@@ -89,7 +89,7 @@ class Workspace:
 
     def __init__(self, problem: MRFProblem) -> None:
         self.n, self.k = problem.n, problem.k
-        self._unary = problem.unary
+        self._problem = problem
         self._sets: dict[str, Any] = {}
 
     def _get(self, name: str, make: Callable[[], Any]) -> Any:
@@ -135,8 +135,7 @@ class Workspace:
     def preferred(self) -> np.ndarray:
         """``(n,)`` int8 each pixel's cheapest label by its data alone (0-based; K is at most
         32, and int8 is an eighth of argmin's int64, kept through the polish)."""
-        return self._get("preferred",
-                         lambda: np.argmin(self._unary, axis=1).astype(np.int8))
+        return self._problem.cheapest
 
     def prefers(self, b: int) -> np.ndarray:
         """``(n,)`` bool: the pixels whose cheapest label by their data is ``b`` (0-based)."""

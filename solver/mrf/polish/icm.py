@@ -10,6 +10,7 @@ import logging
 
 import numpy as np
 
+from solver.backend.threads import threaded
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish import icm_kernels as kernels
 
@@ -59,8 +60,8 @@ def _icm_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 30,
         active = movable.copy()
     else:
         active = kernels.around_changes(*graph[:2], *graph[3:], lab, since, movable)
-    moves = kernels.icm_sweeps(*graph, problem.unary, 2.0 * problem.lam, lab, movable, active,
-                               problem.shape[1], max_sweeps)
+    moves = threaded(kernels.icm_sweeps, *graph, problem.unary, 2.0 * problem.lam, lab, movable,
+                     active, problem.shape[1], max_sweeps, kernels.ICM_CHUNK)
     log.debug("ICM: %d moves", moves)
 
 

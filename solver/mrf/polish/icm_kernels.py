@@ -34,6 +34,7 @@ from solver.mrf.polish.stencil import (
 )
 
 _jit = numba.njit(cache=True, nogil=True)
+_pjit = numba.njit(cache=True, nogil=True, parallel=True)
 
 
 def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -112,27 +113,34 @@ def best_label(indptr, indices, data, gw, geom, unary, two_lam, lab, i, agree): 
     return choose_label(unary, two_lam, i, lab[i], total, agree)
 
 
-@_jit
+#: Pixels a thread of :func:`icm_sweeps` evaluates at a time (one scratch row per such block).
+ICM_CHUNK = 4096
+
+
+@_pjit
 def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, active,
-               width, max_sweeps):  # pragma: no cover
+               width, max_sweeps, chunk):  # pragma: no cover
     """Colour-parallel ICM on a grid: sweeps over the four classes ``(row % 2, col % 2)``.
 
     No two pixels of one class are 8-neighbours, so visiting a class in any order is the same as
     moving all its pixels at once. Only active pixels are evaluated: those of ``active`` at first
     (changed in place), then the neighbours of pixels that moved. Each class keeps a list of its
     active pixels, so a sweep costs in proportion to them, not to the image (in the late,
-    sparse sweeps a scan over every pixel would cost as much as the evaluations). The neighbours
-    come from the graph arrays (:mod:`solver.mrf.polish.stencil`). Changes ``lab`` in place;
-    returns the moves.
+    sparse sweeps a scan over every pixel would cost as much as the evaluations). A class's
+    pixels are evaluated on numba's threads, ``chunk`` at a time (they read only other classes'
+    labels, which do not change meanwhile); the moves and the lists are then made in one pass,
+    so the result does not depend on the threads. The neighbours come from the graph arrays
+    (:mod:`solver.mrf.polish.stencil`). Changes ``lab`` in place; returns the moves. Call it
+    through :func:`solver.backend.threads.threaded`.
     """
     n, k = unary.shape
     height = n // width
-    agree = np.zeros(k)
     # class c's list lives in todo[first[c]:first[c] + count[c]] (at most its pixels, each once)
     first = np.zeros(5, np.int64)
     for c in range(4):
         first[c + 1] = first[c] + ((height - (c >> 1) + 1) // 2) * ((width - (c & 1) + 1) // 2)
     todo = np.empty(n, np.int64)
+    choice = np.empty(n, lab.dtype)  # a listed pixel's best label, at its place in todo
     count = np.zeros(4, np.int64)
     for c in range(4):
         for row in range(c >> 1, height, 2):
@@ -145,15 +153,19 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
     for _ in range(max_sweeps):
         moved = 0
         for c in range(4):
-            m = count[c]
+            lo, m = first[c], count[c]
             count[c] = 0  # (a move queues other classes only: no pixel of c meets another)
-            for q in range(first[c], first[c] + m):
+            for b in numba.prange((m + chunk - 1) // chunk):
+                agree = np.zeros(k)
+                for q in range(lo + b * chunk, lo + min(m, (b + 1) * chunk)):
+                    choice[q] = best_label(indptr, indices, data, gw, geom, unary, two_lam, lab,
+                                           todo[q], agree)
+            for q in range(lo, lo + m):
                 i = todo[q]
                 active[i] = False
-                best = best_label(indptr, indices, data, gw, geom, unary, two_lam, lab, i, agree)
-                if best == lab[i]:
+                if choice[q] == lab[i]:
                     continue
-                lab[i] = best
+                lab[i] = choice[q]
                 moved += 1
                 # queue each movable neighbour not queued yet on its class's list (written out
                 # here: through a helper per neighbour, numba makes such loops several times

@@ -16,7 +16,7 @@ from solver.backend.threads import threaded
 from solver.mrf.build.graph import GridGraph, edge_ends, own_grid
 from solver.mrf.build.grid_kernels import _is_grid_edge_list, coarsen_edges
 from solver.mrf.build.problem import MRFProblem, replace_problem
-from solver.mrf.build.pyramid_kernels import coarsen_grid_edges
+from solver.mrf.build.pyramid_kernels import coarsen_cells, coarsen_grid_edges
 from solver.mrf.polish.morphology import square_morphology
 
 
@@ -64,11 +64,11 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
     if factor < 2:
         raise ValueError(f"coarsening factor must be >= 2, got {factor}")
     block, cshape = block_index(problem.shape, factor)
-    nc, k = cshape[0] * cshape[1], problem.k
-    unary = np.stack([np.bincount(block, weights=problem.unary[:, c], minlength=nc)
-                      for c in range(k)], axis=1)
+    k = problem.k
     g = problem.graph
     h, w = (int(s) for s in problem.shape)
+    unary, hard_c = threaded(coarsen_cells, np.ascontiguousarray(problem.unary),
+                             np.ascontiguousarray(np.asarray(problem.hard).ravel()), h, w, factor)
     gw = np.asarray(g.weights, np.float64)
     grid = own_grid(g)
     gi = gj = None
@@ -85,16 +85,11 @@ def coarsen(problem: MRFProblem, factor: int = 2) -> tuple[MRFProblem, np.ndarra
     if bad:
         raise ValueError(f"{bad} edges of the graph are not 8-neighbour pixel pairs")
     graph = GridGraph(shape=cshape, i=lo, j=hi, weights=weights, beta=g.beta)
-    hard = np.asarray(problem.hard).ravel()
-    counts = np.bincount(block * (k + 1) + hard, minlength=nc * (k + 1)).reshape(nc, k + 1)
-    named = counts[:, 1:] > 0
-    one = named.sum(axis=1) == 1
-    hard_c = np.where(one, np.argmax(named, axis=1) + 1, 0).astype(np.int32)
     coarse = MRFProblem(shape=cshape, k=k, lam=problem.lam, unary=unary, graph=graph,
                         laplacian=None, hard=hard_c, beta=problem.beta,
                         colour_model=problem.colour_model, models=problem.models,
                         constraints=(None if problem.constraints is None
-                                     else problem.constraints.coarsened(block, nc)))
+                                     else problem.constraints.coarsened(block, len(hard_c))))
     return coarse, block
 
 
@@ -124,7 +119,7 @@ def undecided_band(problem: MRFProblem, labels: np.ndarray, radius: int = 2) -> 
     seed[:, :-1] |= lab[:, 1:] != lab[:, :-1]
     seed[1:, :] |= lab[1:, :] != lab[:-1, :]
     seed[:-1, :] |= lab[1:, :] != lab[:-1, :]
-    seed |= (np.argmin(problem.unary, axis=1) + 1).reshape(problem.shape) != lab
+    seed |= (problem.cheapest + 1).reshape(problem.shape) != lab
     if radius > 0:
         seed = square_morphology(seed, radius, "dilation")
     return seed
