@@ -117,6 +117,16 @@ def best_label(indptr, indices, data, gw, geom, unary, two_lam, lab, i, agree): 
 ICM_CHUNK = 4096
 
 
+@_jit
+def _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice, start,
+              stop):  # pragma: no cover
+    """``choice[q]``: the best label of pixel ``todo[q]`` for ``q`` in ``start:stop``."""
+    agree = np.zeros(unary.shape[1])
+    for q in range(start, stop):
+        choice[q] = best_label(indptr, indices, data, gw, geom, unary, two_lam, lab, todo[q],
+                               agree)
+
+
 @_pjit
 def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, active,
                width, max_sweeps, chunk):  # pragma: no cover
@@ -127,13 +137,14 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
     (changed in place), then the neighbours of pixels that moved. Each class keeps a list of its
     active pixels, so a sweep costs in proportion to them, not to the image (in the late,
     sparse sweeps a scan over every pixel would cost as much as the evaluations). A class's
-    pixels are evaluated on numba's threads, ``chunk`` at a time (they read only other classes'
-    labels, which do not change meanwhile); the moves and the lists are then made in one pass,
-    so the result does not depend on the threads. The neighbours come from the graph arrays
+    pixels are evaluated on numba's threads, ``chunk`` at a time, where there are more than
+    ``chunk`` of them (they read only other classes' labels, which do not change meanwhile);
+    the moves and the lists are then made in one pass, so the result does not depend on the
+    threads. The neighbours come from the graph arrays
     (:mod:`solver.mrf.polish.stencil`). Changes ``lab`` in place; returns the moves. Call it
     through :func:`solver.backend.threads.threaded`.
     """
-    n, k = unary.shape
+    n = unary.shape[0]
     height = n // width
     # class c's list lives in todo[first[c]:first[c] + count[c]] (at most its pixels, each once)
     first = np.zeros(5, np.int64)
@@ -155,11 +166,14 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
         for c in range(4):
             lo, m = first[c], count[c]
             count[c] = 0  # (a move queues other classes only: no pixel of c meets another)
-            for b in numba.prange((m + chunk - 1) // chunk):
-                agree = np.zeros(k)
-                for q in range(lo + b * chunk, lo + min(m, (b + 1) * chunk)):
-                    choice[q] = best_label(indptr, indices, data, gw, geom, unary, two_lam, lab,
-                                           todo[q], agree)
+            blocks = (m + chunk - 1) // chunk
+            if blocks > 1:
+                for b in numba.prange(blocks):
+                    _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice,
+                              lo + b * chunk, lo + min(m, (b + 1) * chunk))
+            else:  # (a short list: waking the threads would cost more than they save)
+                _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice,
+                          lo, lo + m)
             for q in range(lo, lo + m):
                 i = todo[q]
                 active[i] = False
