@@ -10,12 +10,13 @@ deviation, plus the outliers, rotated, translated and shuffled; affinities
 exp(-(d_ij - d_ab)^2 / sigma^2) from edge lengths, cut at 3 sigma), seeded by (seed, N, noise,
 outliers, r), and runs spectral matching (``sm``), IPFP started from its answer (``ipfp``) and
 ADMM started from its answer (``admm``: the paper's Laplacian BQP; the best of ADMM's answer and
-its iterates rounded to matchings by the Hungarian method; then a local ascent: the swap
-descent, and IPFP's steps and the descent in turn while they raise the score). It
+its iterates rounded to matchings by the Hungarian method; then a local ascent from its answer
+and from its best rounded iterate, keeping the higher: the swap descent, and IPFP's steps and the
+descent in turn while they raise the score). It
 writes one record per method and instance, ``{method: "admm"|"ipfp"|"sm", nodes, noise,
 outliers, run, objective, accuracy, time_s, feasible}`` (a JSON list; also ``variables``,
 ``nnz`` of M, ``iterations`` and, for ADMM, ``objective_admm``, ``accuracy_admm`` of ADMM's own
-point before the ascent, ``feasible_admm``, ``moves`` and ``ascents``), to OUT, and a Markdown table beside it
+point before the ascent, ``feasible_admm``, ``moves``, ``ascents`` and ``ascended_from``), to OUT, and a Markdown table beside it
 (same name, ``.md``). ``objective`` is x'Mx (larger is better), ``accuracy`` the fraction of the
 first graph's nodes matched to their true partner, ``feasible`` whether x is a valid partial
 permutation. Times are wall-clock seconds; those of IPFP and ADMM include the spectral start. A
@@ -130,7 +131,7 @@ def run_instance(args: argparse.Namespace, nodes: int, noise: float, outliers: i
             rec.update(objective_admm=r.info["admm_objective"],
                        accuracy_admm=r.info["admm_accuracy"],
                        feasible_admm=r.info["admm_feasible"], moves=r.info["moves"],
-                       ascents=r.info["ascents"],
+                       ascents=r.info["ascents"], ascended_from=r.info["ascended_from"],
                        form=args.form)
         records.append(rec)
     return records
@@ -283,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.backend}. ADMM: the {args.form} form, started from SM's answer, max_iter "
               f"{args.max_iter}" + ("" if args.no_round_iterates else ", iterates rounded by the "
                                        "Hungarian method")
-              + ("" if args.no_polish else ", then the local ascent (swap descent and IPFP steps)")
+              + ("" if args.no_polish else ", then the local ascent (swap descent and IPFP "
+                                           "steps) from its answer and its best rounded iterate")
               + f"; sigma {args.sigma:g}, deformation {args.deformation:g}, seed {args.seed}. "
               "Mean (std) over the runs.")
     text = markdown(records, header)

@@ -38,9 +38,10 @@ complete, edges weighted by length, and the affinity of two candidate matches is
 :func:`ipfp` (Leordeanu, Hebert & Sukthankar 2009: the integer projected fixed point method).
 :func:`admm_matching` runs :func:`solver.bqp.solve_bqp` on the Laplacian BQP, started, as in the
 paper, from spectral matching's answer; it keeps the best of ADMM's answer and its iterates
-rounded to matchings by the Hungarian method, and ends with :func:`swap_descent`, a local search
-over swaps of partners (the analogue of the one-flip descent ``solve_bqp`` ends unconstrained
-problems with). ``form="shift"`` runs ADMM on ``-x'Mx`` instead, made PSD by the smallest uniform
+rounded to matchings by the Hungarian method, and ends with :func:`local_ascent` from its answer
+and from its best rounded iterate, keeping the higher: :func:`swap_descent`, a local search over
+swaps of partners (the analogue of the one-flip descent ``solve_bqp`` ends unconstrained problems
+with), and IPFP's steps in turn. ``form="shift"`` runs ADMM on ``-x'Mx`` instead, made PSD by the smallest uniform
 diagonal shift ``lambda_max(M)`` (``solve_bqp``'s own treatment of an indefinite ``A``).
 
 **Cost.** ``M`` has about ``rho (n1 n2)^2`` non-zeros, ``rho`` the fraction of pairs of edges
@@ -649,8 +650,10 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
         entry of each equality row), which can break the other side's rows; the best matching
         is often met early, while the penalty is still small.
     polish : bool
-        Finish with :func:`local_ascent` from ADMM's answer: the swap descent, then IPFP's
-        steps and the descent in turn while they raise the score (never lowers it).
+        Finish with :func:`local_ascent` (the swap descent, then IPFP's steps and the descent in
+        turn while they raise the score) from ADMM's answer and, where it differs, from its best
+        rounded iterate, and keep the higher of the two ends (the better start is ahead on
+        ties); never lowers the score.
     backend : {"cpu", "gpu", "auto"}
     **params
         ADMM parameters (fields of :class:`solver.ADMMParams`).
@@ -666,7 +669,8 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
         of its answer and its rounded iterates), before the descent; ``info["rounded_iterate"]``
         the iteration whose rounding gave it (None when ADMM's answer was best);
         ``info["moves"]`` the descent's steps, ``info["ascents"]`` the rounds in which IPFP's
-        steps raised the score. ``time_s`` excludes computing ``x0``.
+        steps raised the score, ``info["ascended_from"]`` which of ADMM's points (``"answer"``
+        or ``"iterate"``) the kept ascent started from. ``time_s`` excludes computing ``x0``.
     """
     if form not in ADMM_FORMS:
         raise ValueError(f"form must be one of {', '.join(ADMM_FORMS)}, got {form!r}")
@@ -697,17 +701,29 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
         log.info("ADMM's best point violates the one-to-one rows; rounding its continuous "
                  "iterate by the Hungarian method")
         x = hungarian(res.x_continuous.reshape(problem.n1, problem.n2))
-    from_iterate = best["x"] is not None and best["score"] > problem.score(x)
-    if from_iterate:
-        x = best["x"]
+    answer = np.asarray(x).ravel().astype(np.int8)
+    iterate = best["x"]
+    from_iterate = iterate is not None and best["score"] > problem.score(answer)
+    x = iterate if from_iterate else answer
     own_score, own_acc = problem.score(x), problem.accuracy(x)
     moves = ascents = 0
+    ascended_from = "iterate" if from_iterate else "answer"
     if polish:
-        x, moves, ascents = local_ascent(problem, x)
+        # the ascent from both of ADMM's points (its answer and its best rounded iterate, where
+        # they differ): the better start does not always climb higher
+        starts = [("answer", answer)]
+        if iterate is not None and not np.array_equal(iterate, answer):
+            starts.insert(0 if from_iterate else 1, ("iterate", iterate))
+        top = -np.inf
+        for name, start in starts:
+            y, m, a = local_ascent(problem, start)
+            if problem.score(y) > top:
+                top, x, moves, ascents, ascended_from = problem.score(y), y, m, a, name
     return _result(problem, "admm", x, time.perf_counter() - t0, res.iterations,
                    admm_feasible=bool(res.feasible), status=res.status,
                    admm_objective=own_score, admm_accuracy=own_acc, moves=moves,
-                   ascents=ascents, rounded_iterate=best["iteration"] if from_iterate else None)
+                   ascents=ascents, rounded_iterate=best["iteration"] if from_iterate else None,
+                   ascended_from=ascended_from)
 
 
 def local_ascent(problem: MatchingProblem, x: Any, *, max_rounds: int = 50

@@ -246,6 +246,38 @@ def test_admm_at_least_spectral_matching_on_a_few_seeds():
         assert res["admm"].time_s >= res["sm"].time_s
 
 
+@pytest.mark.parametrize("stuck", ["answer", "iterate"])
+def test_admm_ascends_from_its_answer_and_its_best_rounded_iterate_and_keeps_the_higher(
+        stuck, monkeypatch):
+    """An instance whose ADMM answer and best rounded iterate differ: both are ascended, and
+    whichever ends higher is kept (a stand-in ascent leaves one at the lower start)."""
+    p = gm.make_problem(10, noise=0.03, outliers=3, seed=4)
+    x0 = gm.spectral_matching(p).x
+    real = gm.local_ascent
+    plain = gm.admm_matching(p, x0, polish=False)
+    answer = gm.admm_matching(p, x0, polish=False, round_iterates=False).x
+    assert plain.info["rounded_iterate"] is not None  # (the iterate is ADMM's own point here)
+    assert plain.objective > p.score(answer)
+    starts = []
+
+    def ascent(problem, x, **kw):
+        name = "iterate" if np.isclose(problem.score(x), plain.objective) else "answer"
+        starts.append(name)
+        if name == stuck:
+            return np.asarray(answer).astype(np.int8), 0, 0
+        return real(problem, x, **kw)
+
+    monkeypatch.setattr(gm, "local_ascent", ascent)
+    r = gm.admm_matching(p, x0)
+    assert sorted(starts) == ["answer", "iterate"]
+    kept = "iterate" if stuck == "answer" else "answer"
+    assert r.info["ascended_from"] == kept
+    want = real(p, plain.x if kept == "iterate" else answer)[0]
+    assert r.objective == pytest.approx(p.score(want))
+    assert r.objective > p.score(answer)
+    assert r.info["admm_objective"] == pytest.approx(plain.objective)
+
+
 def test_admm_variants_and_arguments():
     p = tiny(2, nodes=4, outliers=2)
     r = gm.admm_matching(p, equality=False, polish=False, max_iter=300)  # the paper's C2 x <= 1
