@@ -153,7 +153,7 @@ def _reference_sweeps(p, lab, active, sweeps):
     return lab
 
 
-@pytest.mark.parametrize("shape", [(9, 11), (10, 12), (1, 7), (7, 1)])
+@pytest.mark.parametrize("shape", [(9, 11), (10, 12), (1, 7), (7, 1), (40, 37)])
 @pytest.mark.parametrize("sweeps", [1, 2, 50])
 @pytest.mark.parametrize("chunk", [1, 3, 4096])
 def test_icm_sweeps_match_a_plain_scan_of_the_colour_classes(shape, sweeps, chunk):

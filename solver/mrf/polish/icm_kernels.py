@@ -115,6 +115,10 @@ def best_label(indptr, indices, data, gw, geom, unary, two_lam, lab, i, agree): 
 
 #: Pixels a thread of :func:`icm_sweeps` evaluates at a time (one scratch row per such block).
 ICM_CHUNK = 4096
+#: Chunks a colour class's list needs before :func:`icm_sweeps` evaluates it on the threads:
+#: each parallel pass wakes them (and, on OpenMP, leaves them spinning a while), which on a
+#: loaded machine costs more than a short list's evaluations.
+ICM_PARALLEL_CHUNKS = 16
 
 
 @_jit
@@ -137,8 +141,9 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
     (changed in place), then the neighbours of pixels that moved. Each class keeps a list of its
     active pixels, so a sweep costs in proportion to them, not to the image (in the late,
     sparse sweeps a scan over every pixel would cost as much as the evaluations). A class's
-    pixels are evaluated on numba's threads, ``chunk`` at a time, where there are more than
-    ``chunk`` of them (they read only other classes' labels, which do not change meanwhile);
+    pixels are evaluated on numba's threads, ``chunk`` at a time, where they make at least
+    :data:`ICM_PARALLEL_CHUNKS` chunks (they read only other classes' labels, which do not
+    change meanwhile);
     the moves and the lists are then made in one pass, so the result does not depend on the
     threads. The neighbours come from the graph arrays
     (:mod:`solver.mrf.polish.stencil`). Changes ``lab`` in place; returns the moves. Call it
@@ -167,11 +172,11 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
             lo, m = first[c], count[c]
             count[c] = 0  # (a move queues other classes only: no pixel of c meets another)
             blocks = (m + chunk - 1) // chunk
-            if blocks > 1:
+            if blocks >= ICM_PARALLEL_CHUNKS:
                 for b in numba.prange(blocks):
                     _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice,
                               lo + b * chunk, lo + min(m, (b + 1) * chunk))
-            else:  # (a short list: waking the threads would cost more than they save)
+            else:  # (a short list: waking the threads costs more than they save)
                 _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice,
                           lo, lo + m)
             for q in range(lo, lo + m):
