@@ -1,5 +1,6 @@
 """The graph-building kernels against plain scipy/numpy constructions of the same arrays."""
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -9,10 +10,13 @@ from solver.mrf.build.grid_kernels import (
     _is_grid_edge_list,
     coarsen_edges,
     grid_laplacian_csr,
+    grid_potts_energy,
     laplacian_csr,
     potts_energy,
 )
 from solver.mrf.solve.pyramid import block_index
+
+from ._mrf_helpers import on_threads
 
 
 def _reference_laplacian(n, i, j, w):
@@ -108,3 +112,20 @@ def test_potts_energy_matches_the_direct_sum(k):
     expected = 3.5 * 2.0 * w[cut].sum() + unary[np.arange(lab.size), lab].sum()
     got = potts_energy(i.astype(np.int64), j.astype(np.int64), w, unary, lab, 3.5)
     assert got == pytest.approx(expected, rel=1e-13)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 2), (2, 1), (2, 2), (1, 5000), (5000, 1),
+                                   (3, 3000), (70, 90), (64, 64), (33, 125)])
+def test_grid_energy_is_the_edge_list_energy_bit_for_bit_on_any_threads(shape):
+    """The grid's energy from positions, its 4096-term blocks summed on threads, is the serial
+    edge-list kernel's value to the bit: blocks that start mid-row and mid-direction included."""
+    rng = np.random.default_rng(shape[0] * 11 + shape[1])
+    i, j, _ = grid_edges(shape)
+    n, k = shape[0] * shape[1], 3
+    w = rng.random(i.size) * 5.0
+    unary = rng.normal(size=(n, k)) * 100.0
+    lab = rng.integers(0, k, n)
+    want = potts_energy(i.astype(np.int64), j.astype(np.int64), w, unary, lab, 0.7)
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        got = on_threads(threads, grid_potts_energy, w, shape[0], shape[1], unary, lab, 0.7)
+        assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)

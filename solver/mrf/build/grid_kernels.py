@@ -323,24 +323,53 @@ def _data_term(unary, lab):  # pragma: no cover
     return data + part
 
 
-@_jit
+@_pjit
 def grid_potts_energy(w, h, width, unary, lab, lam):  # pragma: no cover
     """:func:`potts_energy` of the ``h x width`` grid's own edge list
     (:func:`solver.mrf.build.graph.grid_edges`, :data:`_GRID_ORDER`), its ends found from the
     position instead of read from arrays: the same terms added in the same order, so the same
-    value bit for bit."""
-    cut, part = 0.0, 0.0
-    e = 0
+    value bit for bit. The blocks of 4096 terms are summed on numba's threads (each from its
+    first edge's position), then added in order, as the serial loop adds them."""
+    base = np.zeros(_GRID_ORDER.shape[0] + 1, np.int64)  # each direction's first edge
     for d in range(_GRID_ORDER.shape[0]):
+        rows, cols = h - _GRID_ORDER[d, 0], width - abs(_GRID_ORDER[d, 1])
+        base[d + 1] = base[d] + (rows * cols if rows > 0 and cols > 0 else 0)
+    m = base[-1]
+    parts = np.zeros((m + 4095) // 4096)
+    for b in numba.prange(parts.size):
+        e, stop = b * 4096, min(m, b * 4096 + 4096)
+        d = 0
+        while base[d + 1] <= e:
+            d += 1
         dr, dc = _GRID_ORDER[d, 0], _GRID_ORDER[d, 1]
-        c0, c1 = max(0, -dc), width - max(0, dc)
-        for r in range(h - dr):
-            for c in range(c0, c1):
-                if lab[r * width + c] != lab[(r + dr) * width + c + dc]:
-                    part += w[e]
-                if (e & 4095) == 4095:
-                    cut += part
-                    part = 0.0
-                e += 1
-    cut += part
-    return lam * (2.0 * cut) + _data_term(unary, lab)
+        c0, length = max(0, -dc), width - abs(dc)
+        r, c = (e - base[d]) // length, c0 + (e - base[d]) % length
+        part = 0.0
+        while e < stop:
+            if lab[r * width + c] != lab[(r + dr) * width + c + dc]:
+                part += w[e]
+            e += 1
+            c += 1
+            if c == c0 + length:
+                c, r = c0, r + 1
+                if e < stop and e == base[d + 1]:  # (the next direction with edges)
+                    while base[d + 1] <= e:
+                        d += 1
+                    dr, dc = _GRID_ORDER[d, 0], _GRID_ORDER[d, 1]
+                    c0, length = max(0, -dc), width - abs(dc)
+                    r, c = 0, c0
+        parts[b] = part
+    cut = 0.0
+    for b in range(parts.size):
+        cut += parts[b]
+    n = lab.size
+    data_parts = np.zeros((n + 4095) // 4096)
+    for b in numba.prange(data_parts.size):
+        part = 0.0
+        for p in range(b * 4096, min(n, b * 4096 + 4096)):
+            part += unary[p, lab[p]]
+        data_parts[b] = part
+    data = 0.0
+    for b in range(data_parts.size):
+        data += data_parts[b]
+    return lam * (2.0 * cut) + data

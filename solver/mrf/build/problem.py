@@ -178,8 +178,8 @@ class MRFProblem:
         g = self.graph
         if own_grid(g):  # (the grid's own edges, in order, without their ends' arrays)
             h, w = (int(s) for s in self.shape)
-            return float(grid_potts_energy(g.weights, h, w, self.unary, lab - 1,
-                                           float(self.lam)))
+            return float(threaded(grid_potts_energy, g.weights, h, w, self.unary, lab - 1,
+                                  float(self.lam)))
         gi, gj = edge_ends(g)
         return float(potts_energy(gi, gj, g.weights, self.unary, lab - 1, float(self.lam)))
 
