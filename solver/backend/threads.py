@@ -5,8 +5,9 @@ one, else its own ``workqueue`` layer, which is not thread-safe: two Python thre
 parallel kernels at once abort the process ("Concurrent access has been detected"). The app does
 that (its warm-up thread builds problems while the first solve runs in a worker thread; a solve
 given up on keeps running beside the next), and a library user may too. Every threaded kernel
-(the photo's build passes, the large fixed/free splits) is therefore called through
-:func:`threaded`, which holds :data:`LOCK`. The calls are one long pass each, so waiting for
+(the photo's build passes, the pyramid's coarsening, the large fixed/free splits, the energies of
+a photo, the polish's ICM and relaxations) is therefore called through :func:`threaded`, which
+holds :data:`LOCK`. The calls are one long pass each, so waiting for
 another thread's costs little, and two such passes would compete for the same cores anyway.
 """
 
