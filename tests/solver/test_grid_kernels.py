@@ -11,6 +11,7 @@ from solver.mrf.build.grid_kernels import (
     coarsen_edges,
     grid_laplacian_csr,
     grid_potts_energy,
+    grid_potts_energy_threaded,
     laplacian_csr,
     potts_energy,
 )
@@ -117,8 +118,9 @@ def test_potts_energy_matches_the_direct_sum(k):
 @pytest.mark.parametrize("shape", [(1, 1), (1, 2), (2, 1), (2, 2), (1, 5000), (5000, 1),
                                    (3, 3000), (70, 90), (64, 64), (33, 125)])
 def test_grid_energy_is_the_edge_list_energy_bit_for_bit_on_any_threads(shape):
-    """The grid's energy from positions, its 4096-term blocks summed on threads, is the serial
-    edge-list kernel's value to the bit: blocks that start mid-row and mid-direction included."""
+    """The grid's energy from positions, serial or with its 4096-term blocks summed on threads,
+    is the edge-list kernel's value to the bit: blocks that start mid-row and mid-direction
+    included."""
     rng = np.random.default_rng(shape[0] * 11 + shape[1])
     i, j, _ = grid_edges(shape)
     n, k = shape[0] * shape[1], 3
@@ -126,6 +128,27 @@ def test_grid_energy_is_the_edge_list_energy_bit_for_bit_on_any_threads(shape):
     unary = rng.normal(size=(n, k)) * 100.0
     lab = rng.integers(0, k, n)
     want = potts_energy(i.astype(np.int64), j.astype(np.int64), w, unary, lab, 0.7)
+    bits = np.float64(want).view(np.uint64)
+    assert np.float64(grid_potts_energy(w, *shape, unary, lab, 0.7)).view(np.uint64) == bits
     for threads in (1, numba.config.NUMBA_NUM_THREADS):
-        got = on_threads(threads, grid_potts_energy, w, shape[0], shape[1], unary, lab, 0.7)
-        assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)
+        got = on_threads(threads, grid_potts_energy_threaded, w, *shape, unary, lab, 0.7)
+        assert np.float64(got).view(np.uint64) == bits
+
+
+@pytest.mark.parametrize(("shape", "threaded"), [((255, 257), False), ((256, 256), True),
+                                                 ((300, 301), True), ((40, 50), False)])
+def test_a_problems_energy_is_the_edge_list_sum_on_either_side_of_the_threads_cut_off(shape,
+                                                                                     threaded):
+    """MRFProblem.energy sums a large grid on the threads and a small one serially; both are
+    the edge-list kernel's value to the bit."""
+    from solver.mrf.build.graph import edge_ends
+    from solver.mrf.build.problem import THREADED_ENERGY_PIXELS
+
+    from ._mrf_helpers import random_problem
+    p = random_problem(shape, k=3, seed=shape[1])
+    assert (p.n >= THREADED_ENERGY_PIXELS) == threaded
+    lab = np.random.default_rng(1).integers(1, 4, p.n)
+    gi, gj = edge_ends(p.graph)
+    want = potts_energy(np.asarray(gi, np.int64), np.asarray(gj, np.int64),
+                        np.asarray(p.graph.weights, np.float64), p.unary, lab - 1, float(p.lam))
+    assert np.float64(p.energy(lab)).view(np.uint64) == np.float64(want).view(np.uint64)

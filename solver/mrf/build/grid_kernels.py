@@ -323,13 +323,35 @@ def _data_term(unary, lab):  # pragma: no cover
     return data + part
 
 
-@_pjit
+@_jit
 def grid_potts_energy(w, h, width, unary, lab, lam):  # pragma: no cover
     """:func:`potts_energy` of the ``h x width`` grid's own edge list
     (:func:`solver.mrf.build.graph.grid_edges`, :data:`_GRID_ORDER`), its ends found from the
     position instead of read from arrays: the same terms added in the same order, so the same
-    value bit for bit. The blocks of 4096 terms are summed on numba's threads (each from its
-    first edge's position), then added in order, as the serial loop adds them."""
+    value bit for bit."""
+    cut, part = 0.0, 0.0
+    e = 0
+    for d in range(_GRID_ORDER.shape[0]):
+        dr, dc = _GRID_ORDER[d, 0], _GRID_ORDER[d, 1]
+        c0, c1 = max(0, -dc), width - max(0, dc)
+        for r in range(h - dr):
+            for c in range(c0, c1):
+                if lab[r * width + c] != lab[(r + dr) * width + c + dc]:
+                    part += w[e]
+                if (e & 4095) == 4095:
+                    cut += part
+                    part = 0.0
+                e += 1
+    cut += part
+    return lam * (2.0 * cut) + _data_term(unary, lab)
+
+
+@_pjit
+def grid_potts_energy_threaded(w, h, width, unary, lab, lam):  # pragma: no cover
+    """:func:`grid_potts_energy` with its blocks of 4096 terms summed on numba's threads (each
+    from its first edge's position), then added in order as the serial loop adds them: the same
+    value bit for bit. For large grids only: a parallel pass costs tens of microseconds to
+    start, more on a loaded machine."""
     base = np.zeros(_GRID_ORDER.shape[0] + 1, np.int64)  # each direction's first edge
     for d in range(_GRID_ORDER.shape[0]):
         rows, cols = h - _GRID_ORDER[d, 0], width - abs(_GRID_ORDER[d, 1])

@@ -20,7 +20,8 @@ from solver.mrf.build.colour import fit_colour_models, unary_costs
 from solver.mrf.build.graph import (GridGraph, build_grid_graph, edge_ends, image_to_float,
                                     laplacian, own_grid)
 from solver.backend.threads import threaded
-from solver.mrf.build.grid_kernels import cheapest_labels, grid_potts_energy, potts_energy
+from solver.mrf.build.grid_kernels import (cheapest_labels, grid_potts_energy,
+                                           grid_potts_energy_threaded, potts_energy)
 from solver.mrf.options import DEFAULT_LAMBDA  # (the default λ; see build_problem's reasoning)
 
 __all__ = [
@@ -58,6 +59,12 @@ class _Laplacian:
     def __set__(self, obj: MRFProblem, value: sp.csr_matrix | None) -> None:
         obj.__dict__[self.slot] = value
 
+
+#: Pixels from which a grid's energy is summed on numba's threads
+#: (:func:`~solver.mrf.build.grid_kernels.grid_potts_energy_threaded`; the same value): below,
+#: starting the threads costs more than they save, and brute-force searches and the polish's
+#: small problems call the energy thousands of times.
+THREADED_ENERGY_PIXELS = 1 << 16
 
 #: Where an :class:`MRFProblem` keeps the Laplacian made from its graph.
 _MADE = "_laplacian_made"
@@ -178,8 +185,11 @@ class MRFProblem:
         g = self.graph
         if own_grid(g):  # (the grid's own edges, in order, without their ends' arrays)
             h, w = (int(s) for s in self.shape)
-            return float(threaded(grid_potts_energy, g.weights, h, w, self.unary, lab - 1,
-                                  float(self.lam)))
+            if self.n < THREADED_ENERGY_PIXELS:
+                return float(grid_potts_energy(g.weights, h, w, self.unary, lab - 1,
+                                               float(self.lam)))
+            return float(threaded(grid_potts_energy_threaded, g.weights, h, w, self.unary,
+                                  lab - 1, float(self.lam)))
         gi, gj = edge_ends(g)
         return float(potts_energy(gi, gj, g.weights, self.unary, lab - 1, float(self.lam)))
 
