@@ -156,7 +156,7 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
     for c in range(4):
         first[c + 1] = first[c] + ((height - (c >> 1) + 1) // 2) * ((width - (c & 1) + 1) // 2)
     todo = np.empty(n, np.int64)
-    choice = np.empty(n, lab.dtype)  # a listed pixel's best label, at its place in todo
+    choice = np.empty(n, np.int8)  # a listed pixel's best label, at its place in todo (K <= 127)
     count = np.zeros(4, np.int64)
     for c in range(4):
         for row in range(c >> 1, height, 2):
