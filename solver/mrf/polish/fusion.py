@@ -133,8 +133,8 @@ class Workspace:
         return self._get("labels:" + name, lambda: np.empty(self.n, np.int32))
 
     def preferred(self) -> np.ndarray:
-        """``(n,)`` int8 each pixel's cheapest label by its data alone (0-based; K is at most
-        32, and int8 is an eighth of argmin's int64, kept through the polish)."""
+        """``(n,)`` int8 each pixel's cheapest label by its data alone (0-based; the problem's
+        :attr:`~solver.mrf.build.problem.MRFProblem.cheapest`, made once)."""
         return self._problem.cheapest
 
     def prefers(self, b: int) -> np.ndarray:

@@ -143,9 +143,8 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
     sparse sweeps a scan over every pixel would cost as much as the evaluations). A class's
     pixels are evaluated on numba's threads, ``chunk`` at a time, where they make at least
     :data:`ICM_PARALLEL_CHUNKS` chunks (they read only other classes' labels, which do not
-    change meanwhile);
-    the moves and the lists are then made in one pass, so the result does not depend on the
-    threads. The neighbours come from the graph arrays
+    change meanwhile); the moves and the lists are then made in one pass, so the result does
+    not depend on the threads. The neighbours come from the graph arrays
     (:mod:`solver.mrf.polish.stencil`). Changes ``lab`` in place; returns the moves. Call it
     through :func:`solver.backend.threads.threaded`.
     """
