@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from solver.mrf.build.colour_kernels import _edge_count
+from solver.mrf.build.colour_kernels import _edge_count, _row_blocks
 
 _jit = numba.njit(cache=True, nogil=True)
 #: :func:`grid_laplacian_csr` writes the rows on numba's threads (see
@@ -352,11 +352,11 @@ def grid_potts_energy_threaded(w, h, width, unary, lab, lam):  # pragma: no cove
     from its first edge's position), then added in order as the serial loop adds them: the same
     value bit for bit. For large grids only: a parallel pass costs tens of microseconds to
     start, more on a loaded machine."""
-    base = np.zeros(_GRID_ORDER.shape[0] + 1, np.int64)  # each direction's first edge
-    for d in range(_GRID_ORDER.shape[0]):
-        rows, cols = h - _GRID_ORDER[d, 0], width - abs(_GRID_ORDER[d, 1])
-        base[d + 1] = base[d] + (rows * cols if rows > 0 and cols > 0 else 0)
-    m = base[-1]
+    count = _GRID_ORDER.shape[0]
+    m = _edge_count(h, width, _GRID_ORDER)
+    base = np.empty(count + 1, np.int64)  # each direction's first edge, then the end
+    base[:count] = _row_blocks(h, width, _GRID_ORDER)[1]
+    base[count] = m
     parts = np.zeros((m + 4095) // 4096)
     for b in numba.prange(parts.size):
         e, stop = b * 4096, min(m, b * 4096 + 4096)
