@@ -41,8 +41,9 @@ paper, from spectral matching's answer; it keeps the best of ADMM's answer and i
 rounded to matchings by the Hungarian method, and ends with :func:`local_ascent` from its answer
 and from its best rounded iterate, keeping the higher: :func:`swap_descent`, a local search over
 swaps of partners (the analogue of the one-flip descent ``solve_bqp`` ends unconstrained problems
-with), and IPFP's steps in turn. ``form="shift"`` runs ADMM on ``-x'Mx`` instead, made PSD by the smallest uniform
-diagonal shift ``lambda_max(M)`` (``solve_bqp``'s own treatment of an indefinite ``A``).
+with), and IPFP's steps in turn. ``form="shift"`` runs ADMM on ``-x'Mx`` instead, made PSD by
+the smallest uniform diagonal shift ``lambda_max(M)`` (``solve_bqp``'s own treatment of an
+indefinite ``A``).
 
 **Cost.** ``M`` has about ``rho (n1 n2)^2`` non-zeros, ``rho`` the fraction of pairs of edges
 whose lengths differ by less than ``cutoff * sigma`` (about 0.3 with the defaults), built in
@@ -717,8 +718,9 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
         top = -np.inf
         for name, start in starts:
             y, m, a = local_ascent(problem, start)
-            if problem.score(y) > top:
-                top, x, moves, ascents, ascended_from = problem.score(y), y, m, a, name
+            score = problem.score(y)
+            if score > top:
+                top, x, moves, ascents, ascended_from = score, y, m, a, name
     return _result(problem, "admm", x, time.perf_counter() - t0, res.iterations,
                    admm_feasible=bool(res.feasible), status=res.status,
                    admm_objective=own_score, admm_accuracy=own_acc, moves=moves,
