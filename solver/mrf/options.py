@@ -77,6 +77,12 @@ class PolishOptions:
     tv_fuse_every : int or None
         K = 2: the TV level sets are fused every this many steps (a multiple of 25), and the
         steps stop once a fusion takes nothing; None: once, after ``tv_iterations`` steps.
+    tv_only_binary : bool
+        K = 2, where the TV proposals run: skip descent fusion and the edge-snapped proposals
+        (``descents``, ``edge_snap``), whose regions the TV relaxation's level sets take too.
+    tv_fuse_next : int or None
+        K = 2: the rounds after the first are this many steps (a multiple of 25); None:
+        ``tv_fuse_every`` steps too.
     tv_expansion_iterations : int
         K > 2, final polish: the same for the TV relaxation of each label's α-expansion move
         (:func:`solver.mrf.polish.tv.fuse_tv_expansions_into`); 0 turns them off.
@@ -136,6 +142,8 @@ class PolishOptions:
     tv_iterations: int = 800
     tv_gap: float | None = 1e-5
     tv_fuse_every: int | None = 200
+    tv_fuse_next: int | None = 100
+    tv_only_binary: bool = True
     tv_expansion_iterations: int = 400
     tv_expansion_gap: float | None = 1e-5
     tv_constrained_expansion_iterations: int = 100

@@ -144,3 +144,38 @@ def test_the_plain_fusion_gets_the_callers_thresholds_and_proposal_cap(monkeypat
     opts = PolishOptions(thresholds=(0.3, 0.7), proposal_max_pixels=123, final_fusion_rounds=2)
     pipeline.polish_labels(p, labels, weights, options=opts)
     assert seen and all(s == ((0.3, 0.7), 123) for s in seen)
+
+
+@pytest.mark.parametrize("k, only, steps, room, skipped", [
+    (2, True, 5, 0, True),     # K = 2 with the TV proposals: they take these steps' regions
+    (2, False, 5, 0, False),   # asked for all the same
+    (2, True, 0, 0, False),    # no TV steps: the steps run
+    (2, True, 5, -1, False),   # an image over the TV cap: the steps run
+    (3, True, 5, 0, False),    # K > 2 (TV-relaxed expansions): the steps run
+])
+def test_descents_and_edge_snapping_give_way_to_the_tv_proposals_for_two_labels(
+        monkeypatch, k, only, steps, room, skipped):
+    """``tv_only_binary``: a K = 2 final polish that runs the TV proposals skips descent
+    fusion and the edge-snapped proposals; without the proposals, or for K > 2, both run."""
+    p, labels, weights = _case(k=k)
+    calls = []
+    for name in ("_fuse_descents_in_place", "fuse_edge_snapped_into"):
+        monkeypatch.setattr(pipeline, name,
+                            lambda *a, _n=name, **kw: calls.append(_n) or False)
+    field = "tv_iterations" if k == 2 else "tv_expansion_iterations"
+    opts = PolishOptions(**{field: steps, "tv_max_pixels": p.n + room,
+                            "tv_only_binary": only})
+    out = pipeline.polish_labels(p, labels, weights, options=opts)
+    assert calls == ([] if skipped else ["_fuse_descents_in_place", "fuse_edge_snapped_into"])
+    assert p.energy(out) <= p.energy(labels)
+
+
+def test_the_tv_rounds_get_the_callers_first_and_later_lengths(monkeypatch):
+    """``tv_fuse_every`` and ``tv_fuse_next`` reach the K = 2 TV proposals."""
+    p, labels, weights = _case(k=2)
+    seen = []
+    monkeypatch.setattr(pipeline, "fuse_tv_into",
+                        lambda *a, **kw: seen.append((kw["every"], kw["next_every"])) or 0)
+    pipeline.polish_labels(p, labels, weights,
+                           options=PolishOptions(tv_fuse_every=75, tv_fuse_next=25))
+    assert seen == [(75, 25)]

@@ -362,3 +362,29 @@ def test_rounds_of_fusion_stop_once_one_takes_nothing_and_reach_the_optimum():
     assert fuse_tv_into(problem, at_best, 4000, 1.0, (0.5,), gap=1e-5, every=100) == 0
     relax = GridRelaxation(problem, best, grid_terms(problem, 1.0), gap=1e-5)
     assert relax.run(2000, 0.0) and relax.steps < 2000
+
+
+@pytest.mark.parametrize("every, later, want", [
+    (100, 50, [100, 50, 50, 50, 50]),
+    (100, None, [100, 100, 100]),
+    (None, 50, [300]),    # no rounds: one fusion after every step
+])
+def test_the_first_round_has_every_steps_and_the_later_ones_next_every(monkeypatch, every,
+                                                                       later, want):
+    """``fuse_tv_into(..., every, next_every)``: the first round runs ``every`` steps and each
+    later one ``next_every`` (``every`` when None), up to the most steps."""
+    from solver.mrf.polish import tv
+
+    problem = random_problem((23, 31), k=2, seed=6)
+    asked = []
+
+    def run(self, iterations, tol):  # (every step runs, no stopping test)
+        asked.append(iterations)
+        self.steps += iterations
+        return False
+
+    monkeypatch.setattr(tv.GridRelaxation, "run", run)
+    monkeypatch.setattr(tv, "_fuse_levels", lambda *a: 1)  # every round takes a region
+    lab = np.zeros(problem.n, np.int64)
+    fuse_tv_into(problem, lab, 300, 1.0, (0.5,), every=every, next_every=later)
+    assert asked == want

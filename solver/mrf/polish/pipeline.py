@@ -121,7 +121,12 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         # the same fixed arrays (fusion.FixedDisagreement finds their pixels once)
         snapshots = [s if isinstance(s, Snapshot) else Snapshot.from_dense(s)
                      for s in snapshots]
-    if options.descents and split and len(snapshots):
+    tv_steps = options.tv_iterations if problem.k == 2 else options.tv_expansion_iterations
+    tv_runs = (split and tv_steps > 0
+               and (options.tv_max_pixels is None or problem.n <= options.tv_max_pixels))
+    # (K = 2: the TV relaxation's level sets take what descent fusion and edge snapping take)
+    tv_only = problem.k == 2 and tv_runs and options.tv_only_binary
+    if options.descents and split and len(snapshots) and not tv_only:
         # before the plain fusion, which can take a union whose bad part a descent leaves out
         thresholds = (options.descent_thresholds if problem.k == 2
                       else options.descent_thresholds_multi)
@@ -131,13 +136,11 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
                                    options=options)
-    tv_steps = options.tv_iterations if problem.k == 2 else options.tv_expansion_iterations
-    if (split and tv_steps > 0
-            and (options.tv_max_pixels is None or problem.n <= options.tv_max_pixels)):
+    if tv_runs:
         mark()
         if (fuse_tv_into(problem, lab, tv_steps, options.tv_step, options.tv_thresholds,
                          workspace=ws, backend=backend, gap=options.tv_gap,
-                         every=options.tv_fuse_every)
+                         every=options.tv_fuse_every, next_every=options.tv_fuse_next)
                 if problem.k == 2 else
                 fuse_tv_expansions_into(problem, lab, tv_steps, options.tv_step,
                                         options.tv_thresholds, workspace=ws, backend=backend,
@@ -146,7 +149,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
                                        options=options)
-    if options.edge_snap and split:
+    if options.edge_snap and split and not tv_only:
         mark()
         if fuse_edge_snapped_into(problem, lab, workspace=ws):
             settled = _settle_in_place(problem, lab, icm_optimal=True,

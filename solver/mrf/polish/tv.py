@@ -202,7 +202,7 @@ def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarra
 def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
                  thresholds: tuple[float, ...], workspace: Workspace | None = None,
                  backend: Any = None, gap: float | None = None,
-                 every: int | None = None) -> int:
+                 every: int | None = None, next_every: int | None = None) -> int:
     """Fuse the level sets of the TV relaxation (from ``lab``) into ``lab`` in place.
 
     Parameters
@@ -225,6 +225,8 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
     every : int, optional
         On a grid, fuse the level sets every this many steps (a multiple of 25) and stop once
         a fusion takes nothing; None: once, after the steps.
+    next_every : int, optional
+        With ``every``: the rounds after the first are this many steps (None: ``every``).
 
     Returns
     -------
@@ -239,9 +241,11 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
         return moved
     relax = GridRelaxation(problem, lab, terms, backend, gap)
     block = iterations if every is None else max(int(every), 1)
+    later = block if every is None or next_every is None else max(int(next_every), 1)
     moved = 0
     while relax.steps < iterations:
-        stopped = relax.run(min(block, iterations - relax.steps), 1e-3)
+        stopped = relax.run(min(later if relax.steps else block, iterations - relax.steps),
+                            1e-3)
         taken = _fuse_levels(problem, lab, relax.s, thresholds, workspace)
         moved += taken
         if stopped or not taken:
