@@ -86,6 +86,31 @@ def test_ablation_runs_variants_side_by_side_from_the_defaults(capsys):
     assert lines[1].startswith("[default] mean gap") and "K2 400:" in lines[1]
 
 
+
+def test_ablation_runs_variants_on_the_real_input_cases_of_one_half(capsys, monkeypatch):
+    """``--real``: the problems are the real-input benchmark's cases of that half with the K
+    asked for (here the cameraman's two K = 2 cases of three given, at 1e4 pixels), one cell
+    per case key."""
+    ablation = _ablation()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import real_inputs
+
+    every = real_inputs.cases
+    asked = []
+
+    def few(max_pixels, split):
+        asked.append((max_pixels, split))
+        return [c for c in every(max_pixels, split) if c.image == "cameraman"
+                and (c.kind.startswith("rect") or (c.kind, c.k) == ("short", 3))]
+
+    monkeypatch.setattr(real_inputs, "cases", few)
+    assert ablation.main(["--real", "tuning", "--k", "2", "--max-pixels", "1e4", ""]) == 0
+    assert asked == [(1e4, "tuning")]
+    line, = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[")]
+    assert line.startswith("[default] mean gap") and "worst" in line
+    assert "cameraman/rect/k2/10000:" in line and "cameraman/rect+strokes/k2/10000:" in line
+    assert "short" not in line  # (K = 3)
+
 def test_ablation_settings_may_hold_tuples():
     assert _ablation().split_settings("a.B=(0.2, 0.5),c.D=True, ,e.F=[1,2]") == [
         "a.B=(0.2, 0.5)", "c.D=True", "e.F=[1,2]"]
