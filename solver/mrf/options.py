@@ -142,7 +142,7 @@ class PolishOptions:
     tv_iterations: int = 800
     tv_gap: float | None = 1e-5
     tv_fuse_every: int | None = 200
-    tv_fuse_next: int | None = 100
+    tv_fuse_next: int | None = None
     tv_only_binary: bool = True
     tv_expansion_iterations: int = 400
     tv_expansion_gap: float | None = 1e-5

@@ -282,7 +282,7 @@ def test_final_polish_descends_on_the_label_counts_threshold_grid_and_size_cap(m
     p = random_problem((16, 18), k=k, seed=1)
     snaps = [np.random.default_rng(2).dirichlet(np.ones(k), p.n)]
     options = PolishOptions(descent_thresholds=(0.3, 0.7), descent_thresholds_multi=(0.4,),
-                            descent_max_pixels=77)
+                            descent_max_pixels=77, tv_only_binary=False)  # (K = 2: descend)
     pipeline.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=True, options=options)
     pipeline.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=False, options=options)
     expected = (0.3, 0.7) if k == 2 else (0.4,)
