@@ -312,15 +312,21 @@ def cheapest_labels(unary):  # pragma: no cover
 
 
 @_jit
+def _data_block(unary, lab, b):  # pragma: no cover
+    """``sum unary[p, lab[p]]`` over block ``b`` of 4096 pixels, in order."""
+    part = 0.0
+    for p in range(b * 4096, min(lab.size, b * 4096 + 4096)):
+        part += unary[p, lab[p]]
+    return part
+
+
+@_jit
 def _data_term(unary, lab):  # pragma: no cover
     """``sum_p unary[p, lab[p]]``, in blocks of 4096 as the cut is (the energies' data term)."""
-    data, part = 0.0, 0.0
-    for p in range(lab.size):
-        part += unary[p, lab[p]]
-        if (p & 4095) == 4095:
-            data += part
-            part = 0.0
-    return data + part
+    data = 0.0
+    for b in range((lab.size + 4095) // 4096):
+        data += _data_block(unary, lab, b)
+    return data
 
 
 @_jit
@@ -384,13 +390,9 @@ def grid_potts_energy_threaded(w, h, width, unary, lab, lam):  # pragma: no cove
     cut = 0.0
     for b in range(parts.size):
         cut += parts[b]
-    n = lab.size
-    data_parts = np.zeros((n + 4095) // 4096)
+    data_parts = np.zeros((lab.size + 4095) // 4096)
     for b in numba.prange(data_parts.size):
-        part = 0.0
-        for p in range(b * 4096, min(n, b * 4096 + 4096)):
-            part += unary[p, lab[p]]
-        data_parts[b] = part
+        data_parts[b] = _data_block(unary, lab, b)
     data = 0.0
     for b in range(data_parts.size):
         data += data_parts[b]

@@ -241,7 +241,7 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
         return moved
     relax = GridRelaxation(problem, lab, terms, backend, gap)
     block = iterations if every is None else max(int(every), 1)
-    later = block if every is None or next_every is None else max(int(next_every), 1)
+    later = block if next_every is None else max(int(next_every), 1)
     moved = 0
     while relax.steps < iterations:
         stopped = relax.run(min(later if relax.steps else block, iterations - relax.steps),
