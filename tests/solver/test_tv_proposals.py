@@ -111,25 +111,60 @@ def test_the_grid_sweep_takes_the_same_steps_as_the_edge_list(seed, monkeypatch)
 
 
 
-def _dense_steps(cost, offsets, u, free, tau, s, sigma, steps):
-    """Reference: every edge's dual, then every pixel's value, each step (numpy, float32)."""
+def _dense_steps(cost, offsets, u, free, tau, s, sigma, steps, pull=None, w=None):
+    """Reference: every edge's dual, then every pixel's value, each step (numpy, float32);
+    with ``w``, each gradient gains ``pull w_i``."""
     n = s.size
     s, bar = s.copy(), s.copy()
     p = np.zeros((4, n), np.float32)
     for _ in range(steps):
         for q in range(4):
             o = offsets[4 + q]
+            if o >= n:
+                continue
             v = p[q, : n - o] + sigma * (bar[: n - o] - bar[o:])
             p[q, : n - o] = np.minimum(np.maximum(v, -cost[q, : n - o]), cost[q, : n - o])
         g = u + p[0] + p[1] + p[2] + p[3]
+        if w is not None:
+            g += pull * w
         for q in range(4):
             o = offsets[4 + q]
-            g[o:] -= p[q, : n - o]
+            if o < n:
+                g[o:] -= p[q, : n - o]
         t = np.minimum(np.maximum(s - tau * g, np.float32(0)), np.float32(1))
         t[~free] = s[~free]
         bar = 2 * t - s
         s = t
     return s
+
+
+@pytest.mark.parametrize(("shape", "pulled"), [((9, 11), False), ((9, 11), True),
+                                               ((1, 13), False), ((2, 5), True)])
+def test_a_step_over_every_pixel_matches_the_reference(shape, pulled):
+    """The compiled step over every pixel (one-dimensional views per direction, on the
+    threads) gives the numpy reference's values and duals, with an area row's pull and on
+    grids so small that some directions have no edge (a single row)."""
+    from solver.mrf.polish import tv_kernels
+    from solver.mrf.polish.stencil import grid_offsets
+
+    h, w = shape
+    n = h * w
+    rng = np.random.default_rng(n + pulled)
+    offsets = grid_offsets(w)
+    cost = rng.random((4, n)).astype(np.float32)
+    u = (rng.random(n) - 0.5).astype(np.float32)
+    free = rng.random(n) > 0.2
+    tau = (0.05 + 0.1 * rng.random(n)).astype(np.float32)
+    start = rng.random(n).astype(np.float32)
+    sigma, pull = np.float32(0.4), np.float32(0.3)
+    weights = rng.random(n).astype(np.float32) if pulled else tv_kernels.NO_WEIGHTS
+    want = _dense_steps(cost, offsets, u, free, tau, start, sigma, 12, pull,
+                        weights if pulled else None)
+    got, bar, p = start.copy(), start.copy(), np.zeros((4, n), np.float32)
+    for _ in range(12):
+        tv_kernels._dense_step(cost, offsets, u, free, tau, got, bar, p, sigma, pull, weights)
+    assert not np.array_equal(want, start)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("seed", range(3))
