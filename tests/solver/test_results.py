@@ -70,3 +70,23 @@ def test_time_s_is_the_whole_solve_with_its_set_up(coarse_to_fine):
     M = rng.normal(size=(20, 20))
     bqp = solve_bqp(M @ M.T, rng.normal(size=20), seed=0)
     assert bqp.time_s >= bqp.setup_time_s > 0
+
+
+def test_a_renumbered_record_keeps_every_other_field():
+    """A coarse-to-fine level's records are renumbered into the whole solve's count: only the
+    iteration number moves (every field, so one added later cannot be dropped silently)."""
+    import dataclasses
+
+    from solver.admm.records import IterationRecord
+
+    fields = dataclasses.fields(IterationRecord)
+    values = {f.name: (i + 1) * 1.5 for i, f in enumerate(fields)}
+    values.update(iteration=7, pcg_iterations=3, feasible_rounded=True)
+    record = IterationRecord(**values)
+    moved = record.renumbered(40)
+    assert moved.iteration == 47
+    for f in fields:
+        if f.name != "iteration":
+            assert getattr(moved, f.name) == getattr(record, f.name), f.name
+    levels = solve_mrf(_problem(size=200), "admm", seed=0).history  # (pyramid levels)
+    assert [r.iteration for r in levels] == list(range(1, len(levels) + 1))

@@ -183,7 +183,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         res = solver.run(x0=start, seed=seed if coarsest else None, callback=callback,
                          polish=False, view=view,
                          start_labels=up if start is None and not coarsest else None)
-        history += [replace(r, iteration=r.iteration + view["offset"]) for r in res.history]
+        history += [r.renumbered(view["offset"]) for r in res.history]
         start = view = None
         free_count, device = solver.free.size, solver.backend
         labels = res.labels
