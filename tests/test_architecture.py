@@ -41,9 +41,22 @@ def imports(path: Path, known: set[str]) -> set[str]:
 
 
 def graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Each module's imports, with the packages whose ``__init__`` an import runs first: one of
+    ``a.b.c`` runs ``a/b/__init__`` too, which can import the importer back while it is half
+    loaded (not counted for the importer's own packages, which are loaded before it)."""
     mods = modules(root)
     known = set(mods)
-    return {name: imports(path, known) for name, path in mods.items()}
+    edges = {}
+    for name, path in mods.items():
+        found = imports(path, known)
+        for imp in list(found):
+            parts = imp.split(".")
+            for k in range(1, len(parts)):
+                parent = ".".join(parts[:k])
+                if parent in known and not (name == parent or name.startswith(parent + ".")):
+                    found.add(parent)
+        edges[name] = found
+    return edges
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -114,6 +127,12 @@ def test_the_checks_catch_a_cycle_and_a_violation(tmp_path):
     edges = graph(tmp_path)
     assert cycles(edges) == [["solver.a", "solver.b"]]
     assert offenders(edges, "solver", QT) == ["solver.b imports PyQt6"]
+    # a package whose __init__ imports a module that imports one of the package's submodules
+    (tmp_path / "solver" / "pkg").mkdir()
+    (tmp_path / "solver" / "pkg" / "__init__.py").write_text("from solver.c import h\n")
+    (tmp_path / "solver" / "pkg" / "kernels.py").write_text("")
+    (tmp_path / "solver" / "c.py").write_text("from solver.pkg import kernels\n")
+    assert ["solver.c", "solver.pkg"] in cycles(graph(tmp_path))
 
 
 def test_importing_the_qt_free_layers_loads_no_qt():
@@ -123,4 +142,21 @@ def test_importing_the_qt_free_layers_loads_no_qt():
             "bad = [m for m in sys.modules if m.split('.')[0] in ('PyQt6', 'pyqtgraph', 'cupy')]\n"
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_solver_module_imports_first_in_a_fresh_interpreter():
+    """A library user may import any module first (``from solver.admm.systems import ...``):
+    each is imported alone, in its own interpreter."""
+    names = sorted(name for name in modules() if name.split(".")[0] == "solver")
+    code = ("import subprocess, sys\n"
+            "from concurrent.futures import ThreadPoolExecutor\n"
+            "def fails(m):\n"
+            "    return subprocess.run([sys.executable, '-c', f'import {m}'],\n"
+            "                          capture_output=True).returncode != 0\n"
+            "with ThreadPoolExecutor(4) as pool:\n"
+            "    bad = [m for m, f in zip(sys.argv[1:], pool.map(fails, sys.argv[1:])) if f]\n"
+            "print(bad); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True,
+                          cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr

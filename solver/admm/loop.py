@@ -41,7 +41,8 @@ from solver.admm.records import (
     IterationState,
 )
 from solver.admm.splits import L1Split, PairSplit, soft_threshold  # noqa: F401 (re-exported)
-from solver.admm.steps import cpu_kernels, fused_step
+from solver.admm.steps import cpu_kernels
+from solver.admm.steps.fused import fused_step
 from solver.admm.systems import LinearOperatorPair
 from solver.backend import Backend, get_backend
 
