@@ -136,8 +136,9 @@ def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # prag
     Where ``w`` is not empty each pixel's gradient gains ``pull w_i`` (an area row's dual).
 
     The loops index one-dimensional views that start where each term does, so that their
-    reads need no offset and no test (the compiler vectorises them: 1.6× faster than indexing
-    ``p[q, i - o]``, with the same numbers)."""
+    reads need no offset and no test: the compiler vectorises them, 1.6× faster than indexing
+    ``p[q, i - o]`` with the same numbers (measured: docs/decisions.md, The TV grid step's
+    loops)."""
     n = s.size
     for q in range(4):
         o = offsets[4 + q]
