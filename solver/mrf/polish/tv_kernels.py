@@ -128,54 +128,67 @@ def _gradient(i, u, p, extra, o0, o1, o2, o3):  # pragma: no cover
     return g
 
 
-@_pjit
-def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # pragma: no cover
-    """One step over every edge and pixel: the duals a direction at a time, then each pixel's
-    gradient and value in one pass (loops free of dependencies between iterations, parallel
-    over the pixels with no sums across them, so the same numbers on any number of threads).
-    Where ``w`` is not empty each pixel's gradient gains ``pull w_i`` (an area row's dual).
+#: Pixels a thread takes at a time in :func:`_dense_step`'s sweep (duals, then values): small
+#: enough that the duals just written are still in the cache when the values read them.
+SEGMENT = 1024
+#: Runs of pixels :func:`_dense_step` splits a step into, shared among the threads (a fixed
+#: count: a kernel that asked numba for its thread count could not be cached).
+RUNS = 4
 
-    The loops index one-dimensional views that start where each term does, so that their
-    reads need no offset and no test: the compiler vectorises them, 1.6× faster than indexing
-    ``p[q, i - o]`` with the same numbers (measured: docs/decisions.md, The TV grid step's
-    loops)."""
-    n = s.size
+
+@_jit
+def _duals_between(cost, offsets, bar, p, sigma, lo, hi):  # pragma: no cover
+    """The dual step on the forward edges of pixels ``lo .. hi - 1``, from ``bar``. The loops
+    read one-dimensional views that start where each term does, so that they need no offset
+    and no test and the compiler vectorises them (measured: docs/decisions.md, The TV grid
+    step's loops)."""
+    n = bar.size
     for q in range(4):
         o = offsets[4 + q]
-        m = max(n - o, 0)  # (a single row: no edge that far)
-        pq = p[q]
-        cq = cost[q]
-        head = bar[:m]
-        tail = bar[n - m:]
-        for i in numba.prange(m):
+        end = min(hi, n - o)  # (no edge leaves the image)
+        if end <= lo:
+            continue
+        pq = p[q, lo:end]
+        cq = cost[q, lo:end]
+        head = bar[lo:end]
+        tail = bar[lo + o:end + o]
+        for i in range(end - lo):
             c = cq[i]
             pq[i] = min(max(pq[i] + sigma * (head[i] - tail[i]), -c), c)
+
+
+@_jit
+def _values_between(offsets, u, free, tau, s, bar, p, pull, w, lo, hi):  # pragma: no cover
+    """Pixels ``lo .. hi - 1``'s gradients (:func:`_gradient`'s sum, in its order), values and
+    extrapolations, from the duals; pixels without every backward edge (the first row and a
+    pixel) one at a time, the others by views as in :func:`_duals_between`."""
     o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
     pulled = w.size > 0
-    lo = min(n, max(o0, o1, o2, o3))  # pixels before lo lack a backward edge
-    for i in range(lo):
+    full = max(lo, min(hi, o3))  # the first pixel from which every backward edge is there
+    for i in range(lo, full):
         g = _gradient(i, u, p, pull * w[i] if pulled else np.float32(0.0), o0, o1, o2, o3)
         t = min(max(s[i] - tau[i] * g, np.float32(0.0)), np.float32(1.0))
         if not free[i]:
             t = s[i]
         bar[i] = 2 * t - s[i]
         s[i] = t
-    # (one view a statement: numba 0.6x's parallel pass mixes up views unpacked from a tuple)
-    f0 = p[0, lo:]
-    f1 = p[1, lo:]
-    f2 = p[2, lo:]
-    f3 = p[3, lo:]
-    b0 = p[0, lo - o0:n - o0]
-    b1 = p[1, lo - o1:n - o1]
-    b2 = p[2, lo - o2:n - o2]
-    b3 = p[3, lo - o3:n - o3]
-    uu = u[lo:]
-    ff = free[lo:]
-    tt = tau[lo:]
-    ss = s[lo:]
-    bb = bar[lo:]
-    ww = w[lo:] if pulled else w
-    for k in numba.prange(n - lo):  # (the order of _gradient's sum: the same bits)
+    if hi <= full:
+        return
+    f0 = p[0, full:hi]
+    f1 = p[1, full:hi]
+    f2 = p[2, full:hi]
+    f3 = p[3, full:hi]
+    b0 = p[0, full - o0:hi - o0]
+    b1 = p[1, full - o1:hi - o1]
+    b2 = p[2, full - o2:hi - o2]
+    b3 = p[3, full - o3:hi - o3]
+    uu = u[full:hi]
+    ff = free[full:hi]
+    tt = tau[full:hi]
+    ss = s[full:hi]
+    bb = bar[full:hi]
+    ww = w[full:hi] if pulled else w
+    for k in range(hi - full):
         g = uu[k] + f0[k] + f1[k] + f2[k] + f3[k]
         g += pull * ww[k] if pulled else np.float32(0.0)
         g -= b0[k]
@@ -187,6 +200,41 @@ def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # prag
             t = ss[k]
         bb[k] = 2 * t - ss[k]
         ss[k] = t
+
+
+@_pjit
+def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # pragma: no cover
+    """One step over every edge and pixel: each edge's dual from the last step's ``bar``, then
+    each pixel's gradient, value and ``bar``. Where ``w`` is not empty each pixel's gradient
+    gains ``pull w_i`` (an area row's dual).
+
+    It runs as one sweep over the image, split into :data:`RUNS` runs of pixels: a pixel's value
+    needs only the duals of edges that reach back at most ``reach`` (the longest forward edge)
+    pixels, and an edge's dual only ``bar`` up to ``reach`` pixels ahead. So the threads first
+    take the duals of each run's last ``reach`` pixels (whose far ends lie in the next run,
+    before that run's values change them), then go through each run in segments of
+    :data:`SEGMENT` pixels, each segment's duals before its values. Every dual and value is the
+    same expression of the same inputs as in a step a pass at a time, so the numbers are the
+    same, on any number of threads; the image is read about once a step instead of twice
+    (measured: docs/decisions.md, The TV grid step's loops)."""
+    n = s.size
+    reach = offsets[7]
+    size = max((n + RUNS - 1) // RUNS, 2 * reach, 1)
+    runs = (n + size - 1) // size
+    for r in numba.prange(runs):
+        hi = min(n, (r + 1) * size)
+        _duals_between(cost, offsets, bar, p, sigma, max(r * size, hi - reach), hi)
+    for r in numba.prange(runs):
+        lo = r * size
+        hi = min(n, lo + size)
+        ahead = max(lo, hi - reach)  # (its duals are done)
+        x = lo
+        while x < hi:
+            y = min(hi, x + SEGMENT)
+            if x < ahead:
+                _duals_between(cost, offsets, bar, p, sigma, x, min(y, ahead))
+            _values_between(offsets, u, free, tau, s, bar, p, pull, w, x, y)
+            x = y
 
 
 @_jit
