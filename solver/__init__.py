@@ -10,8 +10,7 @@ The names below load on first use, so ``import solver.names`` (the CLI's choices
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from solver.lazy import lazy_names
 
 _WHERE = {
     "ADMMParams": "solver.admm.params", "ADMMResult": "solver.admm.records",
@@ -22,14 +21,4 @@ _WHERE = {
     "gpu_available": "solver.backend", "solve_bqp": "solver.bqp.solve",
 }
 
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'solver' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_names(__name__, _WHERE)

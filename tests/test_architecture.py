@@ -148,15 +148,31 @@ def test_importing_the_qt_free_layers_loads_no_qt():
 def test_every_solver_module_imports_first_in_a_fresh_interpreter():
     """A library user may import any module first (``from solver.admm.systems import ...``):
     each is imported alone, in its own interpreter."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def fails(name: str) -> bool:
+        proc = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True,
+                              cwd=ROOT)
+        return proc.returncode != 0
+
     names = sorted(name for name in modules() if name.split(".")[0] == "solver")
-    code = ("import subprocess, sys\n"
-            "from concurrent.futures import ThreadPoolExecutor\n"
-            "def fails(m):\n"
-            "    return subprocess.run([sys.executable, '-c', f'import {m}'],\n"
-            "                          capture_output=True).returncode != 0\n"
-            "with ThreadPoolExecutor(4) as pool:\n"
-            "    bad = [m for m, f in zip(sys.argv[1:], pool.map(fails, sys.argv[1:])) if f]\n"
-            "print(bad); sys.exit(1 if bad else 0)")
-    proc = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True,
-                          cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with ThreadPoolExecutor(4) as pool:
+        assert [name for name, bad in zip(names, pool.map(fails, names)) if bad] == []
+
+
+def test_lazy_names_load_on_first_use_and_list_in_dir():
+    """The packages' names load from their modules when asked for, are listed by ``dir`` and
+    ``__all__``, and an unknown one is an AttributeError naming the package."""
+    import solver
+    import solver.admm.steps as steps
+    from solver.admm.steps.fused import fused_step
+
+    assert steps.fused_step is fused_step
+    assert "fused_step" in dir(steps) and "fused_step" in steps.__all__
+    assert "solve_bqp" in dir(solver) and "lazy_names" not in solver.__all__
+    try:
+        solver.no_such_name  # noqa: B018
+    except AttributeError as err:
+        assert "'solver'" in str(err) and "no_such_name" in str(err)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")

@@ -7,8 +7,7 @@ The names below load on first use (as :mod:`solver`'s do), so importing
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from solver.lazy import lazy_names
 
 _WHERE = {
     "ADMMParams": "solver.admm.params", "ADMMResult": "solver.admm.records",
@@ -16,14 +15,4 @@ _WHERE = {
     "IterationState": "solver.admm.records", "LpBoxADMM": "solver.admm.loop",
 }
 
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'solver.admm' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_names(__name__, _WHERE)

@@ -11,8 +11,7 @@ package).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from solver.lazy import lazy_names
 
 _WHERE = {
     "AreaBound": "solver.mrf.build.constraints",
@@ -56,14 +55,4 @@ _WHERE = {
     "warm_up": "solver.mrf.solve.warmup",
 }
 
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'solver.mrf' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_names(__name__, _WHERE)

@@ -141,9 +141,10 @@ def _dense_steps(cost, offsets, u, free, tau, s, sigma, steps, pull=None, w=None
 @pytest.mark.parametrize(("shape", "pulled"), [((9, 11), False), ((9, 11), True),
                                                ((1, 13), False), ((2, 5), True)])
 def test_a_step_over_every_pixel_matches_the_reference(shape, pulled):
-    """The compiled step over every pixel (one-dimensional views per direction, on the
-    threads) gives the numpy reference's values and duals, with an area row's pull and on
-    grids so small that some directions have no edge (a single row)."""
+    """The compiled step over every pixel (a sweep in runs of pixels on the threads, over
+    one-dimensional views) gives the numpy reference's values and duals: on a grid split into
+    several runs, with an area row's pull, and on grids so small that some directions have no
+    edge (a single row)."""
     from solver.mrf.polish import tv_kernels
     from solver.mrf.polish.stencil import grid_offsets
 

@@ -9,19 +9,9 @@ package, and the steps import the systems, so this file imports neither (an impo
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from solver.lazy import lazy_names
 
-_FUSED = ("OneHotStep", "PlainStep", "SumsStep", "fused_step")
+_WHERE = {name: "solver.admm.steps.fused"
+          for name in ("OneHotStep", "PlainStep", "SumsStep", "fused_step")}
 
-__all__ = sorted(_FUSED)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FUSED:
-        return getattr(importlib.import_module("solver.admm.steps.fused"), name)
-    raise AttributeError(f"module 'solver.admm.steps' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_names(__name__, _WHERE)
