@@ -130,6 +130,8 @@ class SegmentationResult:
         Things the user should be told (e.g. the GPU fallback, or an isolated reference that
         stopped).
     build_time_s, reference_time_s : float
+    energy_admm : float or None
+        The energy of ADMM's own labels before its final polish (ADMM only; None otherwise).
     """
 
     labels: np.ndarray
@@ -152,6 +154,7 @@ class SegmentationResult:
     reference_detail: str = ""
     constraints: list[ConstraintReport] = field(default_factory=list)
     variant: str = ""
+    energy_admm: float | None = None
 
     @property
     def feasible(self) -> bool:
@@ -345,4 +348,5 @@ def run_segmentation(
         build_time_s=build_time, reference_time_s=ref_time, reference_bound=ref_bound,
         reference_detail=ref_detail, constraints=list(res.constraints), variant=res.detail,
         reference_method=ref_method,
+        energy_admm=res.energy_admm if params.solver == "admm" else None,
     )

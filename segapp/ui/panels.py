@@ -403,6 +403,9 @@ class ResultsPanel(QWidget):
                 ("energy", "ADMM energy", "Energy of the rounded ADMM labels"),
                 ("reference", "reference", "Energy of min-cut (K = 2, optimal) or α-expansion"),
                 ("gap", "relative gap", "(E_admm − E_ref) / |E_ref|; ≤ 0 means ADMM is as good"),
+                ("unpolished", "before polish", "Energy of ADMM's own rounded labels before the "
+                 "final polish (ICM, region moves, fusion with level sets and TV proposals), "
+                 "and its gap to the reference: what the polish added"),
                 ("disagree", "disagreeing px", "Pixels labelled differently by ADMM and reference"),
                 ("iterations", "iterations", "ADMM iterations run"),
                 ("time", "time", "Wall-clock time of each phase: building the model (colour "
@@ -422,6 +425,7 @@ class ResultsPanel(QWidget):
             f.addRow(text, lab)
             self.fields[key] = lab
         self._show_constraint_rows(False)
+        self._form.setRowVisible(self.fields["unpolished"], False)  # (an ADMM run's only)
         lay.addWidget(box)
         view = QGroupBox("View")
         v = QFormLayout(view)
@@ -476,6 +480,7 @@ class ResultsPanel(QWidget):
         """Forget the last run."""
         for lab in self.fields.values():
             lab.setText("—")
+        self._form.setRowVisible(self.fields["unpolished"], False)
         self.set_replay_count(0)
 
     def show_outcome(self, energy: float, reference: float | None, ref_name: str,
@@ -483,12 +488,15 @@ class ResultsPanel(QWidget):
                      backend: str, constraints: list | None = None,
                      bound: float | None = None, build_s: float | None = None,
                      reference_s: float | None = None,
-                     warnings: list[str] | None = None) -> None:
+                     warnings: list[str] | None = None,
+                     unpolished: float | None = None) -> None:
         """Fill in the numbers of a finished run (``constraints``: its
         :class:`solver.mrf.ConstraintReport` list; ``bound``: the yardstick's lower bound;
         ``time_s``: ADMM's with its polish, ``build_s`` and ``reference_s``: building the model
         and the reference, shown as phases with their total; ``warnings``: the run's, e.g. a
-        GPU fallback, shown with the backend)."""
+        GPU fallback, shown with the backend; ``unpolished``: the energy of ADMM's own labels
+        before the final polish, shown with its gap where there is a reference, its row hidden
+        when None)."""
         self.fields["energy"].setText(_fmt(energy))
         self.fields["reference"].setText(f"{_fmt(reference)}  ({ref_name})" if reference
                                          is not None else "—")
@@ -497,6 +505,11 @@ class ResultsPanel(QWidget):
             self.fields["gap"].setText(f"{gap * 100:+.3f} %")
         else:
             self.fields["gap"].setText("—")
+        text = _fmt(unpolished)
+        if unpolished is not None and reference is not None and reference != 0:
+            text += f"  ({(unpolished - reference) / abs(reference) * 100:+.3f} %)"
+        self.fields["unpolished"].setText(text)
+        self._form.setRowVisible(self.fields["unpolished"], unpolished is not None)
         self.fields["disagree"].setText("—" if disagree is None else f"{disagree:,}")
         self.fields["iterations"].setText(str(iterations))
         self.fields["time"].setText(phase_times(time_s, build_s, reference_s))

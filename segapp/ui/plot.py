@@ -1,6 +1,7 @@
 """Live energy and residual plots (pyqtgraph)."""
 from __future__ import annotations
 
+import re
 from html import escape
 
 import numpy as np
@@ -16,6 +17,11 @@ C_BOX = (200, 120, 255)
 C_SPH = (255, 110, 140)
 C_CON = (250, 230, 90)
 C_BOUND = (120, 220, 120, 150)
+C_FINAL = (255, 255, 255)
+
+#: How a legend entry draws its line's style (box-drawing characters, in the line's colour); a
+#: point's entry draws the point's symbol.
+SAMPLE = {"solid": "━━", "dash": "╍╍", "dot": "┅┅", "point": "◆"}
 
 
 class LogAxis(pg.AxisItem):
@@ -29,8 +35,11 @@ def _hex(colour) -> str:
     return "#" + "".join(f"{int(c):02x}" for c in colour[:3])
 
 
-#: How a legend entry draws its line's style (box-drawing characters, in the line's colour).
-SAMPLE = {"solid": "━━", "dash": "╍╍", "dot": "┅┅"}
+def _unbroken(html: str) -> str:
+    """``html`` text with no line-break opportunity inside: spaces as non-breaking spaces, a
+    hyphen before a letter as a non-breaking hyphen (U+2011; before a digit, a minus sign, it
+    is no break opportunity)."""
+    return re.sub(r"-(?=[^\W\d_])", "\u2011", html.replace(" ", "&nbsp;"))
 
 
 class TitleRowLegend:
@@ -73,13 +82,15 @@ class TitleRowLegend:
         return [name for name, _, _ in self._entries.values()]
 
     def html(self) -> str:
-        """The title row's text: the title, then each entry (kept whole: no break inside)."""
+        """The title row's text: the title, then each entry (kept whole: no break inside; Qt's
+        rich text breaks after a hyphen even in a no-wrap span, so a name's hyphens are
+        non-breaking ones and its spaces non-breaking spaces)."""
         nb = "&nbsp;"
         parts = [f"<span style='color:#c8c8d0; font-size:9pt'>{self.title}</span>"]
         for name, colour, sample in self._entries.values():
             parts.append(f"<span style='font-size:8pt; white-space:nowrap'>"
                          f"<span style='color:{colour}'>{sample}</span>{nb}"
-                         f"<span style='color:#b4b4bc'>{escape(name).replace(' ', nb)}</span></span>")
+                         f"<span style='color:#b4b4bc'>{_unbroken(escape(name))}</span></span>")
         return (nb * 2 + " ").join(parts)
 
     def fit(self) -> None:
@@ -113,7 +124,8 @@ class EnergyPlot(QWidget):
         super().__init__(parent)
         pg.setConfigOptions(antialias=True)
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
+        # (a right margin: docked at the window's right edge, the plots ran into it)
+        lay.setContentsMargins(0, 0, 10, 0)
         lay.setSpacing(2)
         self.energy = pg.PlotWidget(background=BG)
         self.energy.setLabel("bottom", "iteration")
@@ -132,6 +144,10 @@ class EnergyPlot(QWidget):
         self.bound_line = pg.InfiniteLine(angle=0, movable=False, pen=bound_pen)
         self.bound_line.hide()
         self.energy.addItem(self.bound_line, ignoreBounds=False)
+        # the run's answer after ADMM's final polish: a point at the last iteration
+        self.final = pg.ScatterPlotItem(symbol="d", size=11, pen=pg.mkPen(BG, width=1.5),
+                                        brush=pg.mkBrush(*C_FINAL))
+        self.energy.addItem(self.final)
         self.marker = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(200, 200, 200, 120))
         self.marker.hide()
         self.energy.addItem(self.marker, ignoreBounds=True)
@@ -168,9 +184,12 @@ class EnergyPlot(QWidget):
         self._rc: list[float] = []
         self._ref: float | None = None
         self._bound: float | None = None
+        self._final: float | None = None
         for c in (self.c_cont, self.c_round, self.c_box, self.c_sph, self.c_con):
             c.setData([], [])
         self._rleg.remove(self.c_con)
+        self.final.setData([], [])
+        self._leg.remove(self.final)
         self.marker.hide()
         # a run's view (zoomed, or framed by _fit_y, which turns y auto-range off) must not
         # outlive it: the next run, or a new image, starts on a blank frame that follows its data
@@ -207,6 +226,26 @@ class EnergyPlot(QWidget):
         self._bound = float(bound) if show_bound else None
         self._fit_y()
 
+    def set_final(self, iteration: int | None, energy: float | None) -> None:
+        """Mark the run's answer: ``energy``, after ADMM's final polish, as a point at
+        ``iteration`` (the last one), named with its value in the legend. The rounded curve
+        ends at ADMM's own labels; the polish (ICM, region moves, fusions) can take the answer
+        well below them, and the point shows where. None hides it."""
+        if iteration is None or energy is None or not np.isfinite(energy):
+            self.final.setData([], [])
+            self._leg.remove(self.final)
+            self._final = None
+        else:
+            self.final.setData([float(iteration)], [float(energy)])
+            self._leg.add(self.final, f"after polish {float(energy):.6g}", C_FINAL, "point")
+            self._final = float(energy)
+        self._fit_y()
+
+    def final_point(self) -> tuple[float, float] | None:
+        """The answer's point ``(iteration, energy)``, or None when none is shown."""
+        x, y = self.final.getData()
+        return None if x is None or not len(x) else (float(x[0]), float(y[0]))
+
     def add_records(self, records) -> None:
         """Append per-iteration records (objects with iteration, energies, residuals)."""
         for r in records:
@@ -242,10 +281,11 @@ class EnergyPlot(QWidget):
             self.resid.getAxis("left").setTickSpacing(step, step)
 
     def _fit_y(self) -> None:
-        """Y range around the rounded energies and the reference, ignoring the first few
-        iterations. The continuous curve may widen it by at most the rounded curve's own span
-        each way: for K > 2 its early values (each level's soft phase) lie orders of magnitude
-        below the answer, and a range that took them in flattened everything else."""
+        """Y range around the rounded energies, the reference and the answer after the polish,
+        ignoring the first few iterations. The continuous curve may widen it by at most the
+        rounded curve's own span each way: for K > 2 its early values (each level's soft
+        phase) lie orders of magnitude below the answer, and a range that took them in
+        flattened everything else."""
         if not self._er:
             return
         n = len(self._er)
@@ -260,7 +300,7 @@ class EnergyPlot(QWidget):
             lo, hi = float(np.percentile(cont, 1)), float(np.percentile(cont, 99))
         else:
             return
-        for line in (self._ref, self._bound):
+        for line in (self._ref, self._bound, self._final):
             if line is not None:
                 lo, hi = min(lo, line), max(hi, line)
         span = max(hi - lo, abs(hi) * 1e-3, 1e-9)

@@ -327,6 +327,10 @@ class RunMixin:
                     or ("min-cut" if k == 2 else "α-expansion"))
         # the plot's line carries the name the results panel gives the yardstick
         self.plot.set_reference(ref, getattr(outcome, "reference_bound", None), ref_name)
+        if outcome.method == "admm":  # where the polish took ADMM's last rounded iterate
+            its = self.plot.iterations()
+            self.plot.set_final(its[-1] if its else int(outcome.iterations),
+                                float(outcome.energy))
         self.constraints_panel.show_areas(
             np.bincount(outcome.labels.ravel() - 1, minlength=k).astype(float),
             int(outcome.labels.size))
@@ -346,7 +350,8 @@ class RunMixin:
             bound=getattr(outcome, "reference_bound", None),
             build_s=getattr(outcome, "build_time_s", None),
             reference_s=getattr(outcome, "reference_time_s", None),
-            warnings=list(getattr(outcome, "warnings", []) or []))
+            warnings=list(getattr(outcome, "warnings", []) or []),
+            unpolished=getattr(outcome, "energy_admm", None))
         self.results_panel.set_replay_count(len(self.frames))
         self.results_panel.set_replay_label("final")
         self.side_tabs.setCurrentWidget(self.results_panel)

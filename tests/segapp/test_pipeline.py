@@ -127,6 +127,20 @@ def test_the_yardstick_is_solved_unless_declined():
     assert same.reference_energy == same.energy and same.gap == 0
 
 
+def test_the_energy_before_the_polish_is_that_of_admms_own_labels():
+    """An ADMM run carries the energy of ADMM's own labels before the final polish (the
+    solver's ``energy_admm``, never below the polished answer); another solver's run none."""
+    from solver.mrf import solve_mrf
+    image, _, strokes = shapes_image(seed=3, k=2, size=40, noise=0.3)
+    out = run_segmentation(image, strokes, SegmentParams(k=2, seed=0), reference=False)
+    raw = solve_mrf(out.problem, "admm", seed=0, polish=False)
+    assert out.energy_admm == pytest.approx(raw.energy, rel=1e-12)
+    assert out.energy_admm >= out.energy
+    other = run_segmentation(image, strokes, SegmentParams(k=2, solver="mincut"),
+                             reference=False)
+    assert other.energy_admm is None
+
+
 def test_auto_backend_is_chosen_for_the_problem_at_hand(monkeypatch):
     """backend="auto" weighs the problem's size: a small photo stays on the CPU even where a GPU
     is there."""

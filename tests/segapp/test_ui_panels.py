@@ -208,6 +208,42 @@ def test_legend_wraps_in_a_narrow_plot(qtbot):
         assert rect.right() <= plot.energy.width() + 1
 
 
+def test_legend_entries_are_never_broken_inside_and_the_answer_is_a_point(qtbot):
+    """In a narrow plot the legend wraps only between entries (Qt broke "α-expansion" after
+    its hyphen); the answer after the polish is a named point at the last iteration, inside
+    the y range, and a new run clears it."""
+    from types import SimpleNamespace
+
+    from segapp.ui.plot import EnergyPlot
+    plot = EnergyPlot()
+    qtbot.addWidget(plot)
+    plot.resize(300, 360)
+    plot.show()
+    qtbot.waitExposed(plot)
+    records = [SimpleNamespace(iteration=it, energy_continuous=-1.2e6 + 100.0 * it,
+                               energy_rounded=-1.0e6 - 100.0 * it, residual_box=0.1,
+                               residual_sphere=0.1, residual_constraints=0.0)
+               for it in range(1, 361)]
+    plot.set_history(records, reference=-1.09867e6)
+    plot.set_reference(-1.09867e6, name="α-expansion")
+    plot.set_final(360, -1.09867e6 - 2.0e4)  # below every curve and the line
+    qtbot.wait(50)
+    assert plot.final_point() == (360.0, -1.11867e6)
+    assert "after polish -1.11867e+06" in plot.legend_names()
+    lo, hi = plot.y_range()
+    assert lo < -1.11867e6 < hi
+    text = plot.legends()[0].text
+    plain = text.toPlainText()
+    layout = text.document().firstBlock().layout()
+    starts = [layout.lineAt(i).textStart() for i in range(layout.lineCount())]
+    assert len(starts) > 1  # it does wrap here
+    for start in starts[1:]:  # every break falls on the plain space between entries
+        assert plain[start - 1] == " ", plain[max(start - 12, 0):start + 12]
+    plot.reset()
+    assert plot.final_point() is None and not any(
+        n.startswith("after polish") for n in plot.legend_names())
+
+
 def _memory_label(panel):
     for lab in panel.findChildren(QLabel):
         m = re.search(r"(\d+) frames? kept, ([\d.]+) (kB|MB)", lab.text())

@@ -333,6 +333,18 @@ def test_results_panel_plot_and_status_bar_state_the_run(win, qtbot):
             assert f["constraints"] == "\n".join(constraint_line(r) for r in o.constraints)
         assert win.plot.ref_line.isVisible() and win.plot.ref_line.value() == ref
         assert f"{name} {ref:.6g}" in win.plot.legend_names()
+        # ADMM's own labels before the final polish, and where the polish took them
+        form, row = win.results_panel._form, win.results_panel.fields["unpolished"]
+        if not constrained:
+            assert o.energy_admm is not None and o.energy_admm >= o.energy
+        if o.energy_admm is not None:
+            assert form.isRowVisible(row)
+            assert f["unpolished"] == (f"{_fmt(o.energy_admm)}  "
+                                       f"({(o.energy_admm - ref) / abs(ref) * 100:+.3f} %)")
+        assert win.plot.final_point() == (float(win.plot.iterations()[-1]), float(o.energy))
+        assert f"after polish {o.energy:.6g}" in win.plot.legend_names()
+        lo, hi = win.plot.y_range()
+        assert lo <= o.energy <= hi
         counts = np.bincount(o.labels.ravel() - 1, minlength=k)
         for c in range(k):
             row = win.constraints_panel.rows[c]
