@@ -230,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
         "colour_model": args.colour_model, "seed": args.seed,
         "reference_method": out.reference_method,
         "reference_energy": out.reference_energy, "gap": out.gap,
+        "energy_admm": out.energy_admm,
         "build_time_s": out.build_time_s, "image": str(args.image),
     }
     if params.constraints:

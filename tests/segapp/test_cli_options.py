@@ -68,6 +68,9 @@ def test_no_polish_writes_admm_own_labels(tmp_path, capsys):
     assert rep_pol["energy"] < rep_raw["energy"]
     # the same ADMM run either way: only the polish differs
     assert rep_raw["iterations"] == rep_pol["iterations"] == raw.iterations
+    # the polished run's report keeps ADMM's own energy, before the polish
+    assert rep_pol["energy_admm"] == pytest.approx(raw.energy, rel=1e-9)
+    assert rep_raw["energy_admm"] == pytest.approx(rep_raw["energy"], rel=1e-9)
 
 
 # --------------------------------------------------------------------------------- --max-iter
