@@ -185,20 +185,28 @@ def test_legends_and_reference_label_stay_clear_of_the_curves(win, qtbot):
     _check_clear(p.resid, [p.c_box, p.c_sph], ("box", "sphere"))
 
 
-def test_legend_wraps_in_a_narrow_plot(qtbot):
+def _plot_of_a_run(qtbot, width, rounded_step, constraints):
+    """A shown energy plot ``width`` pixels wide holding 360 made-up iterations (rounded energy
+    falling by ``rounded_step`` each; a constraints residual if asked) and a reference line."""
     from types import SimpleNamespace
 
     from segapp.ui.plot import EnergyPlot
     plot = EnergyPlot()
     qtbot.addWidget(plot)
-    plot.resize(260, 360)
+    plot.resize(width, 360)
     plot.show()
     qtbot.waitExposed(plot)
     records = [SimpleNamespace(iteration=it, energy_continuous=-1.2e6 + 100.0 * it,
-                               energy_rounded=-1.0e6 - 200.0 * it, residual_box=0.1,
-                               residual_sphere=0.1, residual_constraints=0.01 / it)
+                               energy_rounded=-1.0e6 - rounded_step * it, residual_box=0.1,
+                               residual_sphere=0.1,
+                               residual_constraints=0.01 / it if constraints else 0.0)
                for it in range(1, 361)]
     plot.set_history(records, reference=-1.09867e6)
+    return plot
+
+
+def test_legend_wraps_in_a_narrow_plot(qtbot):
+    plot = _plot_of_a_run(qtbot, 260, 200.0, constraints=True)
     plot.set_reference(-1.09867e6, bound=-1.2e6, name="parametric min-cut")
     qtbot.wait(50)
     _check_clear(plot.energy, [plot.c_cont, plot.c_round], ("-1.09867e+06", "lower bound"))
@@ -212,19 +220,7 @@ def test_legend_entries_are_never_broken_inside_and_the_answer_is_a_point(qtbot)
     """In a narrow plot the legend wraps only between entries (Qt broke "α-expansion" after
     its hyphen); the answer after the polish is a named point at the last iteration, inside
     the y range, and a new run clears it."""
-    from types import SimpleNamespace
-
-    from segapp.ui.plot import EnergyPlot
-    plot = EnergyPlot()
-    qtbot.addWidget(plot)
-    plot.resize(300, 360)
-    plot.show()
-    qtbot.waitExposed(plot)
-    records = [SimpleNamespace(iteration=it, energy_continuous=-1.2e6 + 100.0 * it,
-                               energy_rounded=-1.0e6 - 100.0 * it, residual_box=0.1,
-                               residual_sphere=0.1, residual_constraints=0.0)
-               for it in range(1, 361)]
-    plot.set_history(records, reference=-1.09867e6)
+    plot = _plot_of_a_run(qtbot, 300, 100.0, constraints=False)
     plot.set_reference(-1.09867e6, name="α-expansion")
     plot.set_final(360, -1.09867e6 - 2.0e4)  # below every curve and the line
     qtbot.wait(50)
