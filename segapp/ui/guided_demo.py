@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from PyQt6.QtCore import QObject, Qt
+from PyQt6.QtCore import QObject, QPoint, QRect, QSize, Qt
 from PyQt6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from segapp.model.teaching import PRESETS
@@ -25,6 +25,44 @@ class DemoStep:
     title: str
     text: str
     action: Callable[[], None]
+
+
+def card_position(screen: QRect, window: QRect, size: QSize, gap: int = 8) -> QPoint:
+    """Where the demo's card goes: beside the window the lecture shows, not over it.
+
+    Below the window where the screen has room, else to its right, else in the screen's
+    bottom-right corner (over the window's corner, away from the middle of the picture, where
+    a window manager would centre a tool window over its parent).
+
+    Parameters
+    ----------
+    screen : QRect
+        The screen's available area.
+    window : QRect
+        The shown window's frame.
+    size : QSize
+        The card's size.
+    gap : int
+        Pixels between the window and the card.
+
+    Returns
+    -------
+    QPoint
+        The card's top-left corner, with the whole card on the screen.
+    """
+    w, h = size.width(), size.height()
+
+    def clamp(x: int, y: int) -> QPoint:
+        return QPoint(max(screen.left(), min(x, screen.right() + 1 - w)),
+                      max(screen.top(), min(y, screen.bottom() + 1 - h)))
+
+    below = window.bottom() + 1 + gap
+    if below + h <= screen.bottom() + 1:
+        return clamp(window.left(), below)
+    right = window.right() + 1 + gap
+    if right + w <= screen.right() + 1:
+        return clamp(right, window.top())
+    return clamp(screen.right() + 1 - w, screen.bottom() + 1 - h)
 
 
 def _preset_index(prefix: str) -> int:
@@ -179,6 +217,16 @@ class GuidedDemo(QObject):
             self.card = DemoCard(self, self.win)
         self.card.show()
         self.go(0)
+        self.place_card()
+
+    def place_card(self) -> None:
+        """Put the card beside the window the first step shows (:func:`card_position`)."""
+        if self.card is None:
+            return
+        shown = self.win.geometry_view or self.win
+        screen = (shown.screen() or self.win.screen()).availableGeometry()
+        self.card.move(card_position(screen, shown.frameGeometry(), self.card.frameGeometry()
+                                     .size()))
 
     def go(self, index: int) -> None:
         """Do step ``index`` and show its text."""

@@ -233,6 +233,45 @@ def test_the_demo_card_is_tall_enough_for_each_steps_text(win, qtbot):
     demo.stop()
 
 
+@pytest.mark.parametrize("screen, window, where", [
+    ((0, 0, 1600, 1000), (0, 0, 1366, 768), "below"),
+    ((0, 0, 1920, 800), (0, 0, 1366, 768), "right"),
+    ((0, 0, 1366, 768), (0, 0, 1366, 740), "corner"),
+    ((100, 50, 1280, 720), (150, 60, 1200, 700), "corner"),
+])
+def test_the_demo_card_goes_beside_the_window_it_accompanies(screen, window, where):
+    """Without a placement a window manager centres the card over the Geometry window (the
+    picture the lecture is about) and a bare X server puts it on the window's caption: it goes
+    below the window, else to its right, else in the screen's corner, always whole on the
+    screen."""
+    from PyQt6.QtCore import QRect, QSize
+
+    from segapp.ui.guided_demo import card_position
+    scr, win_rect, size = QRect(*screen), QRect(*window), QSize(520, 150)
+    pos = card_position(scr, win_rect, size)
+    card = QRect(pos, size)
+    assert scr.contains(card)
+    if where == "corner":
+        assert card.bottomRight() == scr.bottomRight()
+    else:
+        assert not card.intersects(win_rect)
+        assert (card.top() > win_rect.bottom()) == (where == "below")
+
+
+def test_starting_the_demo_places_its_card_beside_the_geometry_window(win, qtbot, monkeypatch):
+    from PyQt6.QtCore import QPoint
+
+    import segapp.ui.guided_demo as gd
+    seen = []
+    monkeypatch.setattr(gd, "card_position",
+                        lambda screen, window, size: seen.append(window) or QPoint(3, 4))
+    win.guided_demo.start()
+    card = win.guided_demo.card
+    qtbot.waitExposed(card)
+    assert seen == [win.geometry_view.frameGeometry()] and card.pos() == QPoint(3, 4)
+    win.guided_demo.stop()
+
+
 @pytest.mark.parametrize("end", ["converged", "settled", "cancelled", "max_iter"])
 def test_the_probe_samples_the_runs_last_iteration(win, qtbot, monkeypatch, end):
     """Probe samples are throttled, and a converged (or cancelled) run never asked for a last
