@@ -201,6 +201,144 @@ def test_swap_descent_ends_in_a_local_optimum_on_any_symmetric_matrix():
         gm.swap_descent(sp.identity(4, format="csr"), np.ones(4), 2, 2)
 
 
+def reference_swap_descent(M, x, n1, n2, *, max_moves=None):
+    """The swap descent written plainly with numpy and scipy's indexing: every gain from
+    ``g = Mx`` and the entries of ``M``, ``g`` updated by a sparse product; the compiled
+    descent must take the same steps."""
+    M = sp.csr_matrix(M, dtype=np.float64)
+    X = np.asarray(x, dtype=np.float64).reshape(n1, n2)
+    if n1 > n2:
+        idx = np.arange(n1 * n2).reshape(n1, n2).T.ravel()
+        xt, moves = reference_swap_descent(M[idx][:, idx], X.T.ravel(), n2, n1,
+                                           max_moves=max_moves)
+        return xt.reshape(n2, n1).T.ravel().astype(np.int8), moves
+    var = np.arange(n1 * n2).reshape(n1, n2)
+    diag = M.diagonal()
+
+    def entries(u, v):
+        return np.asarray(M[u.ravel(), v.ravel()]).reshape(u.shape)
+
+    g = M @ X.ravel()
+    tol = 1e-12 * max(float(np.abs(M.data).max(initial=0.0)), 1e-300) * max(n1, 1)
+    moves = 0
+    while max_moves is None or moves < max_moves:
+        rows = np.flatnonzero(X.sum(axis=1) > 0.5)
+        part = np.argmax(X[rows], axis=1)
+        free_cols = np.flatnonzero(X.sum(axis=0) < 0.5)
+        free_rows = np.flatnonzero(X.sum(axis=1) < 0.5)
+        G = g.reshape(n1, n2)
+        best, kind, arg = tol, None, None
+        if rows.size >= 2:
+            own = G[rows, part]
+            cross = G[rows[:, None], part[None, :]]
+            vi = var[rows, part]
+            vx = var[rows[:, None], part[None, :]]
+            VI, VJ = np.meshgrid(vi, vi, indexing="ij")
+            gain = 2.0 * (cross + cross.T - own[:, None] - own[None, :])
+            quad = (diag[vx] + diag[vx.T] + diag[vi][:, None] + diag[vi][None, :]
+                    + 2.0 * entries(vx, vx.T) + 2.0 * entries(VI, VJ)
+                    - 2.0 * entries(vx, VI) - 2.0 * entries(vx, VJ)
+                    - 2.0 * entries(vx.T, VI) - 2.0 * entries(vx.T, VJ))
+            total = gain + quad
+            np.fill_diagonal(total, -np.inf)
+            k = int(np.argmax(total))
+            if total.flat[k] > best:
+                best, kind, arg = float(total.flat[k]), "swap", np.unravel_index(k, total.shape)
+        if rows.size and free_cols.size:
+            vi = var[rows, part]
+            vc = var[rows[:, None], free_cols[None, :]]
+            VI = np.repeat(vi[:, None], free_cols.size, axis=1)
+            total = (2.0 * (G[rows[:, None], free_cols[None, :]] - G[rows, part][:, None])
+                     + diag[vc] + diag[vi][:, None] - 2.0 * entries(vc, VI))
+            k = int(np.argmax(total))
+            if total.flat[k] > best:
+                best, kind, arg = float(total.flat[k]), "move", np.unravel_index(k, total.shape)
+        if free_rows.size and free_cols.size:
+            total = (2.0 * G[free_rows[:, None], free_cols[None, :]]
+                     + diag[var[free_rows[:, None], free_cols[None, :]]])
+            k = int(np.argmax(total))
+            if total.flat[k] > best:
+                best, kind, arg = float(total.flat[k]), "add", np.unravel_index(k, total.shape)
+        if kind is None:
+            break
+        if kind == "swap":
+            i, j = rows[arg[0]], rows[arg[1]]
+            a, b = part[arg[0]], part[arg[1]]
+            on, off = [var[i, b], var[j, a]], [var[i, a], var[j, b]]
+        elif kind == "move":
+            i, a, c = rows[arg[0]], part[arg[0]], free_cols[arg[1]]
+            on, off = [var[i, c]], [var[i, a]]
+        else:
+            on, off = [var[free_rows[arg[0]], free_cols[arg[1]]]], []
+        delta = np.zeros(n1 * n2)
+        delta[on], delta[off] = 1.0, -1.0
+        X.ravel()[on], X.ravel()[off] = 1.0, 0.0
+        g = g + M @ delta
+        moves += 1
+    return X.ravel().astype(np.int8), moves
+
+
+def random_partial_matching(rng, n1, n2, drop):
+    """A random matching of the smaller side with ``drop`` of its matches removed."""
+    X = gm.hungarian(rng.random((n1, n2))).reshape(n1, n2).copy()
+    ones = np.argwhere(X)
+    for r, c in ones[rng.choice(len(ones), size=drop, replace=False)]:
+        X[r, c] = 0
+    return X.ravel()
+
+
+def test_swap_descent_takes_the_steps_of_the_plain_reference():
+    """The compiled descent against the plain one, step for step (the same matching after any
+    number of steps, hence the same choices and tie-breaking): on random symmetric matrices
+    with diagonal and same-node entries (float, signed, and small integers, whose sums tie
+    exactly), on instances of make_problem with and without a non-zero same-node entry, with
+    unmatched nodes to add, and on a matrix whose CSR indices are unsorted."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for n1, n2 in ((4, 4), (3, 6), (6, 4), (5, 7), (7, 7), (8, 5)):
+        n = n1 * n2
+        for values in ("float", "signed", "int"):
+            R = sp.random(n, n, density=0.4, random_state=rng, data_rvs=rng.random).tocsr()
+            if values == "signed":
+                R.data -= 0.5
+            elif values == "int":
+                R.data = np.floor(3.0 * R.data)
+            cases.append((sp.csr_matrix(R + R.T), n1, n2))
+    for seed in range(4):
+        p = gm.make_problem(6 + seed, noise=0.03, outliers=seed, seed=seed)
+        cases.append((p.M, p.n1, p.n2))
+        same = p.M.tolil()  # (0, 0) and (0, 1) share node 0: no affinity in make_problem
+        assert same[0, 1] == 0 and same[0, p.n2] == 0
+        same[0, 1] = same[1, 0] = 5.0
+        same[p.n2, 0] = same[0, p.n2] = 3.0  # (1, 0) and (0, 0) share node 0 of the second
+        cases.append((same.tocsr(), p.n1, p.n2))
+        cases.append((same.tocsr(), p.n2, p.n1))  # the same matrix read with rows the larger
+    M, n1, n2 = cases[3]
+    unsorted = M.copy()
+    for r in range(unsorted.shape[0]):  # reverse each row's storage
+        lo, hi = unsorted.indptr[r], unsorted.indptr[r + 1]
+        unsorted.indices[lo:hi] = unsorted.indices[lo:hi][::-1].copy()
+        unsorted.data[lo:hi] = unsorted.data[lo:hi][::-1].copy()
+    unsorted.has_sorted_indices = False
+    assert not unsorted.has_canonical_format
+    cases.append((unsorted, n1, n2))
+    steps = 0
+    for M, n1, n2 in cases:
+        for drop in (0, 1, min(n1, n2) // 2):
+            x0 = random_partial_matching(rng, n1, n2, drop)
+            want, moves = reference_swap_descent(M, x0, n1, n2)
+            # one step more allowed than the reference takes: a diverged descent that cycles
+            # stops there and fails rather than hangs
+            got, got_moves = gm.swap_descent(M, x0, n1, n2, max_moves=moves + 1)
+            assert got.dtype == np.int8 and gm.is_partial_permutation(got, n1, n2)
+            assert np.array_equal(got, want) and got_moves == moves
+            for limit in (1, moves // 2):
+                assert np.array_equal(gm.swap_descent(M, x0, n1, n2, max_moves=limit)[0],
+                                      reference_swap_descent(M, x0, n1, n2, max_moves=limit)[0])
+            steps += moves
+    assert steps > 3 * len(cases)
+
+
 def test_local_ascent_ends_where_neither_ipfp_nor_the_swap_descent_gains():
     """From poor starts (random matchings) on noisy instances with outliers, the local ascent
     never lowers the score, ends at a point neither IPFP's steps nor the swap descent raise,
