@@ -72,6 +72,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          "matchings by the Hungarian method")
     ap.add_argument("--no-polish", action="store_true",
                     help="report ADMM's own point, without the local ascent")
+    ap.add_argument("--ascent-starts", type=int, default=-1,
+                    help="distinct rounded iterates, best first, that the ascent also starts "
+                         "from besides ADMM's answer; -1 for all (default)")
     ap.add_argument("--max-iter", type=int, default=1000, help="ADMM iterations (default 1000)")
     ap.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu", "auto"])
@@ -119,6 +122,7 @@ def run_instance(args: argparse.Namespace, nodes: int, noise: float, outliers: i
                               seed=instance_seed(args.seed, nodes, noise, outliers, run))
     results = gm.solve_all(problem, form=args.form, polish=not args.no_polish,
                            round_iterates=not args.no_round_iterates,
+                           ascent_starts=None if args.ascent_starts < 0 else args.ascent_starts,
                            admm_params={"max_iter": args.max_iter, "backend": args.backend})
     base = {"nodes": nodes, "noise": noise, "outliers": outliers, "run": run,
             "variables": problem.n, "nnz": int(problem.M.nnz)}
@@ -285,7 +289,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.max_iter}" + ("" if args.no_round_iterates else ", iterates rounded by the "
                                        "Hungarian method")
               + ("" if args.no_polish else ", then the local ascent (swap descent and IPFP "
-                                           "steps) from its answer and its best rounded iterate")
+                                           "steps) from its answer and "
+                                           + ("all its distinct rounded iterates"
+                                              if args.ascent_starts < 0 else
+                                              f"its {args.ascent_starts} best distinct rounded "
+                                              "iterate(s)"))
               + f"; sigma {args.sigma:g}, deformation {args.deformation:g}, seed {args.seed}. "
               "Mean (std) over the runs.")
     text = markdown(records, header)

@@ -406,14 +406,58 @@ def test_admm_ascends_from_its_answer_and_its_best_rounded_iterate_and_keeps_the
         return real(problem, x, **kw)
 
     monkeypatch.setattr(gm, "local_ascent", ascent)
-    r = gm.admm_matching(p, x0)
+    r = gm.admm_matching(p, x0, ascent_starts=1)
     assert sorted(starts) == ["answer", "iterate"]
     kept = "iterate" if stuck == "answer" else "answer"
-    assert r.info["ascended_from"] == kept
+    assert r.info["ascended_from"] == ("iterate 1" if kept == "iterate" else "answer")
     want = real(p, plain.x if kept == "iterate" else answer)[0]
     assert r.objective == pytest.approx(p.score(want))
     assert r.objective > p.score(answer)
     assert r.info["admm_objective"] == pytest.approx(plain.objective)
+
+
+@pytest.mark.parametrize("seed", [2, 8])
+def test_the_ascent_starts_from_every_distinct_rounded_iterate_best_first(seed, monkeypatch):
+    """By default every distinct matching the iterates round to is ascended, best first, and
+    the highest end is kept; ``ascent_starts=k`` takes the k best besides ADMM's answer."""
+    p = gm.make_problem(10, noise=0.03, outliers=3, seed=seed)
+    x0 = gm.spectral_matching(p).x
+    rounded = []
+
+    def collect(state):
+        y = gm.hungarian(state.x_host().reshape(p.n1, p.n2))
+        if not any(np.array_equal(y, z) for z in rounded):
+            rounded.append(y)
+
+    answer = gm.solve_bqp(*gm.laplacian_bqp(p.M), x0=x0, callback=collect,
+                          eq=gm.assignment_constraints(p.n1, p.n2)[0],
+                          ineq=gm.assignment_constraints(p.n1, p.n2)[1]).x.astype(np.int8)
+    distinct = rounded + ([] if any(np.array_equal(answer, z) for z in rounded) else [answer])
+    assert len(distinct) >= 3            # the instance has something to choose among
+    real = gm.local_ascent
+    starts, ends = [], []
+
+    def ascent(problem, x, **kw):
+        starts.append(np.asarray(x).copy())
+        y = real(problem, x, **kw)
+        ends.append(problem.score(y[0]))
+        return y
+
+    monkeypatch.setattr(gm, "local_ascent", ascent)
+    r = gm.admm_matching(p, x0)
+    assert len(starts) == len(distinct)
+    for z in distinct:
+        assert sum(np.array_equal(z, s) for s in starts) == 1
+    scores = [p.score(s) for s in starts]
+    assert scores == sorted(scores, reverse=True)
+    assert r.objective == pytest.approx(max(ends))
+    for k in (0, 1):
+        starts.clear()
+        ends.clear()
+        rk = gm.admm_matching(p, x0, ascent_starts=k)
+        assert len(starts) == k + 1
+        assert any(np.array_equal(s, answer) for s in starts)
+        assert rk.objective <= r.objective + 1e-9
 
 
 def test_admm_variants_and_arguments():
