@@ -11,16 +11,16 @@ exp(-(d_ij - d_ab)^2 / sigma^2) from edge lengths, cut at 3 sigma), seeded by (s
 outliers, r), and runs spectral matching (``sm``), IPFP started from its answer (``ipfp``) and
 ADMM started from its answer (``admm``: the paper's Laplacian BQP; the best of ADMM's answer and
 its iterates rounded to matchings by the Hungarian method; then a local ascent from its answer
-and from its best rounded iterate, keeping the higher: the swap descent, and IPFP's steps and the
-descent in turn while they raise the score). It
-writes one record per method and instance, ``{method: "admm"|"ipfp"|"sm", nodes, noise,
-outliers, run, objective, accuracy, time_s, feasible}`` (a JSON list; also ``variables``,
-``nnz`` of M, ``iterations`` and, for ADMM, ``objective_admm``, ``accuracy_admm`` of ADMM's own
-point before the ascent, ``feasible_admm``, ``moves``, ``ascents`` and ``ascended_from``), to OUT, and a Markdown table beside it
-(same name, ``.md``). ``objective`` is x'Mx (larger is better), ``accuracy`` the fraction of the
-first graph's nodes matched to their true partner, ``feasible`` whether x is a valid partial
-permutation. Times are wall-clock seconds; those of IPFP and ADMM include the spectral start. A
-tiny warm-up solve loads the compiled kernels first.
+and from each distinct rounded iterate (``--ascent-starts``), keeping the highest: the swap
+descent, and IPFP's steps and the descent in turn while they raise the score). It writes one
+record per method and instance, ``{method: "admm"|"ipfp"|"sm", nodes, noise, outliers, run,
+objective, accuracy, time_s, feasible}`` (a JSON list; also ``variables``, ``nnz`` of M,
+``iterations`` and, for ADMM, ``objective_admm``, ``accuracy_admm`` of ADMM's own point before
+the ascent, ``feasible_admm``, ``moves``, ``ascents`` and ``ascended_from``), to OUT, and a
+Markdown table beside it (same name, ``.md``). ``objective`` is x'Mx (larger is better),
+``accuracy`` the fraction of the first graph's nodes matched to their true partner, ``feasible``
+whether x is a valid partial permutation. Times are wall-clock seconds; those of IPFP and ADMM
+include the spectral start. A tiny warm-up solve loads the compiled kernels first.
 """
 
 from __future__ import annotations
