@@ -123,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.backend != "cpu":
+        from solver.backend import gpu_available  # noqa: PLC0415
+
+        if not gpu_available():
+            print(f"no usable GPU for --backend {args.backend}: profiling on the CPU",
+                  file=sys.stderr)
+            args.backend = "cpu"
     gpu = PeakGPU() if args.backend != "cpu" else PeakGPU.__new__(PeakGPU)
     if args.backend == "cpu":
         gpu.pool, gpu.peak = None, 0
