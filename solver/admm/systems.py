@@ -545,7 +545,10 @@ def min_eigenvalue(A: Any) -> float:
     if gersh >= 0:
         return gersh
     try:
-        val = spla.eigsh(A, k=1, which="SA", tol=1e-4, return_eigenvectors=False)[0]
+        # a seeded start: ARPACK's own random one makes the shift, and so every iterate,
+        # differ in the last bits from one process to the next
+        v0 = np.random.default_rng(0).random(n) + 0.5
+        val = spla.eigsh(A, k=1, which="SA", tol=1e-4, v0=v0, return_eigenvectors=False)[0]
         return float(val) - 1e-3 * abs(float(val)) - 1e-9
     except Exception:  # ARPACK did not converge: use the safe bound
         log.debug("eigsh failed; using the Gershgorin bound %g", gersh)
