@@ -31,7 +31,10 @@ class PCGResult:
         Whether every column reached the tolerance.
     quad : float or None
         For an ADMM x-update, ``x' A x`` of the objective's matrix ``A`` when the solver got it
-        for free from its residual (the compiled CPU path); None otherwise.
+        for free from its residual; None otherwise.
+    residual_vector : array or None
+        The CG's residual ``b - A x`` as its recurrence carried it (same shape as ``x``), when
+        asked for (``keep_residual``); it differs from a fresh product by rounding only.
     """
 
     x: Any
@@ -39,6 +42,7 @@ class PCGResult:
     residual: float
     converged: bool
     quad: float | None = None
+    residual_vector: Any = None
 
 
 def _coldot(xp: Any, a: Any, b: Any) -> Any:
@@ -60,6 +64,7 @@ def pcg(
     tol: float = 1e-5,
     maxiter: int = 200,
     backend: Backend = CPU,
+    keep_residual: bool = False,
 ) -> PCGResult:
     """Solve ``A x = b`` for a symmetric positive-definite ``A`` by Jacobi-preconditioned CG.
 
@@ -81,6 +86,8 @@ def pcg(
         Maximum number of CG iterations.
     backend : Backend
         Where the arrays live.
+    keep_residual : bool
+        Return the final residual in ``residual_vector``.
 
     Returns
     -------
@@ -124,4 +131,5 @@ def pcg(
             rz = rz_new
     res = float(xp.max(rel))
     x = X[:, 0] if vector else X
-    return PCGResult(x=x, iterations=it, residual=res, converged=res <= tol)
+    r = None if not keep_residual else (R[:, 0] if vector else R)
+    return PCGResult(x=x, iterations=it, residual=res, converged=res <= tol, residual_vector=r)

@@ -590,3 +590,30 @@ def test_a_float32_cost_is_the_same_cost_in_float64(backend):
     runs = [LpBoxADMM(GenericSystem(A, be), c, params=ADMMParams(max_iter=4), backend=be)
             .run(seed=1).x_continuous for c in (b32, b32.astype(np.float64))]
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("pcg_tol", [1e-12, 1e-2])
+def test_the_objective_from_the_cg_residual_is_the_iterates(backend, pcg_tol):
+    """With rows cheaper than a product with A, the x-update hands back ``x'Ax`` from its CG's
+    residual (no product with A): every record's objective is still the iterate's
+    ``x'Ax + b'x``, also when the CG stops far from the solution (a loose tolerance); with
+    rows as costly as A the loop computes it itself."""
+    be = get_backend(backend)
+    A, b, C1, d1, C2, d2 = _problem(16)
+    eq = sparse_operator(sp.csr_matrix(C1), d1, be)
+    ineq = sparse_operator(sp.csr_matrix(C2), d2, be)
+    system = GenericSystem(sp.csr_matrix(A), be)
+    x = be.asarray(np.random.default_rng(16).random(b.size))
+    rhs = be.asarray(np.random.default_rng(17).normal(size=b.size))
+    sol = system.solve(rhs, x, 1.3, eq, 0.7, ineq, 0.9, pcg_tol, 3)
+    xs = be.to_numpy(sol.x)
+    assert sol.quad == pytest.approx(xs @ A @ xs, rel=1e-10)
+    heavy = sparse_operator(sp.csr_matrix(np.ones((12, b.size))), np.ones(12), be)
+    assert system.solve(rhs, x, 1.3, eq, 0.7, heavy, 0.9, pcg_tol, 3).quad is None
+    adm = LpBoxADMM(system, b, eq=eq, ineq=ineq, backend=be,
+                    params=ADMMParams(pcg_tol=pcg_tol, pcg_maxiter=4, max_iter=6, tol=1e-14))
+    seen = []
+    res = adm.run(seed=3, callback=lambda st: seen.append(st.x_host().copy()))
+    assert len(seen) == len(res.history) == 6
+    for xi, rec in zip(seen, res.history):
+        assert rec.objective == pytest.approx(xi @ A @ xi + b @ xi, rel=1e-10)
