@@ -161,7 +161,7 @@ class IsolatedReference:
         child that cannot be started is logged here and reported by :meth:`solve`."""
         try:
             self._ensure()
-        except (OSError, MemoryError):
+        except Exception:  # noqa: BLE001 - e.g. OSError, MemoryError, a pickling error
             log.warning("could not start the reference's process", exc_info=True)
 
     def _ensure(self) -> _Child:

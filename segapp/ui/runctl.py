@@ -144,6 +144,10 @@ class RunMixin:
 
     def _on_warm_up_ready(self, seconds: float, compiled: bool) -> None:
         self._set_compiling("warm-up", False)
+        if self.params_panel.reference.isChecked():
+            # the reference's child process too, now that the cores are free: started by the
+            # first run instead, its imports added about a second to that run's reference
+            self.solver.reference_process.start()
         if compiled and not self.running:
             self.statusBar().showMessage(f"Solver ready (compiled in {seconds:.0f} s)", 8000)
 

@@ -249,3 +249,19 @@ def test_closing_the_window_mid_reference_does_not_wait_for_it(win, qtbot, monke
     assert win.close()
     assert time.monotonic() - t0 < 10  # not the 120 s of the reference
     assert not alive(pid) and not win.running
+
+
+def test_a_child_that_cannot_start_early_is_only_logged(monkeypatch, caplog):
+    """Starting the child ahead of the first run (after the kernels' warm-up) never raises,
+    whatever stops it (here the pickling error of an odd launcher): it is logged, and the
+    first solve meets the problem again and reports it."""
+    def refuse():
+        raise TypeError("cannot pickle 'module' object")
+
+    monkeypatch.setattr(isolated, "_Child", refuse)
+    ref = isolated.IsolatedReference()
+    with caplog.at_level("WARNING", logger=isolated.log.name):
+        ref.start()
+    assert ref.pid is None
+    assert any("could not start the reference's process" in r.getMessage()
+               for r in caplog.records)

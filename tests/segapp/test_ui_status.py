@@ -367,3 +367,27 @@ def test_a_run_that_fails_while_compiling_takes_the_notice_away(win, qtbot):
     win.on_failed("the solver ran out of patience")
     assert win.errors == [("Cannot segment", "the solver ran out of patience")]
     assert not win.compile_label.isVisible() and not win.compile_bar.isVisible()
+
+
+@pytest.mark.parametrize("reference", [True, False])
+def test_the_warm_up_starts_the_reference_process_when_a_reference_is_wanted(
+        win, qtbot, monkeypatch, reference):
+    """Once the kernels are warm the reference's child process starts too (its imports then
+    cost the first run nothing), unless the reference is switched off; the first run then uses
+    that very process."""
+    import solver.mrf
+    monkeypatch.setattr(solver.mrf, "warm_up", lambda: 1.0)
+    win.params_panel.reference.setChecked(reference)
+    ref = win.solver.reference_process
+    assert ref.pid is None
+    win.start_warm_up().join(60)
+    qtbot.wait(50)  # the ready signal crosses through the event loop
+    if not reference:
+        assert ref.pid is None
+        return
+    pid = ref.pid
+    assert pid is not None
+    open_image(win, qtbot)
+    o = run(win, qtbot)
+    assert o.reference_energy is not None
+    assert ref.pid == pid
