@@ -144,7 +144,7 @@ class RunMixin:
 
     def _on_warm_up_ready(self, seconds: float, compiled: bool) -> None:
         self._set_compiling("warm-up", False)
-        if self.params_panel.reference.isChecked():
+        if self.params_panel.reference.isChecked() and self.isVisible():  # (not once closed)
             # the reference's child process too, now that the cores are free: started by the
             # first run instead, its imports added about a second to that run's reference
             self.solver.reference_process.start()

@@ -391,3 +391,23 @@ def test_the_warm_up_starts_the_reference_process_when_a_reference_is_wanted(
     o = run(win, qtbot)
     assert o.reference_energy is not None
     assert ref.pid == pid
+
+
+def test_a_warm_up_that_ends_after_the_window_closed_starts_no_process(win, qtbot,
+                                                                       monkeypatch):
+    """Closing the window ends its reference process; a warm-up still running then must not
+    start a fresh one behind it."""
+    import solver.mrf
+    release = threading.Event()
+
+    def slow_warm_up():
+        release.wait(60)
+        return 1.0
+
+    monkeypatch.setattr(solver.mrf, "warm_up", slow_warm_up)
+    thread = win.start_warm_up()
+    win.close()
+    release.set()
+    thread.join(60)
+    qtbot.wait(50)
+    assert win.solver.reference_process.pid is None
