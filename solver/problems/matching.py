@@ -645,21 +645,14 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
     start = (np.full(problem.n, 1.0 / max(problem.n1, problem.n2)) if x0 is None
              else np.asarray(x0, dtype=np.float64).ravel())
     M = sp.csr_matrix(problem.M)
-    best: dict[str, Any] = {"score": -np.inf, "x": None, "iteration": 0, "last": None}
-    rounded: dict[bytes, tuple[float, np.ndarray]] = {}   # the distinct rounded iterates
+    # the distinct matchings the iterates round to: (score, first iteration, matching)
+    rounded: dict[bytes, tuple[float, int, np.ndarray]] = {}
 
     def rounder(state: Any) -> None:
         y = hungarian(state.x_host().reshape(problem.n1, problem.n2))
-        if best["last"] is not None and np.array_equal(y, best["last"]):
-            return
-        best["last"] = y
         key = np.packbits(y).tobytes()
-        if key in rounded:
-            return
-        score = _matched_score(M, y)
-        rounded[key] = (score, y)
-        if score > best["score"]:
-            best.update(score=score, x=y, iteration=state.iteration)
+        if key not in rounded:
+            rounded[key] = (_matched_score(M, y), state.iteration, y)
 
     res = solve_bqp(A, b, eq=eq, ineq=ineq, x0=start, backend=backend,
                     callback=rounder if round_iterates else None, **params)
@@ -669,9 +662,10 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
                  "iterate by the Hungarian method")
         x = hungarian(res.x_continuous.reshape(problem.n1, problem.n2))
     answer = np.asarray(x).ravel().astype(np.int8)
-    iterate = best["x"]
-    from_iterate = iterate is not None and best["score"] > problem.score(answer)
-    x = iterate if from_iterate else answer
+    answer_score = problem.score(answer)
+    ranked = sorted(rounded.items(), key=lambda kv: -kv[1][0])  # stable: the earliest on ties
+    from_iterate = bool(ranked) and ranked[0][1][0] > answer_score
+    x = ranked[0][1][2] if from_iterate else answer
     own_score, own_acc = problem.score(x), problem.accuracy(x)
     moves = ascents = 0
     ascended_from = "iterate 1" if from_iterate else "answer"
@@ -679,12 +673,11 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
         # the ascent from ADMM's answer and from its best distinct rounded iterates: the better
         # start does not always climb higher; starts are taken best first, so ties go to it
         answer_key = np.packbits(answer).tobytes()
-        ranked = sorted(((sc, y) for k, (sc, y) in rounded.items() if k != answer_key),
-                        key=lambda t: -t[0])
+        others = [v for k, v in ranked if k != answer_key]
         if ascent_starts is not None:
-            ranked = ranked[:max(0, ascent_starts)]
-        starts = [(problem.score(answer), "answer", answer)]
-        starts += [(sc, f"iterate {r + 1}", y) for r, (sc, y) in enumerate(ranked)]
+            others = others[:max(0, ascent_starts)]
+        starts = [(answer_score, "answer", answer)]
+        starts += [(sc, f"iterate {r + 1}", y) for r, (sc, _, y) in enumerate(others)]
         starts.sort(key=lambda t: -t[0])       # stable: the answer ahead on ties
         top = -np.inf
         for _, name, start in starts:
@@ -695,7 +688,7 @@ def admm_matching(problem: MatchingProblem, x0: Any = None, *, form: str = "lapl
     return _result(problem, "admm", x, time.perf_counter() - t0, res.iterations,
                    admm_feasible=bool(res.feasible), status=res.status,
                    admm_objective=own_score, admm_accuracy=own_acc, moves=moves,
-                   ascents=ascents, rounded_iterate=best["iteration"] if from_iterate else None,
+                   ascents=ascents, rounded_iterate=ranked[0][1][1] if from_iterate else None,
                    ascended_from=ascended_from)
 
 
