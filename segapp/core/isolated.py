@@ -26,6 +26,7 @@ import logging
 import multiprocessing
 import signal
 import threading
+import time
 from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
@@ -272,6 +273,71 @@ class IsolatedReference:
                 raise ReferenceStopped(stopped_message(method, _exit_text(code)))
 
 
+class PendingReference:
+    """A reference solving in the child while the caller does something else (the app's ADMM):
+    :meth:`IsolatedReference.solve` in a thread that only waits on the child's pipe.
+
+    Parameters
+    ----------
+    runner : IsolatedReference
+        The child to solve in.
+    problem : MRFProblem
+        Read (pickled for the child) from the thread: the caller must not change it meanwhile.
+    method : str
+        As for :meth:`IsolatedReference.solve`.
+    cancelled : callable, optional
+        The caller's cancel flag, polled as :meth:`IsolatedReference.solve` polls it.
+    """
+
+    def __init__(self, runner: IsolatedReference, problem, method: str,
+                 cancelled: Callable[[], bool] | None = None) -> None:
+        self._abandoned = threading.Event()
+        self._done = threading.Event()
+        self._result: Any = None
+        self._error: BaseException | None = None
+        #: Wall seconds from the start to the answer (the child's start-up, pipe and solve).
+        self.time_s = 0.0
+
+        def stop() -> bool:
+            return self._abandoned.is_set() or (cancelled is not None and bool(cancelled()))
+
+        def work() -> None:
+            t0 = time.perf_counter()
+            try:
+                self._result = runner.solve(problem, method, cancelled=stop)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
+                self._error = exc
+            finally:
+                self.time_s = time.perf_counter() - t0
+                self._done.set()
+
+        self._thread = threading.Thread(target=work, name="segapp-reference-wait", daemon=True)
+        self._thread.start()
+
+    def done(self) -> bool:
+        """Whether the answer (or the error) is in."""
+        return self._done.is_set()
+
+    def result(self) -> Any:
+        """Wait for the answer: the :class:`solver.mrf.MRFResult`, or None when cancelled.
+
+        Raises
+        ------
+        ReferenceStopped, Exception
+            As :meth:`IsolatedReference.solve` raises them.
+        """
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def abandon(self) -> None:
+        """The answer is no longer wanted: end the child's solve (as a cancel does) and wait
+        for the thread."""
+        self._abandoned.set()
+        self._thread.join()
+
+
 _shared: IsolatedReference | None = None
 _shared_lock = threading.Lock()
 
@@ -293,5 +359,5 @@ def close_shared() -> None:
         ref.close()
 
 
-__all__ = ["CHILD_TARGET", "IsolatedReference", "ReferenceStopped", "close_shared", "shared",
-           "stopped_message"]
+__all__ = ["CHILD_TARGET", "IsolatedReference", "PendingReference", "ReferenceStopped",
+           "close_shared", "shared", "stopped_message"]

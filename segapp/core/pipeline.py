@@ -1,7 +1,8 @@
 """Photo + user input → MRF → labels: the one path shared by the CLI, the GUI worker and tests.
 
-Qt-free. ``run_segmentation`` builds the MRF, optionally solves the yardstick first (so a live
-plot can show the reference line from the start), then runs the chosen solver.
+Qt-free. ``run_segmentation`` builds the MRF, then runs the chosen solver and, optionally, the
+yardstick: in this process before the solver (the CLI), or in a child process beside it (the
+app: ADMM starts at once, and a live plot draws the reference line when it arrives).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from segapp.core.isolated import IsolatedReference, ReferenceStopped
+from segapp.core.isolated import IsolatedReference, PendingReference, ReferenceStopped
 from segapp.core.isolated import shared as shared_reference
 from segapp.core.memory import check_memory
 from solver.admm.records import IterationRecord, converged
@@ -130,6 +131,10 @@ class SegmentationResult:
         Things the user should be told (e.g. the GPU fallback, or an isolated reference that
         stopped).
     build_time_s, reference_time_s : float
+    total_time_s : float or None
+        Wall-clock seconds from the model's build to the end. With the reference in a child
+        process it solves beside the chosen solver, so this is less than the phases' sum
+        (None: not measured, the phases' sum stands for it).
     energy_admm : float or None
         The energy of ADMM's own labels before its final polish (ADMM only; None otherwise).
     """
@@ -155,6 +160,7 @@ class SegmentationResult:
     constraints: list[ConstraintReport] = field(default_factory=list)
     variant: str = ""
     energy_admm: float | None = None
+    total_time_s: float | None = None
 
     @property
     def feasible(self) -> bool:
@@ -220,7 +226,8 @@ def run_segmentation(
         ``(H, W)`` hard-constraint labels, 0 = none.
     callback : callable, optional
         ADMM callback, see :func:`solver.mrf.solve_mrf`; return True to stop. Its state also
-        carries ``reference_energy`` (None when no reference was asked for).
+        carries ``reference_energy`` (None when no reference was asked for, or while an
+        isolated one is still solving).
     notice : callable, optional
         Called at once with each warning the user should see (a GPU that is missing or fails,
         and the solve runs on the CPU instead); every warning is also in the result's
@@ -228,23 +235,28 @@ def run_segmentation(
     phase : callable, optional
         Called with the name of each step as it starts: ``"model"`` (building the MRF),
         ``"reference"`` (the yardstick, when asked for) and ``"solve"`` (the chosen solver,
-        ADMM's polish included), so a front end can say what it waits for.
+        ADMM's polish included), so a front end can say what it waits for. An isolated
+        reference solves beside the solver: its step is named only if the run waits for it
+        after the solve.
     x0 : numpy.ndarray, optional
         Warm start (a previous outcome's ``x_final``); ignored if its size does not fit.
     reference : bool
-        Also solve the yardstick first (min-cut for K = 2, α-expansion otherwise; under
+        Also solve the yardstick (min-cut for K = 2, α-expansion otherwise; under
         constraints :func:`solver.mrf.yardstick_for`'s choice).
     isolate_reference : bool or IsolatedReference
         Solve the yardstick in a child process (:mod:`segapp.core.isolated`): that given, or
         with True the process-wide one (:func:`segapp.core.isolated.shared`). A child that
         ends (a native library's ``exit()`` when memory runs out) or runs out of memory costs
         only the reference: the run goes on without it, and ``warnings`` says so. The child
-        is started before the model is built, so its start-up overlaps the build. False (the
-        CLI's choice, whose own exit status reports a death): in this process.
+        is started before the model is built, so its start-up overlaps the build, and solves
+        while the chosen solver runs here (``callback``'s state carries its energy from the
+        first iteration after it arrives); the run then waits for it. ADMM's ``time_s`` is
+        then measured beside it (``segapp bench`` times them apart). False (the CLI's choice,
+        whose own exit status reports a death): in this process, before the solver.
     cancelled : callable, optional
         Polled while an isolated reference runs; when it returns True the reference is
-        abandoned (its child ended) and the run goes on to the solve without it (whose
-        ``callback`` is then expected to stop it).
+        abandoned (its child ended) and the run ends without it (the solve's ``callback`` is
+        expected to stop the solve). A solve that raises abandons it too.
 
     Returns
     -------
@@ -296,47 +308,71 @@ def run_segmentation(
     ref_labels = ref_energy = ref_bound = None
     ref_detail = ""
     ref_time = 0.0
-    if with_reference:
+    pending = None
+    if with_reference and isolated is None:
         step("reference")
-        t_ref = time.perf_counter()
-        if isolated is None:
-            ref = solve_mrf(problem, ref_method)
-        else:
-            try:
-                ref = isolated.solve(problem, ref_method, cancelled=cancelled)
-            except ReferenceStopped as exc:
-                ref = None
-                warn(str(exc))
-        if ref is not None:
-            ref_labels, ref_energy, ref_time = ref.labels, ref.energy, ref.time_s
-            ref_bound, ref_detail = ref.bound, ref.detail
-            if isolated is not None:  # the phase's wall time: the child's start-up and pipe too
-                ref_time = time.perf_counter() - t_ref
-    step("solve")
-    if params.solver == "admm":
-        backend = resolve_backend(params.backend, warn, problem.n, problem.k)
-        if x0 is not None and np.size(x0) != problem.n * problem.k:
-            log.info("warm start ignored: it has %d entries, the problem needs %d",
-                     np.size(x0), problem.n * problem.k)
-            x0 = None
-        cb = callback
-        if callback is not None:
-            def cb(state: MRFIterationState) -> bool | None:
-                state.reference_energy = ref_energy  # lets a live plot draw the line at once
-                state.reference_bound = ref_bound
-                return callback(state)
-        admm = dict(seed=params.seed, x0=x0, callback=cb, polish=params.polish, **params.admm)
+        ref = solve_mrf(problem, ref_method)
+        ref_labels, ref_energy, ref_time = ref.labels, ref.energy, ref.time_s
+        ref_bound, ref_detail = ref.bound, ref.detail
+    elif with_reference:  # in the child, beside the solve: its answer joins the run on arrival
+        pending = PendingReference(isolated, problem, ref_method, cancelled)
+
+    def collect(wait: bool) -> None:
+        """Take the child's answer if it is in (or, with ``wait``, once it is). A reference
+        that stopped is a warning; any other error is raised, by the wait after the solve."""
+        nonlocal pending, ref_labels, ref_energy, ref_time, ref_bound, ref_detail
+        if pending is None or not (wait or pending.done()):
+            return
         try:
-            res = solve_mrf(problem, "admm", backend=backend, **admm)
-        except gpu_errors() as exc:
-            if backend != "gpu":
-                raise
-            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            msg = f"the GPU solve failed ({text}); running on the CPU instead"
-            warn(msg)
-            res = solve_mrf(problem, "admm", backend="cpu", **admm)
-    else:
-        res = solve_mrf(problem, params.solver)
+            ref = pending.result()
+        except ReferenceStopped as exc:
+            ref = None
+            warn(str(exc))
+        except Exception:
+            if not wait:
+                return
+            pending = None
+            raise
+        if ref is not None:
+            ref_labels, ref_energy, ref_time = ref.labels, ref.energy, pending.time_s
+            ref_bound, ref_detail = ref.bound, ref.detail
+        pending = None
+
+    step("solve")
+    try:
+        if params.solver == "admm":
+            backend = resolve_backend(params.backend, warn, problem.n, problem.k)
+            if x0 is not None and np.size(x0) != problem.n * problem.k:
+                log.info("warm start ignored: it has %d entries, the problem needs %d",
+                         np.size(x0), problem.n * problem.k)
+                x0 = None
+            cb = callback
+            if callback is not None:
+                def cb(state: MRFIterationState) -> bool | None:
+                    collect(wait=False)
+                    state.reference_energy = ref_energy  # a live plot draws the line on arrival
+                    state.reference_bound = ref_bound
+                    return callback(state)
+            admm = dict(seed=params.seed, x0=x0, callback=cb, polish=params.polish,
+                        **params.admm)
+            try:
+                res = solve_mrf(problem, "admm", backend=backend, **admm)
+            except gpu_errors() as exc:
+                if backend != "gpu":
+                    raise
+                text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                msg = f"the GPU solve failed ({text}); running on the CPU instead"
+                warn(msg)
+                res = solve_mrf(problem, "admm", backend="cpu", **admm)
+        else:
+            res = solve_mrf(problem, params.solver)
+    except BaseException:
+        if pending is not None:  # (no run left to compare it with)
+            pending.abandon()
+        raise
+    if pending is not None and not pending.done():
+        step("reference")
+    collect(wait=True)
     if ref_labels is None and params.solver == ref_method and reference:
         ref_labels, ref_energy, ref_time = res.labels, res.energy, res.time_s
         ref_bound, ref_detail = res.bound, res.detail
@@ -349,4 +385,5 @@ def run_segmentation(
         reference_detail=ref_detail, constraints=list(res.constraints), variant=res.detail,
         reference_method=ref_method,
         energy_admm=res.energy_admm if params.solver == "admm" else None,
+        total_time_s=time.perf_counter() - t0,
     )

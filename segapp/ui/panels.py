@@ -354,9 +354,10 @@ def constraint_line(r) -> str:
 
 
 def phase_times(solve_s: float, build_s: float | None = None,
-                reference_s: float | None = None) -> str:
+                reference_s: float | None = None, total_s: float | None = None) -> str:
     """The results panel's time: the total, then each phase (a phase not given is left out;
-    the reference only when one was solved)."""
+    the reference only when one was solved). ``total_s``: the run's wall time, less than the
+    phases' sum when the reference solved beside ADMM (None: that sum)."""
     parts = []
     if build_s is not None:
         parts.append(f"model {build_s:.2f}")
@@ -365,7 +366,7 @@ def phase_times(solve_s: float, build_s: float | None = None,
     if not parts:
         return f"{solve_s:.2f} s"
     parts.append(f"ADMM {solve_s:.2f} s")  # (its polish included: see the field's tooltip)
-    total = solve_s + (build_s or 0.0) + (reference_s or 0.0)
+    total = solve_s + (build_s or 0.0) + (reference_s or 0.0) if total_s is None else total_s
     return f"{total:.2f} s in all\n" + " · ".join(parts)
 
 
@@ -408,8 +409,10 @@ class ResultsPanel(QWidget):
                  "and its gap to the reference: what the polish added"),
                 ("disagree", "disagreeing px", "Pixels labelled differently by ADMM and reference"),
                 ("iterations", "iterations", "ADMM iterations run"),
-                ("time", "time", "Wall-clock time of each phase: building the model (colour "
-                 "models, edge weights), the reference solve, and ADMM with its polish"),
+                ("time", "time", "Wall-clock time of the run and of each phase: building the model "
+                 "(colour models, edge weights), the reference, and ADMM with its polish. The "
+                 "reference solves in its own process beside ADMM, so the phases overlap and "
+                 "ADMM's time is measured sharing the cores (segapp bench times them apart)"),
                 ("status", "status", "Converged, stopped at the iteration limit, or cancelled"),
                 ("backend", "backend", "Where it ran (and why, when the GPU was asked for "
                  "but the run fell back to the CPU)"),
@@ -489,14 +492,15 @@ class ResultsPanel(QWidget):
                      bound: float | None = None, build_s: float | None = None,
                      reference_s: float | None = None,
                      warnings: list[str] | None = None,
-                     unpolished: float | None = None) -> None:
+                     unpolished: float | None = None,
+                     total_s: float | None = None) -> None:
         """Fill in the numbers of a finished run (``constraints``: its
         :class:`solver.mrf.ConstraintReport` list; ``bound``: the yardstick's lower bound;
         ``time_s``: ADMM's with its polish, ``build_s`` and ``reference_s``: building the model
         and the reference, shown as phases with their total; ``warnings``: the run's, e.g. a
         GPU fallback, shown with the backend; ``unpolished``: the energy of ADMM's own labels
         before the final polish, shown with its gap where there is a reference, its row hidden
-        when None)."""
+        when None; ``total_s``: the run's wall time, see :func:`phase_times`)."""
         self.fields["energy"].setText(_fmt(energy))
         self.fields["reference"].setText(f"{_fmt(reference)}  ({ref_name})" if reference
                                          is not None else "—")
@@ -512,7 +516,7 @@ class ResultsPanel(QWidget):
         self._form.setRowVisible(self.fields["unpolished"], unpolished is not None)
         self.fields["disagree"].setText("—" if disagree is None else f"{disagree:,}")
         self.fields["iterations"].setText(str(iterations))
-        self.fields["time"].setText(phase_times(time_s, build_s, reference_s))
+        self.fields["time"].setText(phase_times(time_s, build_s, reference_s, total_s))
         self.fields["status"].setText(status)
         self.fields["backend"].setText("\n".join([backend, *map(warning_line, warnings or [])]))
         self.fields["bound"].setText(_fmt(bound))

@@ -18,9 +18,10 @@ from segapp.ui.worker import SolveController, SolveJob, WarmUp, compile_text
 STATUS_TEXT = {"converged": "converged", "settled": "settled (every pixel decided)",
                "max_iter": "iteration limit", "cancelled": "cancelled", "paused": "paused"}
 
-#: What the progress text says while each step of a run (the pipeline's phases) goes on.
+#: What the progress text says while each step of a run (the pipeline's phases) goes on. The
+#: app's reference solves in its child beside ADMM: its phase starts only if ADMM ends first.
 PHASE_TEXT = {"model": "building the model…",
-              "reference": "solving the reference{name}…",
+              "reference": "waiting for the reference{name}…",
               "solve": "ADMM: setting up…"}
 
 #: A pause in the iterations at least this long (and five times the run's seconds per
@@ -355,7 +356,8 @@ class RunMixin:
             build_s=getattr(outcome, "build_time_s", None),
             reference_s=getattr(outcome, "reference_time_s", None),
             warnings=list(getattr(outcome, "warnings", []) or []),
-            unpolished=getattr(outcome, "energy_admm", None))
+            unpolished=getattr(outcome, "energy_admm", None),
+            total_s=getattr(outcome, "total_time_s", None))
         self.results_panel.set_replay_count(len(self.frames))
         self.results_panel.set_replay_label("final")
         self.side_tabs.setCurrentWidget(self.results_panel)

@@ -44,6 +44,18 @@ def hang(problem, method):  # noqa: ARG001 - a reference far too slow to wait fo
     time.sleep(120)
 
 
+def slow(problem, method):  # a reference that takes half a second longer than it needs
+    time.sleep(0.5)
+    from solver.mrf import solve_mrf
+    return solve_mrf(problem, method)
+
+
+def late(problem, method):  # one that ends after ADMM on a small image (test_ui_status)
+    time.sleep(2.0)
+    from solver.mrf import solve_mrf
+    return solve_mrf(problem, method)
+
+
 # ------------------------------------------------------------------------------ images
 def bands(k: int, h: int = 36, w: int = 42, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``k`` vertical bands of distinct grey with noise, and a stroke in each."""
@@ -175,6 +187,46 @@ def test_cancel_abandons_the_reference_at_once(runner, monkeypatch):
     assert time.monotonic() - t0 < 30  # not the 120 s of the reference
     assert out.reference_labels is None and out.warnings == []
     assert runner.pid is None  # the busy child was ended, so it holds up no later run
+
+
+def test_the_reference_solves_beside_the_solve(runner, monkeypatch):
+    """ADMM starts at once: its first iterations carry no reference, the ones after the
+    child's answer carry it (a live plot draws the line then), and the result has it."""
+    img, strokes = bands(2)
+    here = run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner)
+    monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:slow")  # (the child is up now)
+    seen: list[float | None] = []
+    t0 = time.monotonic()
+
+    def callback(state):
+        seen.append(state.reference_energy)
+        if state.reference_energy is None and time.monotonic() - t0 < 60:
+            time.sleep(0.05)  # (the solve outlasts the reference, however fast the machine)
+
+    out = run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+                           callback=callback)
+    same_reference(out, here)
+    assert seen[0] is None  # the first iteration did not wait for the reference
+    arrived = next(i for i, e in enumerate(seen) if e is not None)
+    assert all(e == here.reference_energy for e in seen[arrived:])
+    assert out.warnings == [] and out.reference_time_s >= 0.5
+    assert out.total_time_s >= max(out.time_s, out.reference_time_s) + out.build_time_s
+
+
+def test_a_solve_that_fails_abandons_the_reference(runner, monkeypatch):
+    img, strokes = bands(2)
+    runner.start()
+    monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:hang")
+
+    def broken(state):
+        raise RuntimeError("the solve failed")
+
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="the solve failed"):
+        run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+                         callback=broken)
+    assert time.monotonic() - t0 < 30  # not the 120 s of the reference
+    assert runner.pid is None  # its child ended: no stale answer for the next run
 
 
 # ------------------------------------------------------------------------------ the app
