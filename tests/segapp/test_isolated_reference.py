@@ -213,6 +213,16 @@ def test_the_reference_solves_beside_the_solve(runner, monkeypatch):
     assert out.total_time_s >= max(out.time_s, out.reference_time_s) + out.build_time_s
 
 
+def test_the_child_yields_the_cores_to_the_solve(runner):
+    """The child solves beside ADMM at a lower scheduling priority (a busy machine runs the
+    iterations the user watches first)."""
+    img, strokes = bands(2)
+    run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner)
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    assert isolated.CHILD_NICENESS > 0
+    assert os.getpriority(os.PRIO_PROCESS, runner.pid) == min(19, ours + isolated.CHILD_NICENESS)
+
+
 def test_a_solve_that_fails_abandons_the_reference(runner, monkeypatch):
     img, strokes = bands(2)
     runner.start()
