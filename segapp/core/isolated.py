@@ -237,6 +237,8 @@ class IsolatedReference:
             return self._solve(problem, method, cancelled)
 
     def _solve(self, problem, method, cancelled):
+        if cancelled is not None and cancelled():  # (before a child is started for nothing)
+            return None
         try:
             child = self._ensure()
         except (OSError, MemoryError) as exc:

@@ -317,11 +317,13 @@ def run_segmentation(
     elif with_reference:  # in the child, beside the solve: its answer joins the run on arrival
         pending = PendingReference(isolated, problem, ref_method, cancelled)
 
+    failed = False  # the child raised: the wait after the solve raises it, once
+
     def collect(wait: bool) -> None:
         """Take the child's answer if it is in (or, with ``wait``, once it is). A reference
         that stopped is a warning; any other error is raised, by the wait after the solve."""
-        nonlocal pending, ref_labels, ref_energy, ref_time, ref_bound, ref_detail
-        if pending is None or not (wait or pending.done()):
+        nonlocal pending, failed, ref_labels, ref_energy, ref_time, ref_bound, ref_detail
+        if pending is None or not (wait or (pending.done() and not failed)):
             return
         try:
             ref = pending.result()
@@ -329,6 +331,7 @@ def run_segmentation(
             ref = None
             warn(str(exc))
         except Exception:
+            failed = True
             if not wait:
                 return
             pending = None
@@ -338,8 +341,8 @@ def run_segmentation(
             ref_bound, ref_detail = ref.bound, ref.detail
         pending = None
 
-    step("solve")
     try:
+        step("solve")
         if params.solver == "admm":
             backend = resolve_backend(params.backend, warn, problem.n, problem.k)
             if x0 is not None and np.size(x0) != problem.n * problem.k:
@@ -366,13 +369,13 @@ def run_segmentation(
                 res = solve_mrf(problem, "admm", backend="cpu", **admm)
         else:
             res = solve_mrf(problem, params.solver)
+        if pending is not None and not pending.done():
+            step("reference")
+        collect(wait=True)
     except BaseException:
-        if pending is not None:  # (no run left to compare it with)
+        if pending is not None:  # (a failed run: no answer to compare it with)
             pending.abandon()
         raise
-    if pending is not None and not pending.done():
-        step("reference")
-    collect(wait=True)
     if ref_labels is None and params.solver == ref_method and reference:
         ref_labels, ref_energy, ref_time = res.labels, res.energy, res.time_s
         ref_bound, ref_detail = res.bound, res.detail
