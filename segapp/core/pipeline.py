@@ -290,7 +290,8 @@ def run_segmentation(
     ref_method = yardstick_method(params.k, level)
     h, w = np.shape(image)[:2]
     with_reference = reference and params.solver != ref_method
-    check_memory(h * w, params.k, with_reference, isolated=bool(isolate_reference))
+    # (an isolated reference solves beside the solve where both peaks fit, else before it)
+    beside = check_memory(h * w, params.k, with_reference, isolated=bool(isolate_reference))
     isolated = None
     if with_reference and isolate_reference:
         isolated = (isolate_reference if isinstance(isolate_reference, IsolatedReference)
@@ -316,6 +317,8 @@ def run_segmentation(
         ref_bound, ref_detail = ref.bound, ref.detail
     elif with_reference:  # in the child, beside the solve: its answer joins the run on arrival
         pending = PendingReference(isolated, problem, ref_method, cancelled)
+        if not beside:
+            log.info("the reference solves before ADMM: no memory for both at once")
 
     failed = False  # the child raised: the wait after the solve raises it, once
 
@@ -342,6 +345,9 @@ def run_segmentation(
         pending = None
 
     try:
+        if not beside and pending is not None:
+            step("reference")
+            collect(wait=True)
         step("solve")
         if params.solver == "admm":
             backend = resolve_backend(params.backend, warn, problem.n, problem.k)

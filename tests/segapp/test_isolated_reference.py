@@ -222,6 +222,27 @@ def test_the_reference_solves_beside_the_solve(runner, monkeypatch):
     assert out.total_time_s >= max(out.time_s, out.reference_time_s) + out.build_time_s
 
 
+def test_with_memory_for_one_peak_at_a_time_the_reference_solves_first(runner, monkeypatch):
+    """Where the child's peak and the solve's would not fit together, the child solves before
+    the solve: the first iteration already has the reference."""
+    from segapp.core import memory
+    img, strokes = bands(2)
+    n = img.shape[0] * img.shape[1]
+    room = (memory.estimate_bytes(n, 2, True, isolated=True)
+            + memory.estimate_bytes(n, 2, True, isolated=True, beside=False)) / 2
+    monkeypatch.setattr(memory, "available_bytes", lambda: room)
+    monkeypatch.setattr(memory, "_resident_bytes", lambda: 0.0)
+    monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:slow")
+    seen: list[float | None] = []
+    phases: list[str] = []
+    out = run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+                           callback=lambda state: seen.append(state.reference_energy),
+                           phase=phases.append)
+    assert phases == ["model", "reference", "solve"]
+    assert seen and all(e == out.reference_energy for e in seen)
+    same_reference(out, run_segmentation(img, strokes, SegmentParams(k=2)))
+
+
 def test_the_child_yields_the_cores_to_the_solve(runner):
     """The child solves beside ADMM at a lower scheduling priority (a busy machine runs the
     iterations the user watches first)."""

@@ -82,10 +82,23 @@ def test_an_address_space_limit_is_counted():
 
 def test_a_reference_in_its_own_process_is_counted_with_its_copy_of_the_problem():
     n = 10**7
-    assert estimate_bytes(n, 2, True, isolated=True) > estimate_bytes(n, 2, True) > \
-        estimate_bytes(n, 2, False)
+    # beside the solve (the app's way) its peak adds to the solve's; before it, less
+    assert estimate_bytes(n, 2, True, isolated=True) > \
+        estimate_bytes(n, 2, True, isolated=True, beside=False) > \
+        estimate_bytes(n, 2, True) > estimate_bytes(n, 2, False)
     # no reference, nothing to isolate
     assert estimate_bytes(n, 2, False, isolated=True) == estimate_bytes(n, 2, False)
+
+
+def test_a_reference_that_fits_only_before_the_solve_is_solved_first():
+    n = 4 * 10**6
+    beside = estimate_bytes(n, 2, True, isolated=True)
+    first = estimate_bytes(n, 2, True, isolated=True, beside=False)
+    assert check_memory(n, 2, True, available=beside, isolated=True) is True
+    assert check_memory(n, 2, True, available=(beside + first) / 2, isolated=True) is False
+    assert check_memory(n, 2, True, available=beside) is True  # (in-process: always first)
+    with pytest.raises(InsufficientMemoryError, match=f"needs about {first / 1e9:.1f} GB"):
+        check_memory(n, 2, True, available=first - 1, isolated=True)
 
 
 def test_the_app_offers_to_run_without_the_reference(win, qtbot, monkeypatch):
@@ -96,8 +109,9 @@ def test_the_app_offers_to_run_without_the_reference(win, qtbot, monkeypatch):
     from tests.segapp.test_ui import load
     load(win, qtbot)
     strokes = win.doc.strokes.copy()
+    # (the least a run with the reference needs: its child solving before the solve)
     need = estimate_bytes(win.doc.image.shape[0] * win.doc.image.shape[1], 2, True,
-                          isolated=True)
+                          isolated=True, beside=False)
     alone = estimate_bytes(win.doc.image.shape[0] * win.doc.image.shape[1], 2, False)
     monkeypatch.setattr(memory, "available_bytes", lambda: (need + alone) / 2)
     monkeypatch.setattr(memory, "_resident_bytes", lambda: 0.0)
