@@ -210,6 +210,7 @@ def run_segmentation(
     phase: Callable[[str], None] | None = None,
     isolate_reference: bool | IsolatedReference = False,
     cancelled: Callable[[], bool] | None = None,
+    solved: Callable[[np.ndarray, float], None] | None = None,
 ) -> SegmentationResult:
     """Segment ``image`` from strokes / rectangle / hard constraints.
 
@@ -257,6 +258,10 @@ def run_segmentation(
         Polled while an isolated reference runs; when it returns True the reference is
         abandoned (its child ended) and the run ends without it (the solve's ``callback`` is
         expected to stop the solve). A solve that raises abandons it too.
+    solved : callable, optional
+        Called with the solver's ``(H, W)`` labels and their energy when the solve is done and
+        the run is about to wait for an isolated reference that is still solving, so that a
+        front end can show the answer meanwhile (not called when nothing is left to wait for).
 
     Returns
     -------
@@ -376,6 +381,8 @@ def run_segmentation(
         else:
             res = solve_mrf(problem, params.solver)
         if pending is not None and not pending.done():
+            if solved is not None:
+                solved(res.labels, float(res.energy))
             step("reference")
         collect(wait=True)
     except BaseException:

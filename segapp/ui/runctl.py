@@ -84,6 +84,7 @@ class RunMixin:
         self.solver.records.connect(self.on_records)
         self.solver.notice.connect(self.on_notice)
         self.solver.phase.connect(self.on_phase)
+        self.solver.solved.connect(self.on_solved)
         self.solver.finished.connect(self.on_finished)
         self.solver.failed.connect(self.on_failed)
         self.solver.running_changed.connect(self.on_running_changed)
@@ -93,6 +94,8 @@ class RunMixin:
         self.records_received = 0
         self._cancelled = False
         self._live_probs: np.ndarray | None = None
+        # ADMM's answer while the run waits for the reference (None otherwise)
+        self._solved_labels: np.ndarray | None = None
         self._max_iter = 0
         self._t0 = 0.0
         self._warm = False
@@ -187,6 +190,7 @@ class RunMixin:
         self.iter_label.clear()
         self._set_compiling("run", False)
         self._live_probs = None
+        self._solved_labels = None
 
     @property
     def running(self) -> bool:
@@ -316,6 +320,17 @@ class RunMixin:
             self.progress.hide()
         self.update_actions()
 
+    def on_solved(self, labels: np.ndarray, energy: float) -> None:
+        """ADMM is done and the run waits for the reference: show ADMM's answer meanwhile
+        (the results, the gap and the comparison come with the reference)."""
+        self._polish_timer.stop()
+        self._solved_labels = labels
+        self._live_probs = None
+        if self.results_panel.view_mode() != "photo":
+            self.canvas.set_result(labels_rgb(labels, palette(self.doc.k)))
+        # (short: the progress text beside it says what the run waits for)
+        self.statusBar().showMessage(f"ADMM's answer: E = {energy:.6g}")
+
     # ---------------------------------------------------------------- done
     def on_finished(self, outcome) -> None:
         """Show the outcome: overlay, numbers, compare layer, replay frames."""
@@ -342,10 +357,12 @@ class RunMixin:
         disagree = None
         if outcome.reference_labels is not None:
             _, disagree = disagreement_rgba(outcome.labels, outcome.reference_labels)
-        if self._cancelled:
+        if self._cancelled and outcome.status == "cancelled":
             status = f"cancelled at iteration {outcome.iterations}"
-        else:
+        else:  # (a cancel while the run waited for the reference skipped only the reference)
             status = STATUS_TEXT.get(outcome.status, outcome.status)
+            if self._cancelled and outcome.reference_energy is None:
+                status += "; reference cancelled"
         if self._warm:
             status += " (warm start)"
         self.results_panel.show_outcome(
@@ -400,7 +417,9 @@ class RunMixin:
             self.canvas.set_result(None)
             return
         if self.running:
-            if self._live_probs is not None:
+            if self._solved_labels is not None:
+                self.canvas.set_result(labels_rgb(self._solved_labels, pal))
+            elif self._live_probs is not None:
                 self.canvas.set_result(probabilities_rgb(self._live_probs, pal))
             return
         if o is None:

@@ -78,6 +78,9 @@ class SolveWorker(QObject):
     phase(str)
         The step that starts: ``"model"``, ``"reference"`` or ``"solve"`` (see
         :func:`segapp.core.pipeline.run_segmentation`).
+    solved(object, float)
+        ADMM's ``(H, W)`` labels and energy, when it is done and the run waits for the
+        reference (which solves beside it in a child process); ``finished`` follows.
     finished(object)
         The ``SegmentationResult``.
     failed(str)
@@ -94,6 +97,7 @@ class SolveWorker(QObject):
     records = pyqtSignal(object)
     notice = pyqtSignal(str)
     phase = pyqtSignal(str)
+    solved = pyqtSignal(object, float)
     finished = pyqtSignal(object)
     failed = pyqtSignal(str)
     splits = pyqtSignal(int, object)
@@ -205,7 +209,7 @@ class SolveWorker(QObject):
                                 notice=self.notice.emit, phase=self.phase.emit,
                                 isolate_reference=(True if self.isolated is None
                                                    else self.isolated),
-                                cancelled=self._cancel.is_set)
+                                cancelled=self._cancel.is_set, solved=self.solved.emit)
 
     @pyqtSlot()
     def run(self) -> None:
@@ -329,6 +333,7 @@ class SolveController(QObject):
     records = pyqtSignal(object)
     notice = pyqtSignal(str)
     phase = pyqtSignal(str)
+    solved = pyqtSignal(object, float)
     finished = pyqtSignal(object)
     failed = pyqtSignal(str)
     running_changed = pyqtSignal(bool)
@@ -366,6 +371,7 @@ class SolveController(QObject):
         worker.records.connect(self._on_records)
         worker.notice.connect(self._on_notice)
         worker.phase.connect(self._on_phase)
+        worker.solved.connect(self._on_solved)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
         worker.splits.connect(self._on_splits)
@@ -414,6 +420,11 @@ class SolveController(QObject):
     def _on_phase(self, name: str) -> None:
         if self._current():
             self.phase.emit(name)
+
+    @pyqtSlot(object, float)
+    def _on_solved(self, labels: Any, energy: float) -> None:
+        if self._current():
+            self.solved.emit(labels, energy)
 
     @pyqtSlot(object)
     def _on_finished(self, outcome: Any) -> None:

@@ -222,6 +222,29 @@ def test_the_reference_solves_beside_the_solve(runner, monkeypatch):
     assert out.total_time_s >= max(out.time_s, out.reference_time_s) + out.build_time_s
 
 
+def test_the_answer_is_handed_over_before_the_wait_for_the_reference(runner, monkeypatch):
+    """A reference slower than ADMM: ``solved`` gets ADMM's labels and energy once the solve
+    is done, before the run waits for the reference (a front end shows them meanwhile)."""
+    img, strokes = bands(2)
+    run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner)  # (child up)
+    monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:late")
+    events: list = []
+    out = run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+                           phase=events.append,
+                           solved=lambda labels, energy: events.append((labels, energy)))
+    assert events[:2] == ["model", "solve"] and events[3] == "reference" and len(events) == 4
+    labels, energy = events[2]
+    np.testing.assert_array_equal(labels, out.labels)
+    assert energy == out.energy and out.reference_energy is not None
+    # a reference already in by the solve's end leaves nothing to hand over early
+    monkeypatch.setattr(isolated, "CHILD_TARGET", "solver.mrf:solve_mrf")
+    events.clear()
+    run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+                     callback=lambda state: time.sleep(0.01), phase=events.append,
+                     solved=lambda labels, energy: events.append("solved"))
+    assert "solved" not in events
+
+
 def test_with_memory_for_one_peak_at_a_time_the_reference_solves_first(runner, monkeypatch):
     """Where the child's peak and the solve's would not fit together, the child solves before
     the solve: the first iteration already has the reference."""

@@ -566,3 +566,46 @@ def test_live_frames_give_the_areas_and_keep_to_the_view(win, qtbot, view):
         counts = np.bincount(np.argmax(probs, axis=2).ravel(), minlength=probs.shape[2])
         assert texts == [f"{100.0 * c / counts.sum():.1f} %" for c in counts]
         assert (drawn == 0) == (view == "photo")
+
+
+# ------------------------------------------------------------- the wait for the reference
+def test_admms_answer_shows_while_the_run_waits_for_the_reference(win, qtbot, monkeypatch):
+    """The reference solves beside ADMM; when ADMM is done first, its labels are on the canvas
+    and its energy in the status bar while the run waits (still running, Cancel on), and the
+    outcome comes with the reference."""
+    from segapp.core import isolated
+    from tests.segapp.test_ui import load
+    monkeypatch.setattr(isolated, "CHILD_TARGET", "tests.segapp.test_isolated_reference:late")
+    load(win, qtbot)
+    win.act_warm.setChecked(False)
+    meanwhile: dict = {}
+
+    def on_solved(labels, energy):  # (connected after the window's own slot: sees its work)
+        meanwhile.update(running=win.running, cancel=win.act_cancel.isEnabled(),
+                         message=win.statusBar().currentMessage(), labels=labels.copy(),
+                         energy=energy, shown=item_pixels(win.canvas.result)[..., :3])
+
+    win.solver.solved.connect(on_solved)
+    out = run(win, qtbot)
+    assert meanwhile["running"] and meanwhile["cancel"]
+    assert meanwhile["message"] == f"ADMM's answer: E = {out.energy:.6g}"
+    np.testing.assert_array_equal(meanwhile["labels"], out.labels)
+    np.testing.assert_array_equal(meanwhile["shown"], labels_rgb(out.labels, palette(2)))
+    assert out.reference_energy is not None and "reference cancelled" not in \
+        win.results_panel.fields["status"].text()
+
+
+def test_cancel_while_waiting_for_the_reference_keeps_admms_answer(win, qtbot, monkeypatch):
+    """Cancel during the wait skips only the reference: the outcome is ADMM's finished answer,
+    said as such."""
+    from segapp.core import isolated
+    from tests.segapp.test_ui import load
+    monkeypatch.setattr(isolated, "CHILD_TARGET", "tests.segapp.test_isolated_reference:hang")
+    load(win, qtbot)
+    win.act_warm.setChecked(False)
+    win.solver.solved.connect(lambda *_: win.cancel_run())
+    out = run(win, qtbot)
+    assert out.status != "cancelled" and out.reference_energy is None
+    status = win.results_panel.fields["status"].text()
+    assert status.endswith("; reference cancelled") and not status.startswith("cancelled")
+    assert win.solver.reference_process.pid is None  # the busy child was ended
