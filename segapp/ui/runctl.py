@@ -101,6 +101,7 @@ class RunMixin:
         self._warm = False
         self._run_fingerprint: str | None = None      # of the run in progress
         self._outcome_fingerprint: str | None = None  # of the run that gave self.outcome
+        self._run_params = self._outcome_params = None  # the same for their SegmentParams
         self._phase = ""
         self._last_iteration = 0
         self._first_record_t: float | None = None
@@ -202,7 +203,7 @@ class RunMixin:
         if self.running:
             self.solver.shutdown()
         self.outcome = None
-        self._outcome_fingerprint = None
+        self._outcome_fingerprint = self._outcome_params = None
         self._end_of_run()
         self.notice_label.hide()
         self.frames.clear()
@@ -242,11 +243,13 @@ class RunMixin:
                 # on a large photo the re-run then solves only a band round its boundaries
                 # and ends no worse than it (docs/algorithm.md, Coarse to fine)
                 x0 = np.eye(self.doc.k, dtype=np.float32)[prev.labels.ravel() - 1]
-                start_note = " (warm start: same annotations, new parameters)"
+                start_note = (" (warm start: same annotations, new parameters)"
+                              if params != self._outcome_params
+                              else " (warm start: from the last answer)")
             else:
                 start_note = " (cold start: the annotations changed since the last run)"
         self._warm = x0 is not None
-        self._run_fingerprint = fingerprint
+        self._run_fingerprint, self._run_params = fingerprint, params
         job = SolveJob(image=self.doc.image, strokes=self.doc.strokes.astype(np.int32),
                        params=params, rect=self.doc.rect, hard=hard,
                        x0=x0, reference=self.params_panel.reference.isChecked())
@@ -337,6 +340,7 @@ class RunMixin:
         self._end_of_run()
         self.outcome = outcome
         self._outcome_fingerprint = self._run_fingerprint
+        self._outcome_params = self._run_params
         # a warm start takes the labels, so the continuous iterate (n × K floats) is not kept
         outcome.x_final = None
         k = int(outcome.problem.k)

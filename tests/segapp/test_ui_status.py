@@ -83,7 +83,10 @@ def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monk
     assert x0 is not None and win._warm
     np.testing.assert_array_equal(np.asarray(x0).reshape(-1, 2).argmax(1) + 1, labels.ravel())
     assert "warm start" in win.results_panel.fields["status"].text()
-    assert any(m.startswith("Solving (warm start") for m in messages), messages
+    assert "Solving (warm start: same annotations, new parameters)" in messages, messages
+    run(win, qtbot)  # again, nothing changed: said as it is
+    assert x0s[-1] is not None
+    assert "Solving (warm start: from the last answer)" in messages, messages
     # hard constraints are annotations too: painting some, then changing them, starts cold
     for corner in ((3, 3), (30, 30)):
         win.doc.begin_stroke("hard")
