@@ -26,7 +26,9 @@ class _OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``segapp`` command."""
     parser = _OneLineParser(prog="segapp", description="Interactive segmentation by "
-                                     "integer programming (ℓ2-box ADMM) with a live solver view.")
+                                     "integer programming (ℓ2-box ADMM) with a live solver view.",
+                            epilog="Without a command it opens the app; 'segapp PHOTO' opens "
+                                   "the app with PHOTO.")
     parser.add_argument("--demo-screenshot", metavar="OUT.png",
                         help="open the bundled sample, run ADMM, save a window screenshot, exit")
     parser.add_argument("--view", choices=("main", "geometry", "histogram"), default="main",

@@ -164,6 +164,7 @@ def test_help_and_console_entry(case, capsys):
     import sys
     code, out, _ = _run(["--help"], capsys)
     assert code == 0 and out.startswith("usage: segapp")
+    assert "'segapp PHOTO' opens the app with PHOTO" in out  # (the usage line cannot say it)
     d, *_ = case
     cmd = [sys.executable, "-m", "segapp", "segment", str(d / "img.png"), "--strokes",
            str(d / "strokes.png"), "--out", str(d / "l.png"), "--quiet", "--max-iter", "5"]
