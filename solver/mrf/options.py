@@ -105,7 +105,14 @@ class PolishOptions:
     tv_thresholds : tuple of float
         Levels of the TV relaxation proposed.
     tv_max_pixels : int or None
-        Largest image (pixels) given TV proposals (either kind); None: any.
+        Largest image (pixels) given TV proposals (either kind; for K = 2 without
+        constraints ``tv_max_pixels_binary``); None: any.
+    tv_max_pixels_binary : int or None
+        The same for the K = 2 proposals of an unconstrained problem; None: any.
+    tv_grow_above : int or None
+        Above this many pixels the K = 2 proposals' ``tv_iterations`` grow with the image's
+        side, ``sqrt(n / tv_grow_above)`` times, rounded up to whole rounds of
+        ``tv_fuse_every`` (a boundary drifts a bounded distance in pixels a step); None: never.
     tv_area_iterations, tv_area_step : int, float
         The same for the TV relaxation under an area bound (K = 2 with area bounds, in the
         constrained polish): its multiplier needs more and longer steps.
@@ -152,6 +159,8 @@ class PolishOptions:
     tv_step: float = 1.0
     tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
     tv_max_pixels: int | None = 1_200_000
+    tv_max_pixels_binary: int | None = 4_000_000
+    tv_grow_above: int | None = 1_000_000
     tv_area_iterations: int = 400
     tv_area_step: float = 3.0
     tv_area_levels: tuple[float, ...] = tuple(round(0.02 * i, 2) for i in range(1, 50))

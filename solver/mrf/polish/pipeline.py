@@ -9,6 +9,7 @@ move is exact and taken only when it lowers the energy, so the polish never rais
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,9 +122,10 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         # the same fixed arrays (fusion.FixedDisagreement finds their pixels once)
         snapshots = [s if isinstance(s, Snapshot) else Snapshot.from_dense(s)
                      for s in snapshots]
-    tv_steps = options.tv_iterations if problem.k == 2 else options.tv_expansion_iterations
-    tv_runs = (split and tv_steps > 0
-               and (options.tv_max_pixels is None or problem.n <= options.tv_max_pixels))
+    tv_steps = (binary_tv_steps(problem.n, options) if problem.k == 2
+                else options.tv_expansion_iterations)
+    tv_cap = options.tv_max_pixels_binary if problem.k == 2 else options.tv_max_pixels
+    tv_runs = split and tv_steps > 0 and (tv_cap is None or problem.n <= tv_cap)
     # (K = 2: the TV relaxation's level sets take what descent fusion and edge snapping take)
     tv_only = problem.k == 2 and tv_runs and options.tv_only_binary
     if options.descents and split and len(snapshots) and not tv_only:
@@ -167,6 +169,35 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                    since=before if settled else None, workspace=ws,
                                    options=options)
     return kernels.one_based(lab, problem.shape)
+
+
+def binary_tv_steps(n: int, options: PolishOptions = _DEFAULT) -> int:
+    """The most TV steps of a K = 2 final polish of ``n`` pixels: ``options.tv_iterations``,
+    grown with the image's side above ``options.tv_grow_above`` pixels and rounded up to whole
+    rounds of ``options.tv_fuse_every`` steps.
+
+    On the real-input benchmark's tuning images at 3 MP (K = 2, 2026-11-29), 800 steps left
+    four of 24 cases with a straight block edge (worst +0.029% above min-cut's energy), 1600
+    one (+0.006%), 400 seven (+0.095%): a boundary drifts a bounded number of pixels a step,
+    so a larger image needs more (docs/decisions.md, "TV proposals up to 4 MP").
+
+    Parameters
+    ----------
+    n : int
+        Pixels.
+    options : PolishOptions
+
+    Returns
+    -------
+    int
+    """
+    steps = int(options.tv_iterations)
+    grow = options.tv_grow_above
+    if grow is None or n <= grow or steps <= 0:
+        return steps
+    grown = steps * math.sqrt(n / grow)
+    block = max(int(options.tv_fuse_every or 1), 1)
+    return int(math.ceil(grown / block - 1e-9) * block)
 
 
 def _relaxed_area(problem: MRFProblem, labels: np.ndarray, options: PolishOptions,
