@@ -105,12 +105,9 @@ class PolishOptions:
     tv_thresholds : tuple of float
         Levels of the TV relaxation proposed.
     tv_max_pixels : int or None
-        Largest image (pixels) given the TV relaxations of the constrained and layered
-        polishes; None: any.
-    tv_max_pixels_binary : int or None
-        The same for the K = 2 proposals of an unconstrained problem; None: any.
-    tv_max_pixels_expansion : int or None
-        The same for the TV-relaxed expansion moves of an unconstrained K > 2 problem.
+        Largest image (pixels) given TV proposals (either kind); None: any.
+    tv_constrained_max_pixels : int or None
+        The same for the TV relaxations of the constrained and layered polishes.
     tv_grow_above : int or None
         Above this many pixels the K = 2 proposals' ``tv_iterations`` grow with the image's
         side, ``sqrt(n / tv_grow_above)`` times, rounded up to whole rounds of
@@ -160,9 +157,8 @@ class PolishOptions:
     tv_layered_gap: float = 1e-5
     tv_step: float = 1.0
     tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
-    tv_max_pixels: int | None = 1_200_000
-    tv_max_pixels_binary: int | None = 4_000_000
-    tv_max_pixels_expansion: int | None = 4_000_000
+    tv_max_pixels: int | None = 4_000_000
+    tv_constrained_max_pixels: int | None = 1_200_000
     tv_grow_above: int | None = 1_000_000
     tv_area_iterations: int = 400
     tv_area_step: float = 3.0

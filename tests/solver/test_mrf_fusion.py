@@ -409,8 +409,7 @@ def _polish_one_based(problem, labels, snapshots, split):
             lab, settled = settle_regions(problem, carved, icm_optimal=True,
                                           since=lab if settled else None)
     steps = o.tv_iterations if problem.k == 2 else o.tv_expansion_iterations
-    cap = o.tv_max_pixels_binary if problem.k == 2 else o.tv_max_pixels_expansion
-    if split and steps > 0 and problem.n <= cap:
+    if split and steps > 0 and problem.n <= o.tv_max_pixels:
         proposed, moved = (fuse_tv(problem, lab, steps, o.tv_step, o.tv_thresholds, o.tv_gap,
                                    o.tv_fuse_every) if problem.k == 2 else
                            fuse_tv_expansions(problem, lab, steps, o.tv_step, o.tv_thresholds,

@@ -108,8 +108,7 @@ def test_each_step_that_changes_the_labels_is_followed_by_a_region_pass(monkeypa
 def test_tv_moves_run_with_the_callers_steps_up_to_the_size_cap(monkeypatch, k, steps, room,
                                                                 runs):
     """The final polish runs the TV relaxation (K = 2) or the TV-relaxed expansion moves (K > 2)
-    with the caller's number of steps, on images up to ``tv_max_pixels_binary`` (K = 2) or
-    ``tv_max_pixels_expansion`` (None: any size), and
+    with the caller's number of steps, on images up to ``tv_max_pixels`` (None: any size), and
     not at all with zero steps or in a coarse level's polish (``split=False``)."""
     p, labels, weights = _case(k=k)
     name = "fuse_tv_into" if k == 2 else "fuse_tv_expansions_into"
@@ -121,8 +120,8 @@ def test_tv_moves_run_with_the_callers_steps_up_to_the_size_cap(monkeypatch, k, 
                         or real(problem, lab, n_steps, *a, **kw))
     monkeypatch.setattr(pipeline, other, lambda *a, **kw: pytest.fail(f"{other} for K = {k}"))
     field = "tv_iterations" if k == 2 else "tv_expansion_iterations"
-    cap = "tv_max_pixels_binary" if k == 2 else "tv_max_pixels_expansion"
-    opts = PolishOptions(**{field: steps, cap: None if room is None else p.n + room})
+    opts = PolishOptions(**{field: steps,
+                            "tv_max_pixels": None if room is None else p.n + room})
     pipeline.polish_labels(p, labels, weights, options=opts)
     assert calls == ([steps] if runs else [])
     calls.clear()
@@ -164,8 +163,8 @@ def test_descents_and_edge_snapping_give_way_to_the_tv_proposals_for_two_labels(
         monkeypatch.setattr(pipeline, name,
                             lambda *a, _n=name, **kw: calls.append(_n) or False)
     field = "tv_iterations" if k == 2 else "tv_expansion_iterations"
-    cap = "tv_max_pixels_binary" if k == 2 else "tv_max_pixels_expansion"
-    opts = PolishOptions(**{field: steps, cap: p.n + room, "tv_only_binary": only})
+    opts = PolishOptions(**{field: steps, "tv_max_pixels": p.n + room,
+                            "tv_only_binary": only})
     out = pipeline.polish_labels(p, labels, weights, options=opts)
     assert calls == ([] if skipped else ["_fuse_descents_in_place", "fuse_edge_snapped_into"])
     assert p.energy(out) <= p.energy(labels)
@@ -197,6 +196,6 @@ def test_the_binary_tv_steps_grow_with_the_images_side(monkeypatch):
                         lambda problem, lab, n_steps, *a, **kw: calls.append(n_steps)
                         or real(problem, lab, n_steps, *a, **kw))
     opts = PolishOptions(tv_iterations=50, tv_fuse_every=25, tv_grow_above=p.n // 4,
-                         tv_max_pixels_expansion=p.n - 1)  # (the K > 2 cap: not K = 2's)
+                         tv_constrained_max_pixels=p.n - 1)  # (not the proposals' cap)
     pipeline.polish_labels(p, labels, weights, options=opts)
     assert calls == [100]

@@ -84,7 +84,7 @@ def test_the_proposals_run_only_where_asked():
     start = solve_mrf(problem, "admm", seed=0,
                       options=SolveOptions(polish=replace(SolveOptions().polish,
                                                           tv_iterations=0))).labels
-    small = replace(SolveOptions().polish, tv_max_pixels_binary=problem.n - 1)
+    small = replace(SolveOptions().polish, tv_max_pixels=problem.n - 1)
     assert np.array_equal(polish_labels(problem, start, options=small),
                           polish_labels(problem, start, options=replace(small, tv_iterations=0)))
     assert problem.energy(polish_labels(problem, start)) < problem.energy(start) - 1.0

@@ -320,11 +320,12 @@ def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: P
     snapshot for the fusions, with its best level set within the bounds where that is below
     ``lab``'s energy (None otherwise); on an image up to ``options.tv_area_small_pixels`` also
     the relaxation with the steps and step scale of ``options.tv_area_small``. Empty where it
-    does not apply (as the unconstrained polish's TV proposals: ``options.tv_iterations``,
-    ``options.tv_max_pixels``, an 8-neighbour grid)."""
+    does not apply (``options.tv_iterations`` 0, an image above
+    ``options.tv_constrained_max_pixels``, no 8-neighbour grid)."""
     c = problem.constraints
     if (problem.k != 2 or not c.has_area or c.has_apart or options.tv_iterations <= 0
-            or (options.tv_max_pixels is not None and problem.n > options.tv_max_pixels)
+            or (options.tv_constrained_max_pixels is not None
+                and problem.n > options.tv_constrained_max_pixels)
             or grid_view(problem)[0].shape[0] == 0):
         return []
     w, _, lo, hi, _ = state
@@ -355,13 +356,14 @@ def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions)
     relaxation of the α-expansion move (that keeps the pairs apart: :func:`solver.mrf.polish.
     tv.expansion_snapshot`), its level sets fused under the constraints as regions of α, each
     region taken only where the areas stay within their bounds (as the unconstrained polish's
-    TV-relaxed expansion moves, with ``options.tv_constrained_expansion_iterations`` steps:
-    ``options.tv_max_pixels``, an 8-neighbour grid). On the kernels' ``args``, in place;
-    returns the regions taken."""
+    TV-relaxed expansion moves, with ``options.tv_constrained_expansion_iterations`` steps, on
+    images up to ``options.tv_constrained_max_pixels`` with an 8-neighbour grid). On the
+    kernels' ``args``, in place; returns the regions taken."""
     c = problem.constraints
     steps = options.tv_constrained_expansion_iterations
     if (not (c.has_apart or c.has_area) or problem.k < 3 or steps <= 0
-            or (options.tv_max_pixels is not None and problem.n > options.tv_max_pixels)):
+            or (options.tv_constrained_max_pixels is not None
+                and problem.n > options.tv_constrained_max_pixels)):
         return 0
     terms = grid_terms(problem, options.tv_step)
     if terms is None:

@@ -146,8 +146,8 @@ def layered_proposals(problem: MRFProblem, lab: np.ndarray, options: PolishOptio
     snapshot, and the best feasible level set of ``options.tv_thresholds`` where it is below
     ``lab``'s energy (None otherwise). Empty where it does not apply: not a nesting
     (:func:`nesting_labels`), ``options.tv_layered_iterations`` 0, an image above
-    ``options.tv_max_pixels``, no grid view; and where the relaxation's duality gap proves
-    ``lab`` within ``options.tv_layered_gap`` of the optimum.
+    ``options.tv_constrained_max_pixels``, no grid view; and where the relaxation's duality
+    gap proves ``lab`` within ``options.tv_layered_gap`` of the optimum.
 
     Parameters
     ----------
@@ -162,7 +162,8 @@ def layered_proposals(problem: MRFProblem, lab: np.ndarray, options: PolishOptio
     """
     labels = nesting_labels(problem)
     if (labels is None or options.tv_layered_iterations <= 0
-            or (options.tv_max_pixels is not None and problem.n > options.tv_max_pixels)):
+            or (options.tv_constrained_max_pixels is not None
+                and problem.n > options.tv_constrained_max_pixels)):
         return []
     relaxed = layered_relaxation(problem, lab, labels, options.tv_layered_iterations,
                                  options.tv_step, gap=options.tv_layered_gap)

@@ -124,9 +124,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                      for s in snapshots]
     tv_steps = (binary_tv_steps(problem.n, options) if problem.k == 2
                 else options.tv_expansion_iterations)
-    tv_cap = (options.tv_max_pixels_binary if problem.k == 2
-              else options.tv_max_pixels_expansion)
-    tv_runs = split and tv_steps > 0 and (tv_cap is None or problem.n <= tv_cap)
+    tv_runs = (split and tv_steps > 0
+               and (options.tv_max_pixels is None or problem.n <= options.tv_max_pixels))
     # (K = 2: the TV relaxation's level sets take what descent fusion and edge snapping take)
     tv_only = problem.k == 2 and tv_runs and options.tv_only_binary
     if options.descents and split and len(snapshots) and not tv_only:
