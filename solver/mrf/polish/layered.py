@@ -23,7 +23,7 @@ from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import layered_kernels
 from solver.mrf.polish.fusion import Snapshot
-from solver.mrf.polish.tv import grid_terms
+from solver.mrf.polish.tv import grid_terms, start_value
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,6 @@ def layered_relaxation(problem: MRFProblem, lab: np.ndarray, labels: tuple[int, 
     if terms is None:
         return None
     cost, offsets, tau, gamma = terms
-    n = problem.n
     a, m, b = labels
     u = problem.unary
     g1 = (u[:, m] - u[:, a]).astype(np.float32)
@@ -102,13 +101,7 @@ def layered_relaxation(problem: MRFProblem, lab: np.ndarray, labels: tuple[int, 
     free = problem.movable
     # the start's value in the layered form (its energy less the constant sum of d_a), from the
     # same float32 terms as the kernel's dual value, so that the two compare
-    start = float(g1 @ u1) + float(g2 @ u2)
-    for q in range(4):
-        o = int(offsets[4 + q])
-        if o >= n:  # (a single row: no edge that far)
-            continue
-        cuts = np.abs(u1[:n - o] - u1[o:]) + np.abs(u2[:n - o] - u2[o:])
-        start += float(cost[q, :n - o] @ cuts)
+    start = start_value(cost, offsets, g1, u1) + start_value(cost, offsets, g2, u2)
     scale = max(1.0, abs(problem.energy(lab + 1)))
     steps, left = threaded(layered_kernels.layered_iterate, cost, offsets, g1, g2, free, tau, u1,
                            u2, np.float32(0.5 / gamma), int(iterations), float(tol), start,

@@ -140,7 +140,8 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
 def start_value(cost: np.ndarray, offsets: np.ndarray, u: np.ndarray, s: np.ndarray) -> float:
     """The TV relaxation's value at ``s`` (the two-label energy less its constant at a
     labelling), from the grid kernel's float32 terms so that it compares with their dual
-    objective: ``u's + sum_q cost_q |s_i - s_{i + o_q}|``.
+    objective: ``u's + sum_q cost_q |s_i - s_{i + o_q}|``, summed in float64
+    (:func:`solver.mrf.polish.tv_kernels.grid_primal_value`).
 
     Parameters
     ----------
@@ -153,13 +154,9 @@ def start_value(cost: np.ndarray, offsets: np.ndarray, u: np.ndarray, s: np.ndar
     -------
     float
     """
-    n = s.size
-    value = float(u @ s)
-    for q in range(4):
-        o = int(offsets[4 + q])
-        if o < n:
-            value += float(cost[q, :n - o] @ np.abs(s[:n - o] - s[o:]))
-    return value
+    return float(threaded(tv_kernels.grid_primal_value, cost, offsets,
+                          np.ascontiguousarray(u, dtype=np.float32),
+                          np.ascontiguousarray(s, dtype=np.float32)))
 
 
 def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarray,

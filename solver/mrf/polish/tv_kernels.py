@@ -317,6 +317,37 @@ SPARSE_BELOW = 0.01
 
 
 @_pjit
+def grid_primal_value(cost, offsets, u, s):  # pragma: no cover
+    """The TV relaxation's value at ``s``, ``u's + sum_q cost_q |s_i - s_{i + o_q}|``, each
+    term in float64: the start's value that :func:`grid_dual_value` bounds. Summed like it, in
+    fixed blocks of pixels in parallel, then the blocks in order. (float32 dot products lost
+    about 1e-4 of it on a 3 MP image, more than the gap tests' tolerance: docs/decisions.md,
+    "The gap test's start value".)"""
+    o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
+    n = u.size
+    blocks = (n + 4095) // 4096
+    part = np.zeros(blocks)
+    for blk in numba.prange(blocks):
+        value = 0.0
+        for i in range(blk * 4096, min(n, blk * 4096 + 4096)):
+            si = np.float64(s[i])
+            value += np.float64(u[i]) * si
+            if i + o0 < n:
+                value += np.float64(cost[0, i]) * abs(si - np.float64(s[i + o0]))
+            if i + o1 < n:
+                value += np.float64(cost[1, i]) * abs(si - np.float64(s[i + o1]))
+            if i + o2 < n:
+                value += np.float64(cost[2, i]) * abs(si - np.float64(s[i + o2]))
+            if i + o3 < n:
+                value += np.float64(cost[3, i]) * abs(si - np.float64(s[i + o3]))
+        part[blk] = value
+    total = 0.0
+    for blk in range(blocks):
+        total += part[blk]
+    return total
+
+
+@_pjit
 def grid_dual_value(offsets, u, free, s0, p):  # pragma: no cover
     """The TV relaxation's dual objective at the edge duals ``p`` (each within its clip), a
     lower bound on its minimum and so, the relaxation being tight, on the two-label energy's
