@@ -323,7 +323,6 @@ def grid_primal_value(cost, offsets, u, s):  # pragma: no cover
     fixed blocks of pixels in parallel, then the blocks in order. (float32 dot products lost
     about 1e-4 of it on a 3 MP image, more than the gap tests' tolerance: docs/decisions.md,
     "The gap test's start value".)"""
-    o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
     n = u.size
     blocks = (n + 4095) // 4096
     part = np.zeros(blocks)
@@ -332,14 +331,10 @@ def grid_primal_value(cost, offsets, u, s):  # pragma: no cover
         for i in range(blk * 4096, min(n, blk * 4096 + 4096)):
             si = np.float64(s[i])
             value += np.float64(u[i]) * si
-            if i + o0 < n:
-                value += np.float64(cost[0, i]) * abs(si - np.float64(s[i + o0]))
-            if i + o1 < n:
-                value += np.float64(cost[1, i]) * abs(si - np.float64(s[i + o1]))
-            if i + o2 < n:
-                value += np.float64(cost[2, i]) * abs(si - np.float64(s[i + o2]))
-            if i + o3 < n:
-                value += np.float64(cost[3, i]) * abs(si - np.float64(s[i + o3]))
+            for q in range(4):
+                j = i + offsets[4 + q]
+                if j < n:
+                    value += np.float64(cost[q, i]) * abs(si - np.float64(s[j]))
         part[blk] = value
     total = 0.0
     for blk in range(blocks):
