@@ -77,6 +77,13 @@ class PolishOptions:
     tv_fuse_every : int or None
         K = 2: the TV level sets are fused every this many steps (a multiple of 25), and the
         steps stop once a fusion takes nothing; None: once, after ``tv_iterations`` steps.
+    tv_proof : float or None
+        K = 2, with ``tv_fuse_every``: neither an empty fusion nor the step count ends the TV
+        steps while the labels are not proved within this fraction of their energy's magnitude
+        of the optimum (the relaxation's duality gap at the labels after the fusion); the steps
+        go on, up to ``tv_proof_scale`` times the count. None: the old stops only.
+    tv_proof_scale : float
+        That longest run, as a multiple of the K = 2 step count (:func:`binary_tv_steps`).
     tv_only_binary : bool
         K = 2, where the TV proposals run: skip descent fusion and the edge-snapped proposals
         (``descents``, ``edge_snap``), whose regions the TV relaxation's level sets take too.
@@ -149,6 +156,8 @@ class PolishOptions:
     tv_gap: float | None = 1e-5
     tv_fuse_every: int | None = 200
     tv_fuse_next: int | None = None
+    tv_proof: float | None = 1e-3
+    tv_proof_scale: float = 4.0
     tv_only_binary: bool = True
     tv_expansion_iterations: int = 400
     tv_expansion_gap: float | None = 1e-5

@@ -453,3 +453,95 @@ def test_the_first_round_has_every_steps_and_the_later_ones_next_every(monkeypat
     lab = np.zeros(problem.n, np.int64)
     fuse_tv_into(problem, lab, 300, 1.0, (0.5,), every=every, next_every=later)
     assert asked == want
+
+
+def test_the_proven_gap_bounds_the_true_gap_and_closes_at_the_optimum():
+    """``GridRelaxation.proven_gap``: never below the labels' true distance from the optimum
+    (as a fraction of their energy), and near 0 for the optimum once the steps converge."""
+    from solver.mrf.polish.tv import GridRelaxation, grid_terms
+
+    problem = random_problem((23, 31), k=2, seed=4)
+    best = solve_mrf(problem, "mincut").labels.ravel() - 1
+    e_best = problem.energy(best + 1)
+    poor = np.zeros(problem.n, np.int64)
+    relax = GridRelaxation(problem, poor, grid_terms(problem, 1.0))
+    for _ in range(4):
+        relax.run(25, 0.0)
+        for lab in (poor, best, 1 - best):
+            e = problem.energy(lab + 1)
+            assert relax.proven_gap(lab) >= (e - e_best) / max(1.0, abs(e)) - 1e-6
+    relax.run(4000, 0.0)
+    assert relax.proven_gap(best) == pytest.approx(0.0, abs=1e-5)
+    assert relax.proven_gap(poor) > 0.01
+
+
+def test_after_a_restart_the_gap_test_proves_the_new_labels():
+    """The gap test proves the labels it was last (re)started at: started at a poor labelling
+    the steps run until the relaxation stops moving; restarted at the optimum
+    (``restart_gap``, what a fusion that takes regions does) the gap test stops them sooner."""
+    from solver.mrf.polish.tv import GridRelaxation, grid_terms
+
+    problem = random_problem((23, 31), k=2, seed=4)
+    best = solve_mrf(problem, "mincut").labels.ravel() - 1
+    poor = np.zeros(problem.n, np.int64)
+    steps = []
+    for restart in (False, True):
+        relax = GridRelaxation(problem, poor, grid_terms(problem, 1.0), gap=1e-5)
+        if restart:
+            relax.restart_gap(best)
+        relax.run(4000, 0.0)
+        steps.append(relax.steps)
+    assert steps[1] < steps[0] < 4000
+
+
+def _recorded_rounds(monkeypatch, take=None):
+    """Each ``GridRelaxation.run`` call's steps asked and stop, in a list; ``take(n, real)``
+    (optional) replaces the ``n``-th fusion's result."""
+    from solver.mrf.polish import tv
+
+    rounds, run, fuse = [], tv.GridRelaxation.run, tv._fuse_levels
+
+    def recording(self, iterations, tol):
+        stopped = run(self, iterations, tol)
+        rounds.append((iterations, stopped))
+        return stopped
+
+    def fusing(*args):
+        return take(len(rounds), lambda: fuse(*args)) if take else fuse(*args)
+
+    monkeypatch.setattr(tv.GridRelaxation, "run", recording)
+    monkeypatch.setattr(tv, "_fuse_levels", fusing)
+    return rounds
+
+
+def test_a_fusion_that_takes_regions_restarts_the_gap_test(monkeypatch):
+    """In ``fuse_tv_into`` the labels after a fusion that took regions are what the next
+    round's gap test proves: from a poor start the rounds end inside a round, at the optimum,
+    not with a whole round more that takes nothing."""
+    problem = random_problem((23, 31), k=2, seed=4)
+    best = solve_mrf(problem, "mincut").labels.ravel() - 1
+    rounds = _recorded_rounds(monkeypatch)
+    lab = np.zeros(problem.n, np.int64)
+    fuse_tv_into(problem, lab, 4000, 1.0, (0.1, 0.3, 0.5, 0.7, 0.9), gap=1e-5, every=100)
+    assert problem.energy(lab + 1) == pytest.approx(problem.energy(best + 1), rel=1e-9)
+    assert len(rounds) >= 2 and rounds[-1][1]
+
+
+@pytest.mark.parametrize("proof", [None, 1e-3])
+def test_an_empty_fusion_ends_the_steps_only_once_the_labels_are_proved(monkeypatch, proof):
+    """With ``proof``, a round whose fusion takes nothing ends the steps only if the labels are
+    proved within ``proof`` of the optimum: here the first fusion is made to take nothing from
+    a poor start, and with the test the rounds go on (past ``iterations``, up to
+    ``proof_iterations``) to the optimum; without it they end at the poor start."""
+    problem = random_problem((23, 31), k=2, seed=4)
+    best = solve_mrf(problem, "mincut").labels.ravel() - 1
+    rounds = _recorded_rounds(monkeypatch, lambda n, real: 0 if n == 1 else real())
+    lab = np.zeros(problem.n, np.int64)
+    before = problem.energy(lab + 1)
+    fuse_tv_into(problem, lab, 25, 1.0, (0.1, 0.3, 0.5, 0.7, 0.9), gap=1e-5, every=25,
+                 proof=proof, proof_iterations=4000)
+    if proof is None:
+        assert len(rounds) == 1 and problem.energy(lab + 1) == before
+    else:
+        assert len(rounds) > 1
+        assert problem.energy(lab + 1) == pytest.approx(problem.energy(best + 1), rel=1e-9)

@@ -142,7 +142,9 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         mark()
         if (fuse_tv_into(problem, lab, tv_steps, options.tv_step, options.tv_thresholds,
                          workspace=ws, backend=backend, gap=options.tv_gap,
-                         every=options.tv_fuse_every, next_every=options.tv_fuse_next)
+                         every=options.tv_fuse_every, next_every=options.tv_fuse_next,
+                         proof=options.tv_proof,
+                         proof_iterations=int(tv_steps * options.tv_proof_scale))
                 if problem.k == 2 else
                 fuse_tv_expansions_into(problem, lab, tv_steps, options.tv_step,
                                         options.tv_thresholds, workspace=ws, backend=backend,

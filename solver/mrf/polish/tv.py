@@ -61,10 +61,10 @@ class GridRelaxation:
         self.p = np.zeros((4, self.s.size), np.float32)
         self.bar = self.s.copy()
         self.backend = backend
+        self.problem = problem
+        self.gap = None if gap is None else float(gap)
         self.start, self.gap_tol = np.inf, -np.inf
-        if gap is not None:
-            self.start = start_value(self.cost, self.offsets, self.u, self.s)
-            self.gap_tol = float(gap) * max(1.0, abs(problem.energy(np.asarray(lab) + 1)))
+        self.restart_gap(lab)
         self.steps = 0
 
     def run(self, iterations: int, tol: float) -> bool:
@@ -88,6 +88,38 @@ class GridRelaxation:
         log.debug("TV relaxation: %d steps (%d in all), %d of them sparse", done, self.steps,
                   sparse)
         return done < iterations
+
+    def proven_gap(self, lab: np.ndarray) -> float:
+        """How far ``lab`` is at most from the optimum, as a fraction of its energy's magnitude
+        (at least 1): its relaxed value less the dual objective of the steps so far
+        (:func:`solver.mrf.polish.tv_kernels.grid_dual_value`, a lower bound on the minimum).
+
+        Parameters
+        ----------
+        lab : numpy.ndarray
+            ``(n,)`` 0-based labels with the hard pixels' labels of the start.
+
+        Returns
+        -------
+        float
+        """
+        value = start_value(self.cost, self.offsets, self.u, lab)
+        bound = threaded(tv_kernels.grid_dual_value, self.offsets, self.u, self.free, self.s,
+                         self.p)
+        return (value - float(bound)) / max(1.0, abs(self.problem.energy(np.asarray(lab) + 1)))
+
+    def restart_gap(self, lab: np.ndarray) -> None:
+        """Let the gap test of later steps prove ``lab`` (the labels after a fusion) instead
+        of the start: a gap test on a start that a fusion has since improved can never pass.
+
+        Parameters
+        ----------
+        lab : numpy.ndarray
+            ``(n,)`` 0-based labels with the hard pixels' labels of the start.
+        """
+        if self.gap is not None:
+            self.start = start_value(self.cost, self.offsets, self.u, lab)
+            self.gap_tol = self.gap * max(1.0, abs(self.problem.energy(np.asarray(lab) + 1)))
 
 
 def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
@@ -199,7 +231,8 @@ def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarra
 def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
                  thresholds: tuple[float, ...], workspace: Workspace | None = None,
                  backend: Any = None, gap: float | None = None,
-                 every: int | None = None, next_every: int | None = None) -> int:
+                 every: int | None = None, next_every: int | None = None,
+                 proof: float | None = None, proof_iterations: int = 0) -> int:
     """Fuse the level sets of the TV relaxation (from ``lab``) into ``lab`` in place.
 
     Parameters
@@ -224,6 +257,13 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
         a fusion takes nothing; None: once, after the steps.
     next_every : int, optional
         With ``every``: the rounds after the first are this many steps (None: ``every``).
+    proof : float, optional
+        With ``every``, on a grid: neither a fusion that takes nothing nor ``iterations`` ends
+        the steps while the labels are not yet proved within this fraction of their energy of
+        the optimum (:meth:`GridRelaxation.proven_gap`); they go on, up to
+        ``proof_iterations`` steps in all. None: no such test.
+    proof_iterations : int
+        The most steps while the labels are not proved within ``proof``.
 
     Returns
     -------
@@ -239,14 +279,26 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
     relax = GridRelaxation(problem, lab, terms, backend, gap)
     block = iterations if every is None else max(int(every), 1)
     later = block if next_every is None else max(int(next_every), 1)
-    moved = 0
-    while relax.steps < iterations:
-        stopped = relax.run(min(later if relax.steps else block, iterations - relax.steps),
-                            1e-3)
+    proving = proof is not None and every is not None
+    most = max(iterations, int(proof_iterations)) if proving else iterations
+    moved, unproven = 0, None
+    while relax.steps < most:
+        stopped = relax.run(min(later if relax.steps else block, most - relax.steps), 1e-3)
         taken = _fuse_levels(problem, lab, relax.s, thresholds, workspace)
         moved += taken
-        if stopped or not taken:
+        if stopped or (not taken and not proving):
             break
+        if taken:
+            relax.restart_gap(lab)
+        if proving and (not taken or relax.steps >= iterations):
+            unproven = relax.proven_gap(lab)
+            if unproven <= proof:
+                break
+        elif relax.steps >= iterations:
+            break
+    if unproven is not None and unproven > proof:
+        log.debug("TV proposals: the labels are proved only within %.2g of the optimum",
+                  unproven)
     log.debug("TV proposals: %d steps, %d regions taken", relax.steps, moved)
     return moved
 
