@@ -85,3 +85,29 @@ def test_block_edges_are_straight_runs_on_cell_lines_the_yardstick_lacks():
     odd = ref.copy()
     odd[21:39, 9:41] = 2  # off the cell lines: row 21 and 39, columns 9 and 41
     assert real_inputs.block_edges(odd, ref, solved_whole=False) == 0
+
+
+def test_edge_losses_count_the_block_edges_whose_region_the_yardstick_labels_better():
+    """A block ADMM labels 2 along cell lines: a loss where the data prefer the yardstick's 1
+    there, none where they prefer ADMM's 2 (the yardstick is not the optimum for K > 2), none
+    off the cell lines or for an image solved whole."""
+    from solver.mrf import problem_from_unary
+
+    ref = np.ones((64, 64), np.int32)
+    admm = ref.copy()
+    admm[20:40, 8:40] = 2
+    image = np.full((64, 64, 3), 128, np.uint8)
+    for inside, want in ((+1.0, 1), (-1.0, 0)):  # the block's unary for label 2 over label 1
+        unary = np.zeros((64 * 64, 3))
+        unary[:, 1] = np.where(admm.ravel() == 2, inside, 1.0)
+        unary[:, 2] = 5.0
+        problem = problem_from_unary(image, unary, lam=0.1)
+        assert real_inputs.edge_losses(problem, admm, ref, solved_whole=False) == want
+        assert real_inputs.edge_losses(problem, admm, ref, solved_whole=True) == 0
+    odd = ref.copy()
+    odd[21:39, 9:41] = 2
+    unary = np.zeros((64 * 64, 3))
+    unary[:, 1] = 1.0
+    unary[:, 2] = 5.0
+    problem = problem_from_unary(image, unary, lam=0.1)
+    assert real_inputs.edge_losses(problem, odd, ref, solved_whole=False) == 0
