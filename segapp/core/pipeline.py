@@ -257,7 +257,8 @@ def run_segmentation(
     cancelled : callable, optional
         Polled while an isolated reference runs; when it returns True the reference is
         abandoned (its child ended) and the run ends without it (the solve's ``callback`` is
-        expected to stop the solve). A solve that raises abandons it too.
+        expected to stop the solve). A solve that raises abandons it too. ADMM's polish polls
+        it too (``solve_mrf``'s ``stop``), where no ``callback`` is called.
     solved : callable, optional
         Called with the solver's ``(H, W)`` labels and their energy when the solve is done and
         the run is about to wait for an isolated reference that is still solving, so that a
@@ -368,7 +369,7 @@ def run_segmentation(
                     state.reference_bound = ref_bound
                     return callback(state)
             admm = dict(seed=params.seed, x0=x0, callback=cb, polish=params.polish,
-                        **params.admm)
+                        stop=cancelled, **params.admm)
             try:
                 res = solve_mrf(problem, "admm", backend=backend, **admm)
             except gpu_errors() as exc:

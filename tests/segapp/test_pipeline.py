@@ -189,3 +189,25 @@ def test_area_bounds_on_a_colour_photo_count_pixels_not_channels():
     area = int((out.labels == 2).sum())
     assert 0.12 * 1600 <= area <= 0.14 * 1600
     assert (out.constraints[0].lo, out.constraints[0].hi) == (192, 224)
+
+
+def test_a_cancel_reaches_the_polish_where_no_callback_runs(monkeypatch):
+    """The run's ``cancelled`` flag is the solve's ``stop`` too: ADMM's polish polls it
+    (between its TV rounds), so a cancel pressed there ends the run as cancelled."""
+    seen = {}
+    real = pipeline.solve_mrf
+
+    def solve(problem, method="admm", **kw):
+        seen["stop"] = kw.get("stop")
+        return real(problem, method, **kw)
+
+    monkeypatch.setattr(pipeline, "solve_mrf", solve)
+    image, _, strokes = shapes_image(seed=2, k=2, size=200, noise=0.15)  # (coarse to fine)
+    flag = {"on": False}
+    out = run_segmentation(image, strokes, SegmentParams(k=2), reference=False,
+                           cancelled=lambda: flag["on"])
+    assert out.status != "cancelled" and seen["stop"]() is False
+    flag["on"] = True
+    out = run_segmentation(image, strokes, SegmentParams(k=2), reference=False,
+                           cancelled=lambda: flag["on"])
+    assert out.status == "cancelled" and out.labels.shape == (200, 200)

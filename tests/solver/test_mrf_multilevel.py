@@ -471,3 +471,37 @@ def test_a_stop_at_a_coarse_level_maps_its_labels_to_the_image_with_or_without_t
     np.testing.assert_array_equal(got.labels, want.labels)
     assert got.energy == want.energy and got.iterations == want.iterations == 5
     assert set(np.unique(want.labels)) == {1, 2}
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_a_stop_during_the_final_polish_ends_it_with_the_labels_polished_so_far(k, monkeypatch):
+    """``solve_mrf(stop=)``: a cancel pressed while the final polish runs (no iteration
+    callback there) ends the solve with status "cancelled" and labels no worse than ADMM's
+    own; a stop that never fires changes nothing. (Where the polish polls it:
+    tests/solver/test_tv_proposals.py.)"""
+    from solver.mrf.polish import tv
+
+    p, _ = _big_problem(k=k)
+    whole = solve_mrf(p, "admm", seed=0, stop=lambda: False)
+    plain = solve_mrf(p, "admm", seed=0)
+    assert whole.status == plain.status and np.array_equal(whole.labels, plain.labels)
+    final = {"on": False}
+    for name in ("fuse_tv_into", "fuse_tv_expansions_into"):
+        real = getattr(tv, name)
+
+        def wrapped(problem, *args, _real=real, **kwargs):
+            final["on"] = problem.n == p.n  # (the final level's polish)
+            return _real(problem, *args, **kwargs)
+
+        monkeypatch.setattr(f"solver.mrf.polish.pipeline.{name}", wrapped)
+    asked = []
+
+    def stop():
+        asked.append(final["on"])
+        return final["on"]
+
+    res = solve_mrf(p, "admm", seed=0, stop=stop)
+    assert res.status == "cancelled" and res.labels.shape == p.shape
+    assert res.energy == pytest.approx(p.energy(res.labels))
+    assert res.energy <= res.energy_admm + 1e-9 * abs(res.energy_admm)
+    assert asked[-1] and not asked[0]  # polled at coarser levels too, true only at the end

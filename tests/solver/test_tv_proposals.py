@@ -545,3 +545,23 @@ def test_an_empty_fusion_ends_the_steps_only_once_the_labels_are_proved(monkeypa
     else:
         assert len(rounds) > 1
         assert problem.energy(lab + 1) == pytest.approx(problem.energy(best + 1), rel=1e-9)
+
+
+def test_a_stop_ends_the_tv_rounds_and_the_expansion_sweep(monkeypatch):
+    """``stop``: polled after each K = 2 round's fusion and before each K > 2 label's move; True
+    ends them there (here every fusion is made to take a region, so only the stop ends them)."""
+    from solver.mrf.polish import tv
+    from solver.mrf.polish.tv import fuse_tv_expansions_into
+
+    problem = random_problem((23, 31), k=2, seed=4)
+    for stop, want in ((None, 4), (lambda: True, 1)):
+        rounds = _recorded_rounds(monkeypatch, lambda n, real: 1)
+        lab = np.zeros(problem.n, np.int64)
+        fuse_tv_into(problem, lab, 100, 1.0, (0.5,), every=25, stop=stop)
+        assert len(rounds) == want
+    moves = []
+    monkeypatch.setattr(tv, "_fuse_expansion", lambda p, lab, alpha, *a: moves.append(alpha) or 0)
+    calls = []
+    fuse_tv_expansions_into(random_problem((9, 11), k=4, seed=1), np.zeros(99, np.int64), 25,
+                            1.0, (0.5,), stop=lambda: calls.append(1) or len(calls) > 2)
+    assert moves == [0, 1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   snapshots: Sequence[Snapshot | np.ndarray] = (),
                   max_rounds: int | None = None, split: bool = True,
                   since: np.ndarray | None = None,
-                  options: PolishOptions = _DEFAULT, backend: Any = None) -> np.ndarray:
+                  options: PolishOptions = _DEFAULT, backend: Any = None,
+                  stop: Callable[[], bool] | None = None) -> np.ndarray:
     """ICM and pair moves (K > 2, or ``options.pair_moves_binary``), filled concavities and box
     completions, whole-region moves, region splits, then fusion with the level sets of ADMM's
     iterates carved by ICM (:func:`solver.mrf.polish.descents.fuse_descents`), with the TV
@@ -77,6 +78,9 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     backend : solver.backend.Backend, optional
         The solve's backend: on the GPU the TV relaxations' steps run there
         (:func:`solver.mrf.polish.tv.grid_steps`); None: the host.
+    stop : callable, optional
+        Polled between the TV relaxations' rounds (and labels) and after them; once it returns
+        True the polish ends with the labels it has (a cancel: never worse than the input).
 
     Returns
     -------
@@ -144,15 +148,18 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                          workspace=ws, backend=backend, gap=options.tv_gap,
                          every=options.tv_fuse_every, next_every=options.tv_fuse_next,
                          proof=options.tv_proof,
-                         proof_iterations=int(tv_steps * options.tv_proof_scale))
+                         proof_iterations=int(tv_steps * options.tv_proof_scale), stop=stop)
                 if problem.k == 2 else
                 fuse_tv_expansions_into(problem, lab, tv_steps, options.tv_step,
                                         options.tv_thresholds, workspace=ws, backend=backend,
-                                        gap=options.tv_expansion_gap)):
+                                        gap=options.tv_expansion_gap, stop=stop)):
             _icm_in_place(problem, lab, since=before)
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
                                        options=options)
+    if stop is not None and stop():
+        log.info("polish stopped after its TV relaxations")
+        return kernels.one_based(lab, problem.shape)
     if options.edge_snap and split and not tv_only:
         mark()
         if fuse_edge_snapped_into(problem, lab, workspace=ws):

@@ -16,6 +16,7 @@ docs/decisions.md, "TV proposals for two labels" and "TV-relaxed expansion moves
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -232,7 +233,8 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
                  thresholds: tuple[float, ...], workspace: Workspace | None = None,
                  backend: Any = None, gap: float | None = None,
                  every: int | None = None, next_every: int | None = None,
-                 proof: float | None = None, proof_iterations: int = 0) -> int:
+                 proof: float | None = None, proof_iterations: int = 0,
+                 stop: Callable[[], bool] | None = None) -> int:
     """Fuse the level sets of the TV relaxation (from ``lab``) into ``lab`` in place.
 
     Parameters
@@ -264,6 +266,8 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
         ``proof_iterations`` steps in all. None: no such test.
     proof_iterations : int
         The most steps while the labels are not proved within ``proof``.
+    stop : callable, optional
+        Polled after each round's fusion: True ends the steps (a cancel).
 
     Returns
     -------
@@ -286,7 +290,7 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
         stopped = relax.run(min(later if relax.steps else block, most - relax.steps), 1e-3)
         taken = _fuse_levels(problem, lab, relax.s, thresholds, workspace)
         moved += taken
-        if stopped or (not taken and not proving):
+        if stopped or (not taken and not proving) or (stop is not None and stop()):
             break
         if taken:
             relax.restart_gap(lab)
@@ -604,7 +608,8 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
 def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
                             thresholds: tuple[float, ...],
                             workspace: Workspace | None = None, backend: Any = None,
-                            gap: float | None = None) -> int:
+                            gap: float | None = None,
+                            stop: Callable[[], bool] | None = None) -> int:
     """:func:`fuse_tv_expansion_into` for each label in turn (one sweep of TV-relaxed
     α-expansion moves): the K > 2 counterpart of :func:`fuse_tv_into`.
 
@@ -619,6 +624,8 @@ def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: in
     gap : float, optional
         Each move's steps stop once it is proved to gain at most this fraction of the
         energy's magnitude (:func:`expansion_snapshot`); None: no such test.
+    stop : callable, optional
+        Polled before each label's move: True ends the sweep (a cancel).
 
     Returns
     -------
@@ -626,10 +633,13 @@ def fuse_tv_expansions_into(problem: MRFProblem, lab: np.ndarray, iterations: in
         Regions taken.
     """
     terms = grid_terms(problem, step)
-    return 0 if terms is None else sum(
-        _fuse_expansion(problem, lab, alpha, terms, iterations, thresholds, workspace, 1e-3,
-                        backend, gap)
-        for alpha in range(problem.k))
+    moved = 0
+    for alpha in range(problem.k if terms is not None else 0):
+        if stop is not None and stop():
+            break
+        moved += _fuse_expansion(problem, lab, alpha, terms, iterations, thresholds, workspace,
+                                 1e-3, backend, gap)
+    return moved
 
 
 def fuse_tv_expansions(problem: MRFProblem, labels: np.ndarray, iterations: int, step: float,

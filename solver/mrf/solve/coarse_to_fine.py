@@ -83,7 +83,8 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
                          seed: int | None = None, x0: np.ndarray | None = None,
                          callback: Callable[[Any], Any] | None = None,
                          polish: bool = True, options: SolveOptions = DEFAULT_OPTIONS,
-                         slow_coarsest: bool = True) -> MRFResult:
+                         slow_coarsest: bool = True,
+                         stop: Callable[[], bool] | None = None) -> MRFResult:
     """ℓ2-box ADMM from coarse to fine: whole problem at the coarsest level, then bands.
 
     The coarsest level (exact block restriction, at most ``options.coarse_to_fine.coarsest``
@@ -118,6 +119,11 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         The pyramid and band (``options.coarse_to_fine``), early fixing and the polish.
     slow_coarsest : bool
         Solve the coarsest level with :func:`slow_schedule`.
+    stop : callable, optional
+        Polled by each level's polish between its TV relaxations' rounds
+        (:func:`solver.mrf.polish.pipeline.polish_labels`), where ``callback`` is not called:
+        once it returns True the solve ends with the labels polished so far, status
+        ``"cancelled"``.
 
     Returns
     -------
@@ -202,8 +208,11 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             # outside the band ADMM's labels are the warm start, an ICM fixed point
             labels = pipeline.polish_labels(level, labels, snapshots,
                                             split=li == 0, since=up, options=options.polish,
-                                            backend=device)
+                                            backend=device, stop=stop)
             snapshots = None
+            if stop is not None and stop():  # (a cancel during the polish)
+                res = replace(res, status=CANCELLED)
+                break
             if c2f.warm_fusion and up is not None and level.constraints is None:
                 labels = _fuse_warm_start(level, labels, up, options.polish)
             revisit = unpolished != np.asarray(labels).ravel() if li > 0 else None

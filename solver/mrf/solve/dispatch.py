@@ -65,7 +65,8 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
               seed: int | None = None, x0: np.ndarray | None = None,
               callback: Callable[[MRFIterationState], bool | None] | None = None,
               polish: bool = True, coarse_to_fine: bool | None = None,
-              options: SolveOptions = DEFAULT_OPTIONS, **params: Any) -> MRFResult:
+              options: SolveOptions = DEFAULT_OPTIONS,
+              stop: Callable[[], bool] | None = None, **params: Any) -> MRFResult:
     """Minimise the MRF energy with ADMM or one of the yardsticks.
 
     Parameters
@@ -97,6 +98,11 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         in for the coarser answer (only a band round its boundaries is solved again).
     options : SolveOptions
         The switches of early fixing, coarse to fine and the polish (:mod:`solver.mrf.options`).
+    stop : callable, optional
+        ADMM coarse to fine: polled during the polish, where ``callback`` is not called (between
+        the rounds of its TV relaxations); True ends the solve with the labels polished so far
+        and status ``"cancelled"``. A cancel button passes the same flag its ``callback``
+        reads. The other methods and whole (small) problems do not poll it.
     **params
         :class:`solver.ADMMParams` fields. Without ``rho_growth`` and ``rho0``, a problem solved
         whole with at most ``whole_max`` pixels (and the coarsest level) uses the slower
@@ -128,7 +134,7 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         if coarse_to_fine:
             return solve_coarse_to_fine(problem, backend, admm_params, seed=seed, x0=x0,
                                         callback=callback, polish=polish, options=options,
-                                        slow_coarsest=slow)
+                                        slow_coarsest=slow, stop=stop)
         if slow and problem.n <= whole_max:
             admm_params = slow_schedule(admm_params, problem.k, options.coarse_to_fine)
         return MRFADMM(problem, backend, admm_params, options=options).run(
