@@ -565,3 +565,25 @@ def test_a_stop_ends_the_tv_rounds_and_the_expansion_sweep(monkeypatch):
     fuse_tv_expansions_into(random_problem((9, 11), k=4, seed=1), np.zeros(99, np.int64), 25,
                             1.0, (0.5,), stop=lambda: calls.append(1) or len(calls) > 2)
     assert moves == [0, 1]
+
+
+def test_with_the_proof_the_rounds_still_end_at_iterations_once_proved(monkeypatch):
+    """A round never runs past ``iterations`` while that count is not reached (its check
+    comes there), with the proof as without it; proved, the steps end there."""
+    from solver.mrf.polish import tv
+
+    problem = random_problem((23, 31), k=2, seed=6)
+    asked = []
+
+    def run(self, iterations, tol):  # (every step runs, no stopping test)
+        asked.append(iterations)
+        self.steps += iterations
+        return False
+
+    monkeypatch.setattr(tv.GridRelaxation, "run", run)
+    monkeypatch.setattr(tv, "_fuse_levels", lambda *a: 1)  # every round takes a region
+    for proof in (None, 1e9):
+        asked.clear()
+        fuse_tv_into(problem, np.zeros(problem.n, np.int64), 300, 1.0, (0.5,), every=200,
+                     proof=proof, proof_iterations=1200)
+        assert asked == [200, 100], proof

@@ -287,13 +287,15 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
     most = max(iterations, int(proof_iterations)) if proving else iterations
     moved, unproven = 0, None
     while relax.steps < most:
-        stopped = relax.run(min(later if relax.steps else block, most - relax.steps), 1e-3)
+        end = iterations if relax.steps < iterations else most  # (a check at ``iterations``)
+        stopped = relax.run(min(later if relax.steps else block, end - relax.steps), 1e-3)
         taken = _fuse_levels(problem, lab, relax.s, thresholds, workspace)
         moved += taken
         if stopped or (not taken and not proving) or (stop is not None and stop()):
             break
         if taken:
             relax.restart_gap(lab)
+            unproven = None
         if proving and (not taken or relax.steps >= iterations):
             unproven = relax.proven_gap(lab)
             if unproven <= proof:
