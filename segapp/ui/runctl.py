@@ -104,6 +104,7 @@ class RunMixin:
         self._run_params = self._outcome_params = None  # the same for their SegmentParams
         self._phase = ""
         self._last_iteration = 0
+        self._polishing = False  # the iterations paused: taken for the polish (see below)
         self._first_record_t: float | None = None
         self._polish_timer = QTimer(self)
         self._polish_timer.setSingleShot(True)
@@ -180,6 +181,7 @@ class RunMixin:
 
     def _on_iterations_paused(self) -> None:
         if self.running and self._phase == "solve" and self.records_received:
+            self._polishing = True
             self.iter_label.setText(f"polish (after ADMM iteration {self._last_iteration})…")
 
     def _end_of_run(self) -> None:
@@ -269,6 +271,7 @@ class RunMixin:
         self.notice_label.hide()
         self._phase = ""
         self._last_iteration = 0
+        self._polishing = False
         self._first_record_t = None
         self.iter_label.setText("starting…")
         self._t0 = time.monotonic()
@@ -310,6 +313,8 @@ class RunMixin:
         if self._first_record_t is None:
             self._first_record_t = now - 1e-3
         self._phase = "solve"
+        if not self._cancelled:  # (a cancelled run still sends its last, batched records)
+            self._polishing = False
         self._last_iteration = int(last.iteration)
         self.iter_label.setText(f"ADMM iteration {last.iteration}"
                                 + (f" (limit {m})" if m else "")
@@ -362,7 +367,10 @@ class RunMixin:
         if outcome.reference_labels is not None:
             _, disagree = disagreement_rgba(outcome.labels, outcome.reference_labels)
         if self._cancelled and outcome.status == "cancelled":
-            status = f"cancelled at iteration {outcome.iterations}"
+            # (the polish polls the cancel too: a cancel while the iterations had paused for it
+            # stopped the run there)
+            status = (f"cancelled in the polish, after iteration {outcome.iterations}"
+                      if self._polishing else f"cancelled at iteration {outcome.iterations}")
         else:  # (a cancel while the run waited for the reference skipped only the reference)
             status = STATUS_TEXT.get(outcome.status, outcome.status)
             if self._cancelled and outcome.reference_energy is None:

@@ -1,6 +1,8 @@
 """Qt tests of the main window (offscreen): drawing, undo, runs, cancel, sessions, errors."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -404,3 +406,35 @@ def test_undo_is_enabled_by_the_first_painted_stroke(win, qtbot):
     assert not win.doc.strokes.any() and win.act_redo.isEnabled()
     win.act_redo.trigger()
     assert win.doc.strokes.any() and win.act_undo.isEnabled() and not win.act_redo.isEnabled()
+
+
+def test_a_cancel_during_the_polish_ends_it_and_says_so(win, qtbot, monkeypatch):
+    """Esc while the iterations have paused for the polish: the polish (which polls the
+    cancel between its rounds) ends, and the results say where the run was cancelled."""
+    import segapp.ui.runctl as runctl
+    import solver.mrf.polish.pipeline as polish_pipeline
+    from solver.mrf.solve import coarse_to_fine
+
+    monkeypatch.setattr(runctl, "POLISH_PAUSE_S", 0.05)
+    real = polish_pipeline.polish_labels
+
+    def slow(problem, labels, *args, stop=None, **kwargs):  # a polish that waits for the stop
+        t0 = time.monotonic()
+        while stop is not None and not stop() and time.monotonic() - t0 < 30:
+            time.sleep(0.01)
+        return real(problem, labels, *args, stop=stop, **kwargs)
+
+    monkeypatch.setattr(coarse_to_fine.pipeline, "polish_labels", slow)
+    _, s = load(win, qtbot, h=200, w=200)  # (coarse to fine: the polish polls the cancel)
+    win.params_panel.reference.setChecked(False)
+    with qtbot.waitSignal(win.solver.records, timeout=60000):
+        win.start_run()
+    qtbot.waitUntil(lambda: "polish" in win.iter_label.text(), timeout=30000)
+    t0 = time.monotonic()
+    with qtbot.waitSignal(win.solver.finished, timeout=20000):
+        win.act_cancel.trigger()
+    assert time.monotonic() - t0 < 10  # (not the fake polish's 30 s)
+    assert win.outcome.status == "cancelled"
+    assert win.results_panel.fields["status"].text() == \
+        f"cancelled in the polish, after iteration {win.outcome.iterations}"
+    assert np.array_equal(win.doc.strokes, s)
