@@ -42,9 +42,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
+
+if TYPE_CHECKING:
+    from solver.mrf import MRFProblem
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # (run as a script from anywhere)
@@ -424,7 +428,7 @@ def _run_pixels(mask: np.ndarray, length: int) -> np.ndarray:
     return out
 
 
-def edge_losses(problem, labels: np.ndarray, reference: np.ndarray, solved_whole: bool,
+def edge_losses(problem: MRFProblem, labels: np.ndarray, reference: np.ndarray, solved_whole: bool,
                 rel: float = 1e-7) -> int:
     """The block edges that are ADMM's loss: regions where ``labels`` and ``reference`` differ
     (8-connected) that touch a run :func:`block_edges` counts and where giving the region the
