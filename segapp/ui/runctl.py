@@ -369,8 +369,9 @@ class RunMixin:
         if self._cancelled and outcome.status == "cancelled":
             # (the polish polls the cancel too: a cancel while the iterations had paused for it
             # stopped the run there)
-            status = (f"cancelled in the polish, after iteration {outcome.iterations}"
-                      if self._polishing else f"cancelled at iteration {outcome.iterations}")
+            # (the iterations row says how many ran; a longer line would widen the panel)
+            status = ("cancelled in the polish" if self._polishing
+                      else f"cancelled at iteration {outcome.iterations}")
         else:  # (a cancel while the run waited for the reference skipped only the reference)
             status = STATUS_TEXT.get(outcome.status, outcome.status)
             if self._cancelled and outcome.reference_energy is None:
