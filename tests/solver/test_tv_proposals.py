@@ -429,6 +429,23 @@ def test_rounds_of_fusion_stop_once_one_takes_nothing_and_reach_the_optimum():
     assert relax.run(2000, 0.0) and relax.steps < 2000
 
 
+def _rounds_asked(monkeypatch):
+    """The steps each ``GridRelaxation.run`` call is asked for, in a list: every step runs (no
+    stopping test) and every round's fusion takes a region."""
+    from solver.mrf.polish import tv
+
+    asked = []
+
+    def run(self, iterations, tol):
+        asked.append(iterations)
+        self.steps += iterations
+        return False
+
+    monkeypatch.setattr(tv.GridRelaxation, "run", run)
+    monkeypatch.setattr(tv, "_fuse_levels", lambda *a: 1)
+    return asked
+
+
 @pytest.mark.parametrize("every, later, want", [
     (100, 50, [100, 50, 50, 50, 50]),
     (100, None, [100, 100, 100]),
@@ -438,18 +455,8 @@ def test_the_first_round_has_every_steps_and_the_later_ones_next_every(monkeypat
                                                                        later, want):
     """``fuse_tv_into(..., every, next_every)``: the first round runs ``every`` steps and each
     later one ``next_every`` (``every`` when None), up to the most steps."""
-    from solver.mrf.polish import tv
-
     problem = random_problem((23, 31), k=2, seed=6)
-    asked = []
-
-    def run(self, iterations, tol):  # (every step runs, no stopping test)
-        asked.append(iterations)
-        self.steps += iterations
-        return False
-
-    monkeypatch.setattr(tv.GridRelaxation, "run", run)
-    monkeypatch.setattr(tv, "_fuse_levels", lambda *a: 1)  # every round takes a region
+    asked = _rounds_asked(monkeypatch)
     lab = np.zeros(problem.n, np.int64)
     fuse_tv_into(problem, lab, 300, 1.0, (0.5,), every=every, next_every=later)
     assert asked == want
@@ -570,18 +577,8 @@ def test_a_stop_ends_the_tv_rounds_and_the_expansion_sweep(monkeypatch):
 def test_with_the_proof_the_rounds_still_end_at_iterations_once_proved(monkeypatch):
     """A round never runs past ``iterations`` while that count is not reached (its check
     comes there), with the proof as without it; proved, the steps end there."""
-    from solver.mrf.polish import tv
-
     problem = random_problem((23, 31), k=2, seed=6)
-    asked = []
-
-    def run(self, iterations, tol):  # (every step runs, no stopping test)
-        asked.append(iterations)
-        self.steps += iterations
-        return False
-
-    monkeypatch.setattr(tv.GridRelaxation, "run", run)
-    monkeypatch.setattr(tv, "_fuse_levels", lambda *a: 1)  # every round takes a region
+    asked = _rounds_asked(monkeypatch)
     for proof in (None, 1e9):
         asked.clear()
         fuse_tv_into(problem, np.zeros(problem.n, np.int64), 300, 1.0, (0.5,), every=200,
