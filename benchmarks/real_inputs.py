@@ -416,6 +416,19 @@ def _runs_longer(mask: np.ndarray, length: int) -> int:
     return int(np.count_nonzero(ends[1] - starts[1] > length))
 
 
+def _line_changes(labels: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where ``labels`` change across a pyramid cell line (every :data:`BLOCK_CELL`-th row or
+    column boundary) and ``reference`` does not: for the rows, then for the columns as rows of
+    the transposed image; entry ``[j, x]`` is the boundary between line ``c (j + 1) - 1`` and
+    ``c (j + 1)`` at position ``x`` (``c`` = :data:`BLOCK_CELL`)."""
+    c = BLOCK_CELL
+    out = []
+    for a, m in ((labels, reference), (labels.T, reference.T)):
+        n = a[c::c].shape[0]
+        out.append((a[c::c] != a[c - 1:-1:c][:n]) & (m[c::c] == m[c - 1:-1:c][:n]))
+    return out[0], out[1]
+
+
 def _run_pixels(mask: np.ndarray, length: int) -> np.ndarray:
     """``mask`` (2-D bool) with only its runs along the rows longer than ``length`` kept."""
     out = np.zeros_like(mask)
@@ -460,11 +473,8 @@ def edge_losses(problem: MRFProblem, labels: np.ndarray, reference: np.ndarray, 
     a, m = np.asarray(labels), np.asarray(reference)
     near = np.zeros(a.shape, bool)
     c = BLOCK_CELL
-    for flip in (False, True):
-        aa, mm, nn = (a.T, m.T, near.T) if flip else (a, m, near)
-        across = (aa[c::c] != aa[c - 1:-1:c][: aa[c::c].shape[0]]) & (
-            mm[c::c] == mm[c - 1:-1:c][: mm[c::c].shape[0]])
-        runs = _run_pixels(across, BLOCK_RUN)
+    for nn, lines in zip((near, near.T), _line_changes(a, m)):
+        runs = _run_pixels(lines, BLOCK_RUN)
         nn[c::c][runs] = True        # the pixel after the line
         nn[c - 1:-1:c][: runs.shape[0]][runs] = True  # and the one before it
     differ, _ = ndi.label(a != m, structure=np.ones((3, 3), bool))
@@ -499,13 +509,8 @@ def block_edges(labels: np.ndarray, reference: np.ndarray, solved_whole: bool) -
     """
     if solved_whole:
         return 0
-    a, m = np.asarray(labels), np.asarray(reference)
-    rows = slice(BLOCK_CELL, None, BLOCK_CELL)  # the boundary between row y - 1 and row y
-    across = (a[rows] != a[BLOCK_CELL - 1:-1:BLOCK_CELL][: a[rows].shape[0]]) & (
-        m[rows] == m[BLOCK_CELL - 1:-1:BLOCK_CELL][: m[rows].shape[0]])
-    down = (a[:, rows] != a[:, BLOCK_CELL - 1:-1:BLOCK_CELL][:, : a[:, rows].shape[1]]) & (
-        m[:, rows] == m[:, BLOCK_CELL - 1:-1:BLOCK_CELL][:, : m[:, rows].shape[1]])
-    return _runs_longer(across, BLOCK_RUN) + _runs_longer(down.T, BLOCK_RUN)
+    return sum(_runs_longer(lines, BLOCK_RUN)
+               for lines in _line_changes(np.asarray(labels), np.asarray(reference)))
 
 
 def run_case(case: Case, seed: int, native: dict[str, np.ndarray] | None = None,
