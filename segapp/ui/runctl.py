@@ -368,8 +368,7 @@ class RunMixin:
             _, disagree = disagreement_rgba(outcome.labels, outcome.reference_labels)
         if self._cancelled and outcome.status == "cancelled":
             # (the polish polls the cancel too: a cancel while the iterations had paused for it
-            # stopped the run there)
-            # (the iterations row says how many ran; a longer line would widen the panel)
+            # stopped the run there; the iterations row says how many ran)
             status = ("cancelled in the polish" if self._polishing
                       else f"cancelled at iteration {outcome.iterations}")
         else:  # (a cancel while the run waited for the reference skipped only the reference)
