@@ -107,6 +107,21 @@ class PolishOptions:
         Its steps stop once the polished labels are proved within this fraction of their
         energy's magnitude of the optimum (the relaxation's duality gap, checked every 25
         steps); 0: never.
+    local_iterations : int
+        Final polish of a labelling that came through a pyramid (K > 2, or K = 2 with
+        ``local_binary``): most steps of the TV-relaxed α-expansion moves re-solved in a window
+        around each straight label run along a pyramid cell line
+        (:func:`solver.mrf.polish.local.fuse_local_expansions_into`); 0 turns them off.
+    local_margin, local_run : int
+        Free pixels around such a run, and the shortest run (exclusive) that counts.
+    local_gap : float or None
+        A window's steps stop once its move is proved to gain at most this fraction of the
+        energy's magnitude; None: they run ``local_iterations``.
+    local_rounds : int
+        Most rounds of them: a round that took regions is followed by one around the new
+        labels' runs outside the zones already re-solved, with twice the margin.
+    local_binary : bool
+        Re-solve such windows for K = 2 as well.
     tv_step : float
         Their primal step scale, relative to the largest pairwise weight ``2 lam``.
     tv_thresholds : tuple of float
@@ -164,6 +179,12 @@ class PolishOptions:
     tv_constrained_expansion_iterations: int = 100
     tv_layered_iterations: int = 200
     tv_layered_gap: float = 1e-5
+    local_iterations: int = 1600
+    local_margin: int = 16
+    local_run: int = 16
+    local_gap: float | None = 1e-8
+    local_rounds: int = 3
+    local_binary: bool = False
     tv_step: float = 1.0
     tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
     tv_max_pixels: int | None = 4_000_000

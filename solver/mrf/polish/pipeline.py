@@ -28,6 +28,7 @@ from solver.mrf.polish.fusion import (
     fuse_level_sets_into,
 )
 from solver.mrf.polish.icm import _icm_in_place, _pair_moves_in_place
+from solver.mrf.polish.local import fuse_local_expansions_into
 from solver.mrf.polish.regions import _settle_in_place, _split_moves_in_place
 from solver.mrf.polish.tv import fuse_tv_expansions_into, fuse_tv_into
 from solver.mrf.polish.watershed import fuse_edge_snapped_into
@@ -42,7 +43,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   max_rounds: int | None = None, split: bool = True,
                   since: np.ndarray | None = None,
                   options: PolishOptions = _DEFAULT, backend: Any = None,
-                  stop: Callable[[], bool] | None = None) -> np.ndarray:
+                  stop: Callable[[], bool] | None = None,
+                  cells: int | None = None) -> np.ndarray:
     """ICM and pair moves (K > 2, or ``options.pair_moves_binary``), filled concavities and box
     completions, whole-region moves, region splits, then fusion with the level sets of ADMM's
     iterates carved by ICM (:func:`solver.mrf.polish.descents.fuse_descents`), with the TV
@@ -81,6 +83,11 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     stop : callable, optional
         Polled between the TV relaxations' rounds (and labels) and after them; once it returns
         True the polish ends with the labels it has (a cancel: never worse than the input).
+    cells : int, optional
+        The labels came through a pyramid whose finest cells have this side: a final polish
+        re-solves windows around straight label runs along its cell lines
+        (:func:`solver.mrf.polish.local.fuse_local_expansions_into`, if
+        ``options.local_iterations``). None: a problem solved whole.
 
     Returns
     -------
@@ -153,6 +160,19 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                 fuse_tv_expansions_into(problem, lab, tv_steps, options.tv_step,
                                         options.tv_thresholds, workspace=ws, backend=backend,
                                         gap=options.tv_expansion_gap, stop=stop)):
+            _icm_in_place(problem, lab, since=before)
+            settled = _settle_in_place(problem, lab, icm_optimal=True,
+                                       since=before if settled else None, workspace=ws,
+                                       options=options)
+    if (cells is not None and split and options.local_iterations > 0
+            and (problem.k > 2 or options.local_binary)
+            and not (stop is not None and stop())):
+        mark()
+        if fuse_local_expansions_into(problem, lab, cells, options.local_iterations,
+                                      options.tv_step, options.tv_thresholds,
+                                      margin=options.local_margin, length=options.local_run,
+                                      gap=options.local_gap, rounds=options.local_rounds,
+                                      workspace=ws, stop=stop):
             _icm_in_place(problem, lab, since=before)
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,

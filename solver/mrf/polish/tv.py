@@ -536,6 +536,33 @@ def _fuse_expansion(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: tup
                                 workspace=workspace)
 
 
+def may_move(u: np.ndarray, move_cost: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The pixels of a two-label move (:func:`expansion_terms`) that may take the new label in
+    a minimiser: a pixel whose switching cost ``u`` is at least every edge cost it could save
+    stays put in some minimiser (its subgradient is never negative), so it needs no steps.
+
+    Parameters
+    ----------
+    u, move_cost : numpy.ndarray
+        The move's ``(n,)`` unary term and ``(4, n)`` forward-edge costs.
+    offsets : numpy.ndarray
+        ``(8,)`` grid offsets.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)`` bool.
+    """
+    n = u.size
+    reach = move_cost.sum(axis=0)
+    for q in range(4):
+        o = int(offsets[4 + q])
+        if o >= n:  # (a single row: no edge that far)
+            continue
+        reach[o:] += move_cost[q, :n - o]
+    return u < reach
+
+
 def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: tuple,
                        iterations: int, least: float, tol: float = 1e-3,
                        apart: np.ndarray | None = None, backend: Any = None,
@@ -574,18 +601,8 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
     Snapshot or None
     """
     cost, offsets, tau, gamma = terms
-    n = problem.n
     u, move_cost = expansion_terms(problem, lab, alpha, cost, offsets, apart)
-    free = problem.movable & (lab != alpha)
-    # a pixel whose switching cost is at least every edge cost it could save stays put in
-    # some minimiser (its subgradient is never negative): fixed, so it needs no steps
-    reach = move_cost.sum(axis=0)
-    for q in range(4):
-        o = int(offsets[4 + q])
-        if o >= n:  # (a single row: no edge that far)
-            continue
-        reach[o:] += move_cost[q, :n - o]
-    free &= u < reach
+    free = problem.movable & (lab != alpha) & may_move(u, move_cost, offsets)
     y = (lab == alpha).astype(np.float32)
     start, gap_tol = np.inf, -np.inf
     if gap is not None:
@@ -599,9 +616,35 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
               alpha + 1, steps, sparse, int(free.sum()), pixels.size)
     if pixels.size == 0:
         return None
-    weights = np.zeros((pixels.size, problem.k), dtype=np.float32)
-    weights[np.arange(pixels.size), lab[pixels]] = 1.0 - y[pixels]
-    weights[:, alpha] += y[pixels]
+    return move_snapshot(lab, alpha, pixels, y[pixels], problem.k)
+
+
+def move_snapshot(lab: np.ndarray, alpha: int, pixels: np.ndarray, y: np.ndarray,
+                  k: int) -> Snapshot:
+    """A relaxed α-expansion move as label weights: ``y`` on ``alpha`` and ``1 - y`` on each
+    pixel's own label at ``pixels``, every other pixel fixed at its label.
+
+    Parameters
+    ----------
+    lab : numpy.ndarray
+        ``(n,)`` 0-based labels.
+    alpha : int
+        0-based label the move expands.
+    pixels : numpy.ndarray
+        ``(m,)`` pixel indices proposed.
+    y : numpy.ndarray
+        ``(m,)`` their relaxed move values.
+    k : int
+        Labels.
+
+    Returns
+    -------
+    Snapshot
+    """
+    pixels = np.asarray(pixels, np.int64)
+    weights = np.zeros((pixels.size, k), dtype=np.float32)
+    weights[np.arange(pixels.size), lab[pixels]] = 1.0 - y
+    weights[:, alpha] += y
     fixed = (lab + 1).astype(np.int8)
     fixed[pixels] = 0
     return Snapshot(pixels, weights, fixed)

@@ -208,7 +208,8 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
             # outside the band ADMM's labels are the warm start, an ICM fixed point
             labels = pipeline.polish_labels(level, labels, snapshots,
                                             split=li == 0, since=up, options=options.polish,
-                                            backend=device, stop=stop)
+                                            backend=device, stop=stop,
+                                            cells=2 if li == 0 and len(levels) > 1 else None)
             snapshots = None
             if stop is not None and stop():  # (a cancel during the polish)
                 res = replace(res, status=CANCELLED)
