@@ -10,6 +10,7 @@ import pytest
 from solver.mrf import MRFProblem, SolveOptions, problem_from_unary
 from solver.mrf.polish import local
 from solver.mrf.polish.local import cell_line_runs, fuse_local_expansions_into, run_regions
+from solver.mrf.polish.stencil import grid_view
 from solver.mrf.polish.tv import expansion_terms, grid_steps, grid_terms, may_move
 from tests.solver._mrf_helpers import random_problem
 
@@ -83,8 +84,8 @@ def test_a_window_relaxation_is_the_image_relaxation_with_the_outside_kept(box):
     inside = np.zeros(problem.shape, bool)
     inside[y0 + (y0 > 0):y1 - (y1 < 30), x0 + (x0 > 0):x1 - (x1 < 37)] = True
     inside[y0 + 5, x0 + 3:x0 + 9] = False  # (a hole: the region need not fill its box)
-    win = local._Window(box, inside[y0:y1, x0:x1], problem.shape, cost, tau,
-                        np.ones(problem.n, bool))
+    win = local._Window(box, inside[y0:y1, x0:x1], grid_view(problem), 2.0 * problem.lam,
+                        gamma, np.ones(problem.n, bool))
     alpha, steps, sigma = 2, 150, np.float32(0.5 / gamma)
 
     u, move_cost = expansion_terms(problem, lab, alpha, cost, offsets)
@@ -100,6 +101,7 @@ def test_a_window_relaxation_is_the_image_relaxation_with_the_outside_kept(box):
     y_win = (sub == alpha).astype(np.float32)
     grid_steps(None, cost_w, win.offsets, u_w, free_w, win.tau, y_win, sigma, steps, 0.0)
     assert np.abs(y_win - y_full[win.pixels]).max() < 1e-5
+    assert np.allclose(win.tau, tau[win.pixels])  # (the image's steps, its edge counts)
     assert np.abs(y_full - (lab == alpha)).max() > 0.1  # (the steps moved something)
 
 
@@ -207,3 +209,44 @@ def test_a_round_that_takes_regions_is_followed_by_one_around_the_new_runs(monke
     assert fuse_local_expansions_into(problem, lab.ravel().copy(), 2, 100, 1.0, THRESHOLDS,
                                       margin=4, rounds=1) == 1
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("box", [(0, 30, 0, 37), (3, 17, 5, 22), (10, 30, 0, 12)])
+def test_box_costs_are_the_image_costs_without_the_edges_that_leave_the_box(box):
+    from solver.mrf.polish.stencil import box_forward_costs, forward_costs  # noqa: PLC0415
+
+    problem = random_problem((30, 37), k=2, seed=8)
+    gw, geom = grid_view(problem)
+    full, deg = forward_costs(gw, geom, 2.0 * problem.lam)
+    y0, y1, x0, x1 = box
+    cost, box_deg = box_forward_costs(gw, geom, 2.0 * problem.lam, y0, y1, x0, x1)
+    want = full.reshape(4, 30, 37)[:, y0:y1, x0:x1].copy()
+    want[0, :, -1] = want[1, :, 0] = want[1, -1, :] = 0.0  # east; south-west
+    want[2, -1, :] = want[3, :, -1] = want[3, -1, :] = 0.0  # south; south-east
+    assert np.array_equal(cost, want.reshape(4, -1))
+    assert np.array_equal(box_deg, deg.reshape(30, 37)[y0:y1, x0:x1].ravel())
+
+
+@pytest.mark.parametrize("k, tv_cap, binary, runs", [
+    (3, None, False, True),   # K > 2: always
+    (2, None, True, False),   # K = 2 where the TV proposals run: never
+    (2, 100, True, True),     # K = 2 above the proposals' cap, with local_binary
+    (2, 100, False, False),
+])
+def test_the_final_polish_runs_them_after_a_pyramid_where_they_are_asked_for(
+        monkeypatch, k, tv_cap, binary, runs):
+    from solver.mrf.polish import pipeline  # noqa: PLC0415
+
+    calls = []
+    monkeypatch.setattr(pipeline, "fuse_local_expansions_into",
+                        lambda *a, **kw: calls.append(a[2]) or 0)
+    problem = random_problem((24, 26), k=k, seed=9)
+    options = replace(SolveOptions().polish, tv_max_pixels=tv_cap, local_binary=binary,
+                      tv_iterations=50, tv_expansion_iterations=50)
+    labels = np.argmin(problem.unary, axis=1) + 1
+    pipeline.polish_labels(problem, labels, options=options, cells=2)
+    assert calls == ([2] if runs else [])
+    calls.clear()
+    pipeline.polish_labels(problem, labels, options=options)  # (solved whole: no cells)
+    pipeline.polish_labels(problem, labels, options=options, cells=2, split=False)
+    assert calls == []

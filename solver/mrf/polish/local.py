@@ -28,9 +28,9 @@ import scipy.ndimage as ndi
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish.fusion import Workspace, fuse_level_sets_into
 from solver.mrf.polish.morphology import square_morphology
-from solver.mrf.polish.stencil import grid_geometry
-from solver.mrf.polish.tv import (expansion_terms, grid_steps, grid_terms, may_move,
-                                  move_snapshot, start_value)
+from solver.mrf.polish.stencil import WIDTH, box_forward_costs, grid_geometry, grid_view
+from solver.mrf.polish.tv import (expansion_terms, grid_steps, may_move, move_snapshot,
+                                  start_value)
 
 log = logging.getLogger(__name__)
 
@@ -104,26 +104,19 @@ def run_regions(runs: np.ndarray, margin: int) -> list[tuple[Box, np.ndarray]]:
 
 class _Window:
     """One region's crop of the grid kernel's terms: its box's pixels (flat indices into the
-    image), forward-edge costs with the edges that leave the box removed, offsets, primal steps,
-    and which of its pixels may move (the region's, where the problem lets them)."""
+    image), forward-edge costs with the edges that leave the box removed, offsets, primal steps
+    (the image's: a pixel's edge count is the image's), and which of its pixels may move (the
+    region's, where the problem lets them)."""
 
-    def __init__(self, box: Box, region: np.ndarray, shape: tuple[int, int], cost: np.ndarray,
-                 tau: np.ndarray, movable: np.ndarray) -> None:
-        height, width = shape
+    def __init__(self, box: Box, region: np.ndarray, view: tuple, two_lam: float,
+                 gamma: float, movable: np.ndarray) -> None:
+        gw, geom = view
+        width = int(geom[WIDTH])
         y0, y1, x0, x1 = box
-        h, w = y1 - y0, x1 - x0
         self.pixels = (np.arange(y0, y1)[:, None] * width + np.arange(x0, x1)[None, :]).ravel()
-        c = cost.reshape(4, height, width)[:, y0:y1, x0:x1].copy()
-        # forward edges east, south-west, south, south-east: drop those leaving the box
-        c[0, :, -1] = 0.0
-        c[1, :, 0] = 0.0
-        c[1, -1, :] = 0.0
-        c[2, -1, :] = 0.0
-        c[3, :, -1] = 0.0
-        c[3, -1, :] = 0.0
-        self.cost = c.reshape(4, -1)
-        self.offsets = grid_geometry(h, w)[:8].copy()
-        self.tau = np.ascontiguousarray(tau[self.pixels])
+        self.cost, deg = box_forward_costs(gw, geom, two_lam, y0, y1, x0, x1)
+        self.offsets = grid_geometry(y1 - y0, x1 - x0)[:8].copy()
+        self.tau = (gamma / np.maximum(deg, 1)).astype(np.float32)
         self.movable = np.asarray(region, bool).ravel() & movable[self.pixels]
 
 
@@ -156,13 +149,14 @@ def _window_move(problem: MRFProblem, lab: np.ndarray, alpha: int, win: _Window,
 
 
 def _resolve(problem: MRFProblem, lab: np.ndarray, regions: list[tuple[Box, np.ndarray]],
-             iterations: int, thresholds: tuple[float, ...], gap: float | None, terms: tuple,
-             workspace: Workspace | None, stop: Callable[[], bool] | None) -> int:
+             iterations: int, step: float, thresholds: tuple[float, ...], gap: float | None,
+             view: tuple, workspace: Workspace | None,
+             stop: Callable[[], bool] | None) -> int:
     """One round of :func:`fuse_local_expansions_into` on the given regions."""
-    shape = tuple(int(s) for s in problem.shape)
-    cost, _, tau, gamma = terms
+    two_lam = 2.0 * float(problem.lam)
+    gamma = step / max(two_lam, 1e-300)  # (the steps of solver.mrf.polish.tv.grid_terms)
     movable = np.asarray(problem.movable).ravel()
-    windows = [_Window(b, r, shape, cost, tau, movable) for b, r in regions]
+    windows = [_Window(b, r, view, two_lam, gamma, movable) for b, r in regions]
     sigma = np.float32(0.5 / gamma)
     gap_tol = -np.inf if gap is None else float(gap) * max(1.0, abs(problem.energy(lab + 1)))
     least = min(thresholds)
@@ -184,7 +178,7 @@ def _resolve(problem: MRFProblem, lab: np.ndarray, regions: list[tuple[Box, np.n
 def fuse_local_expansions_into(problem: MRFProblem, lab: np.ndarray, cell: int,
                                iterations: int, step: float, thresholds: tuple[float, ...],
                                margin: int = 16, length: int = 16, gap: float | None = None,
-                               rounds: int = 1, terms: tuple | None = None,
+                               rounds: int = 1,
                                workspace: Workspace | None = None,
                                stop: Callable[[], bool] | None = None) -> int:
     """Re-solve the windows around ``lab``'s straight runs on pyramid cell lines by TV-relaxed
@@ -201,7 +195,8 @@ def fuse_local_expansions_into(problem: MRFProblem, lab: np.ndarray, cell: int,
     iterations : int
         Most steps of each window's relaxation of each move.
     step : float
-        Their scale (:func:`solver.mrf.polish.tv.grid_terms`).
+        Their scale, relative to the largest pairwise weight (as
+        :func:`solver.mrf.polish.tv.grid_terms`'s).
     thresholds : tuple of float
         Levels proposed.
     margin, length : int
@@ -214,8 +209,6 @@ def fuse_local_expansions_into(problem: MRFProblem, lab: np.ndarray, cell: int,
         outside the zones already re-solved (a move can complete a straight run a zone only
         touched) get their own round, with twice the last round's margin (the region that
         straightens such a run can reach past the old zone).
-    terms : tuple, optional
-        The grid's terms (:func:`solver.mrf.polish.tv.grid_terms` at ``step``), if made.
     workspace : Workspace, optional
         The polish's shared work arrays.
     stop : callable, optional
@@ -230,21 +223,21 @@ def fuse_local_expansions_into(problem: MRFProblem, lab: np.ndarray, cell: int,
     if iterations <= 0 or rounds <= 0:
         return 0
     covered = np.zeros(shape, bool)
-    moved = 0
+    moved, view = 0, None
     for done in range(rounds):
         runs = cell_line_runs(lab.reshape(shape), cell, length)
         runs &= ~covered  # (a run inside a zone already re-solved has had its moves)
         regions = run_regions(runs, margin << done)
         if not regions:
             break
-        if terms is None:
-            terms = grid_terms(problem, step)
-            if terms is None:
-                return 0
+        if view is None:
+            view = grid_view(problem)
+            if view[0].shape[0] == 0 or not np.all(view[0] >= 0.0):
+                return 0  # (no grid view, or a negative or NaN weight: no such kernel)
         for (y0, y1, x0, x1), region in regions:
             covered[y0:y1, x0:x1] |= region
-        taken = _resolve(problem, lab, regions, iterations, thresholds, gap, terms, workspace,
-                         stop)
+        taken = _resolve(problem, lab, regions, iterations, step, thresholds, gap, view,
+                         workspace, stop)
         moved += taken
         log.debug("local re-solves, round %d: %d regions of %d pixels, %d moves taken",
                   done + 1, len(regions), sum(int(r.sum()) for _, r in regions), taken)

@@ -165,7 +165,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                        since=before if settled else None, workspace=ws,
                                        options=options)
     if (cells is not None and split and options.local_iterations > 0
-            and (problem.k > 2 or options.local_binary)
+            and (problem.k > 2 or (options.local_binary and not tv_runs))
             and not (stop is not None and stop())):
         mark()
         if fuse_local_expansions_into(problem, lab, cells, options.local_iterations,

@@ -323,20 +323,34 @@ def forward_costs(gw, geom, two_lam):  # pragma: no cover
     """Each pixel's forward edges' costs ``2 lam w`` as float32 ``(4, n)`` in the order east,
     south-west, south, south-east (0 where the edge leaves the image), and its edge count
     ``(n,)``: what the TV relaxation's grid kernel reads."""
-    h, width = geom[HEIGHT], geom[WIDTH]
-    n = h * width
-    cost = np.zeros((4, n), np.float32)
-    deg = np.zeros(n, np.int64)
-    for r in range(h):
-        for c in range(width):
+    return box_forward_costs(gw, geom, two_lam, 0, geom[HEIGHT], 0, geom[WIDTH])
+
+
+@_jit
+def box_forward_costs(gw, geom, two_lam, y0, y1, x0, x1):  # pragma: no cover
+    """:func:`forward_costs` of the pixels of the box ``[y0, y1) x [x0, x1)`` as a grid of its
+    own (pixel ``(r, c)`` of the image at ``(r - y0) (x1 - x0) + c - x0``): 0 where the edge
+    leaves the box; the edge counts are the image's."""
+    width = geom[WIDTH]
+    bw = x1 - x0
+    nb = (y1 - y0) * bw
+    cost = np.zeros((4, nb), np.float32)
+    deg = np.zeros(nb, np.int64)
+    for r in range(y0, y1):
+        for c in range(x0, x1):
             i = r * width + c
+            b = (r - y0) * bw + c - x0
             flags = _flags(geom, r, c)
             for d in range(8):
                 if _inside(geom, flags, d):
-                    deg[i] += 1
+                    deg[b] += 1
                     if d >= 4:
-                        e = geom[BASE + d] + i - geom[SUB + d] * r
-                        cost[d - 4, i] = np.float32(two_lam * (0.0 + gw[e]))
+                        j = i + geom[d]
+                        r2 = j // width
+                        c2 = j - r2 * width
+                        if r2 < y1 and x0 <= c2 < x1:
+                            e = geom[BASE + d] + i - geom[SUB + d] * r
+                            cost[d - 4, b] = np.float32(two_lam * (0.0 + gw[e]))
     return cost, deg
 
 
