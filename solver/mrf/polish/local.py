@@ -181,15 +181,15 @@ def fuse_local_expansions_into(problem: MRFProblem, lab: np.ndarray, cell: int,
                                rounds: int = 1,
                                workspace: Workspace | None = None,
                                stop: Callable[[], bool] | None = None) -> int:
-    """Re-solve the windows around ``lab``'s straight runs on pyramid cell lines by TV-relaxed
+    """Re-solve the zones around ``lab``'s straight runs on pyramid cell lines by TV-relaxed
     α-expansion moves, each label in turn, fusing their level sets into ``lab`` in place.
 
     Parameters
     ----------
     problem : MRFProblem
-        A problem on an 8-neighbour grid (else nothing is done).
+        Any K, on an 8-neighbour grid with non-negative weights (else nothing is done).
     lab : numpy.ndarray
-        ``(n,)`` 0-based labels, changed in place; the energy never rises.
+        ``(n,)`` 0-based labels, changed in place; the energy of the labels never rises.
     cell : int
         The pyramid's finest cell side (:func:`cell_line_runs`).
     iterations : int
