@@ -250,3 +250,13 @@ def test_the_final_polish_runs_them_after_a_pyramid_where_they_are_asked_for(
     pipeline.polish_labels(problem, labels, options=options)  # (solved whole: no cells)
     pipeline.polish_labels(problem, labels, options=options, cells=2, split=False)
     assert calls == []
+
+
+def test_an_image_without_a_grid_view_is_left_as_it_is():
+    problem = random_problem((40, 2), k=3, seed=10)  # (too narrow for the grid kernels)
+    lab = np.zeros(problem.n, np.int64)
+    lab.reshape(40, 2)[:18] = 1  # a 2-pixel run on the line 17 | 18
+    assert cell_line_runs(lab.reshape(40, 2), 2, 1).any()
+    before = lab.copy()
+    assert fuse_local_expansions_into(problem, lab, 2, 100, 1.0, THRESHOLDS, length=1) == 0
+    assert np.array_equal(lab, before)
