@@ -11,7 +11,8 @@ from solver.mrf import MRFProblem, SolveOptions, problem_from_unary
 from solver.mrf.polish import local
 from solver.mrf.polish.local import cell_line_runs, fuse_local_expansions_into, run_regions
 from solver.mrf.polish.stencil import grid_view
-from solver.mrf.polish.tv import expansion_terms, grid_steps, grid_terms, may_move
+from solver.mrf.polish.tv import (expansion_terms, grid_steps, grid_terms, kernel_grid,
+                                  may_move)
 from tests.solver._mrf_helpers import random_problem
 
 THRESHOLDS = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -84,8 +85,8 @@ def test_a_window_relaxation_is_the_image_relaxation_with_the_outside_kept(box):
     inside = np.zeros(problem.shape, bool)
     inside[y0 + (y0 > 0):y1 - (y1 < 30), x0 + (x0 > 0):x1 - (x1 < 37)] = True
     inside[y0 + 5, x0 + 3:x0 + 9] = False  # (a hole: the region need not fill its box)
-    win = local._Window(box, inside[y0:y1, x0:x1], grid_view(problem), 2.0 * problem.lam,
-                        gamma, np.ones(problem.n, bool))
+    win = local._Window(box, inside[y0:y1, x0:x1], problem, kernel_grid(problem, 1.0),
+                        np.ones(problem.n, bool))
     alpha, steps, sigma = 2, 150, np.float32(0.5 / gamma)
 
     u, move_cost = expansion_terms(problem, lab, alpha, cost, offsets)
@@ -94,8 +95,7 @@ def test_a_window_relaxation_is_the_image_relaxation_with_the_outside_kept(box):
     grid_steps(None, move_cost, offsets, u, free, tau, y_full, sigma, steps, 0.0)
 
     sub = lab[win.pixels]
-    u_w, cost_w = expansion_terms(local._Unary(problem.unary[win.pixels]), sub, alpha,
-                                  win.cost, win.offsets)
+    u_w, cost_w = expansion_terms(win, sub, alpha, win.cost, win.offsets)
     free_w = win.movable & (sub != alpha) & may_move(u_w, cost_w, win.offsets)
     assert np.array_equal(free_w, free[win.pixels])
     y_win = (sub == alpha).astype(np.float32)

@@ -28,9 +28,9 @@ import scipy.ndimage as ndi
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish.fusion import Workspace, fuse_level_sets_into
 from solver.mrf.polish.morphology import square_morphology
-from solver.mrf.polish.stencil import WIDTH, box_forward_costs, grid_geometry, grid_view
-from solver.mrf.polish.tv import (expansion_terms, grid_steps, may_move, move_snapshot,
-                                  start_value)
+from solver.mrf.polish.stencil import WIDTH, box_forward_costs, grid_geometry
+from solver.mrf.polish.tv import (expansion_terms, grid_steps, kernel_grid, may_move,
+                                  move_snapshot, start_value)
 
 log = logging.getLogger(__name__)
 
@@ -104,37 +104,31 @@ def run_regions(runs: np.ndarray, margin: int) -> list[tuple[Box, np.ndarray]]:
 
 class _Window:
     """One region's crop of the grid kernel's terms: its box's pixels (flat indices into the
-    image), forward-edge costs with the edges that leave the box removed, offsets, primal steps
+    image), their unary costs (all a problem :func:`solver.mrf.polish.tv.expansion_terms`
+    reads), forward-edge costs with the edges that leave the box removed, offsets, primal steps
     (the image's: a pixel's edge count is the image's), and which of its pixels may move (the
     region's, where the problem lets them)."""
 
-    def __init__(self, box: Box, region: np.ndarray, view: tuple, two_lam: float,
-                 gamma: float, movable: np.ndarray) -> None:
-        gw, geom = view
+    def __init__(self, box: Box, region: np.ndarray, problem: MRFProblem, grid: tuple,
+                 movable: np.ndarray) -> None:
+        gw, geom, two_lam, gamma = grid
         width = int(geom[WIDTH])
         y0, y1, x0, x1 = box
         self.pixels = (np.arange(y0, y1)[:, None] * width + np.arange(x0, x1)[None, :]).ravel()
+        self.unary = problem.unary[self.pixels]
         self.cost, deg = box_forward_costs(gw, geom, two_lam, y0, y1, x0, x1)
         self.offsets = grid_geometry(y1 - y0, x1 - x0)[:8].copy()
         self.tau = (gamma / np.maximum(deg, 1)).astype(np.float32)
         self.movable = np.asarray(region, bool).ravel() & movable[self.pixels]
 
 
-class _Unary:
-    """The part of a problem :func:`solver.mrf.polish.tv.expansion_terms` reads, cropped."""
-
-    def __init__(self, unary: np.ndarray) -> None:
-        self.unary = unary
-
-
-def _window_move(problem: MRFProblem, lab: np.ndarray, alpha: int, win: _Window,
-                 iterations: int, sigma: np.float32, least: float, gap_tol: float
+def _window_move(lab: np.ndarray, alpha: int, win: _Window, iterations: int,
+                 sigma: np.float32, least: float, gap_tol: float
                  ) -> tuple[np.ndarray, np.ndarray] | None:
     """The relaxed α-expansion move in one window: the pixels proposed (image indices) and
     their ``y``, or None."""
     sub = lab[win.pixels]
-    u, cost = expansion_terms(_Unary(problem.unary[win.pixels]), sub, alpha, win.cost,
-                              win.offsets)
+    u, cost = expansion_terms(win, sub, alpha, win.cost, win.offsets)
     free = win.movable & (sub != alpha) & may_move(u, cost, win.offsets)
     if not free.any():
         return None
@@ -149,23 +143,20 @@ def _window_move(problem: MRFProblem, lab: np.ndarray, alpha: int, win: _Window,
 
 
 def _resolve(problem: MRFProblem, lab: np.ndarray, regions: list[tuple[Box, np.ndarray]],
-             iterations: int, step: float, thresholds: tuple[float, ...], gap: float | None,
-             view: tuple, workspace: Workspace | None,
-             stop: Callable[[], bool] | None) -> int:
-    """One round of :func:`fuse_local_expansions_into` on the given regions."""
-    two_lam = 2.0 * float(problem.lam)
-    gamma = step / max(two_lam, 1e-300)  # (the steps of solver.mrf.polish.tv.grid_terms)
+             iterations: int, thresholds: tuple[float, ...], grid: tuple, gap_tol: float,
+             workspace: Workspace | None, stop: Callable[[], bool] | None) -> int:
+    """One round of :func:`fuse_local_expansions_into` on the given regions (``grid``:
+    :func:`solver.mrf.polish.tv.kernel_grid`'s; ``gap_tol`` an energy, -inf for none)."""
     movable = np.asarray(problem.movable).ravel()
-    windows = [_Window(b, r, view, two_lam, gamma, movable) for b, r in regions]
-    sigma = np.float32(0.5 / gamma)
-    gap_tol = -np.inf if gap is None else float(gap) * max(1.0, abs(problem.energy(lab + 1)))
+    windows = [_Window(b, r, problem, grid, movable) for b, r in regions]
+    sigma = np.float32(0.5 / grid[3])
     least = min(thresholds)
     moved = 0
     for alpha in range(problem.k):
         if stop is not None and stop():
             break
-        found = [m for m in (_window_move(problem, lab, alpha, w, iterations, sigma, least,
-                                          gap_tol) for w in windows) if m is not None]
+        found = [m for m in (_window_move(lab, alpha, w, iterations, sigma, least, gap_tol)
+                             for w in windows) if m is not None]
         if not found:
             continue
         snap = move_snapshot(lab, alpha, np.concatenate([m[0] for m in found]),
@@ -223,20 +214,22 @@ def fuse_local_expansions_into(problem: MRFProblem, lab: np.ndarray, cell: int,
     if iterations <= 0 or rounds <= 0:
         return 0
     covered = np.zeros(shape, bool)
-    moved, view = 0, None
+    moved, grid, gap_tol = 0, None, -np.inf
     for done in range(rounds):
         runs = cell_line_runs(lab.reshape(shape), cell, length)
         runs &= ~covered  # (a run inside a zone already re-solved has had its moves)
         regions = run_regions(runs, margin << done)
         if not regions:
             break
-        if view is None:
-            view = grid_view(problem)
-            if view[0].shape[0] == 0 or not np.all(view[0] >= 0.0):
-                return 0  # (no grid view, or a negative or NaN weight: no such kernel)
+        if grid is None:  # (made once there is something to re-solve)
+            grid = kernel_grid(problem, step)
+            if grid is None:
+                return 0
+            if gap is not None:
+                gap_tol = float(gap) * max(1.0, abs(problem.energy(lab + 1)))
         for (y0, y1, x0, x1), region in regions:
             covered[y0:y1, x0:x1] |= region
-        taken = _resolve(problem, lab, regions, iterations, step, thresholds, gap, view,
+        taken = _resolve(problem, lab, regions, iterations, thresholds, grid, gap_tol,
                          workspace, stop)
         moved += taken
         log.debug("local re-solves, round %d: %d regions of %d pixels, %d moves taken",

@@ -464,6 +464,31 @@ def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
     return u, out
 
 
+def kernel_grid(problem: MRFProblem, step: float
+                ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+    """The grid weights and geometry the TV kernels read
+    (:func:`solver.mrf.polish.stencil.grid_view`), the largest pairwise weight ``2 lam`` and the
+    step scale ``gamma = step / (2 lam)``, or None when the problem has no grid view or a
+    negative (or NaN) edge weight.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+    step : float
+        The primal step scale, relative to ``2 lam``.
+
+    Returns
+    -------
+    tuple or None
+        ``(gw, geom, two_lam, gamma)``.
+    """
+    gw, geom = grid_view(problem)
+    if gw.shape[0] == 0 or not np.all(gw >= 0.0):  # (a negative or NaN weight: no such kernel)
+        return None
+    two_lam = 2.0 * float(problem.lam)
+    return gw, geom, two_lam, step / max(two_lam, 1e-300)
+
+
 def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | float | None = None,
                layers: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     """Forward-edge costs ``(4, n)`` (float32, 0: no edge), offsets, primal steps and ``gamma``
@@ -472,11 +497,10 @@ def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | float | None 
     step is ``gamma`` over the entries of its column: its edge count once per layer of the
     relaxation (two for :mod:`solver.mrf.polish.layered`), plus its entry of ``row`` where more
     constraint rows hold it (an area; a nesting's order rows)."""
-    gw, geom = grid_view(problem)
-    if gw.shape[0] == 0 or not np.all(gw >= 0.0):  # (a negative or NaN weight: no such kernel)
+    grid = kernel_grid(problem, step)
+    if grid is None:
         return None
-    two_lam = 2.0 * float(problem.lam)
-    gamma = step / max(two_lam, 1e-300)
+    gw, geom, two_lam, gamma = grid
     cost, deg = forward_costs(gw, geom, two_lam)
     offsets = geom[:8].copy()
     entries = layers * np.maximum(deg, 1)
