@@ -243,13 +243,25 @@ class Canvas(QGraphicsView):
         centre = QPointF(w / 2.0, h / 2.0)
         for _ in range(3):  # until the viewport's size (scroll bars) settles
             vp = self.viewport().size()
-            z = max(min((vp.width() - 4) / w, (vp.height() - 4) / h), ZOOM_MIN)
+            fw, fh = self._shown_viewport()
+            z = max(min((fw - 4) / w, (fh - 4) / h), ZOOM_MIN)
             self.setTransform(QTransform.fromScale(z, z))
             self._update_scene_rect()
             self._place(centre, self._view_centre())
             if self.viewport().size() == vp:
                 break
         self.zoom_changed.emit(self.zoom())
+
+    def _shown_viewport(self) -> tuple[int, int]:
+        """The viewport's width and height with both scroll bars shown. With an image they
+        always are (the scene rect's margins make it larger than the view), but a bar that the
+        image's own opening brings up is laid out on Qt's next pass, after the fit: a fit to
+        the viewport of that moment left a bar's width of a new image under it."""
+        vp = self.viewport().size()
+        vb, hb = self.verticalScrollBar(), self.horizontalScrollBar()
+        fw = vp.width() - (0 if vb.isVisibleTo(self) else vb.sizeHint().width())
+        fh = vp.height() - (0 if hb.isVisibleTo(self) else hb.sizeHint().height())
+        return fw, fh
 
     def actual_size(self) -> None:
         """One image pixel per screen pixel."""
