@@ -126,6 +126,9 @@ class PolishOptions:
         images at 6 MP (rectangles, K = 2) it took the straight runs 115 -> 22 at 1.37x the
         time, still 0.6x min-cut's (docs/decisions.md, "Local re-solves at pyramid cell
         lines").
+    local_again : bool
+        After the final level-set fusion, re-solve the runs it made outside the zones already
+        re-solved (a fusion can lengthen a run that was too short when they ran).
     tv_step : float
         Their primal step scale, relative to the largest pairwise weight ``2 lam``.
     tv_thresholds : tuple of float
@@ -189,6 +192,7 @@ class PolishOptions:
     local_gap: float | None = 1e-8
     local_rounds: int = 3
     local_binary: bool = True
+    local_again: bool = True
     tv_step: float = 1.0
     tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
     tv_max_pixels: int | None = 4_000_000

@@ -245,7 +245,7 @@ def test_the_final_polish_runs_them_after_a_pyramid_where_they_are_asked_for(
                       tv_iterations=50, tv_expansion_iterations=50)
     labels = np.argmin(problem.unary, axis=1) + 1
     pipeline.polish_labels(problem, labels, options=options, cells=2)
-    assert calls == ([2] if runs else [])
+    assert calls == ([2, 2] if runs else [])  # (after the TV moves, and after the fusion)
     calls.clear()
     pipeline.polish_labels(problem, labels, options=options)  # (solved whole: no cells)
     pipeline.polish_labels(problem, labels, options=options, cells=2, split=False)
@@ -260,3 +260,54 @@ def test_an_image_without_a_grid_view_is_left_as_it_is():
     before = lab.copy()
     assert fuse_local_expansions_into(problem, lab, 2, 100, 1.0, THRESHOLDS, length=1) == 0
     assert np.array_equal(lab, before)
+
+
+def test_zones_already_re_solved_are_passed_over_and_the_new_ones_recorded():
+    problem, lab = _planted(17)
+    before = lab.copy()
+    covered = np.zeros(problem.shape, bool)
+    covered[:, 8:24] = True  # (the run's zone, re-solved before)
+    assert fuse_local_expansions_into(problem, lab, 2, 400, 1.0, THRESHOLDS,
+                                      covered=covered) == 0
+    assert np.array_equal(lab, before)
+    covered[:] = False
+    assert fuse_local_expansions_into(problem, lab, 2, 400, 1.0, THRESHOLDS,
+                                      covered=covered) >= 1
+    zone = np.zeros(problem.shape, bool)  # the run's zone, now marked
+    for (y0, y1, x0, x1), mask in run_regions(cell_line_runs(before.reshape(problem.shape), 2,
+                                                             16), 16):
+        zone[y0:y1, x0:x1] |= mask
+    assert np.array_equal(covered, zone) and zone[:, 15:17].all() and not zone.all()
+
+
+@pytest.mark.parametrize("again", [True, False])
+def test_after_the_last_fusion_the_polish_re_solves_only_the_runs_it_made(monkeypatch, again):
+    """The final level-set fusion can complete a straight run that was too short when the
+    re-solves ran: a second pass after it takes the runs outside the zones done."""
+    from solver.mrf.polish import pipeline  # noqa: PLC0415
+
+    calls = []
+
+    def local_spy(problem, lab, cells, *a, covered=None, **kw):
+        calls.append(("local", id(covered), covered.copy()))
+        covered[:4] = True  # (a zone of this pass)
+        return 0
+
+    def fusion_spy(*a, **kw):
+        calls.append(("fusion", None, None))
+        return 0
+
+    monkeypatch.setattr(pipeline, "fuse_local_expansions_into", local_spy)
+    monkeypatch.setattr(pipeline, "fuse_level_sets_into", fusion_spy)
+    problem = random_problem((24, 26), k=3, seed=9)
+    options = replace(SolveOptions().polish, tv_expansion_iterations=50)  # (default: again)
+    if not again:
+        options = replace(options, local_again=False)
+    labels = np.argmin(problem.unary, axis=1) + 1
+    weights = np.full((problem.n, 3), 1.0 / 3)
+    pipeline.polish_labels(problem, labels, [weights], options=options, cells=2)
+    kinds = [c[0] for c in calls]
+    assert kinds == (["local", "fusion", "local"] if again else ["local", "fusion"])
+    if again:  # one record of the zones for both passes: the second sees the first's
+        assert calls[0][1] == calls[2][1]
+        assert not calls[0][2].any() and calls[2][2][:4].all()

@@ -169,7 +169,7 @@ def _resolve(problem: MRFProblem, lab: np.ndarray, regions: list[tuple[Box, np.n
 def fuse_local_expansions_into(problem: MRFProblem, lab: np.ndarray, cell: int,
                                iterations: int, step: float, thresholds: tuple[float, ...],
                                margin: int = 16, length: int = 16, gap: float | None = None,
-                               rounds: int = 1,
+                               rounds: int = 1, covered: np.ndarray | None = None,
                                workspace: Workspace | None = None,
                                stop: Callable[[], bool] | None = None) -> int:
     """Re-solve the zones around ``lab``'s straight runs on pyramid cell lines by TV-relaxed
@@ -200,6 +200,9 @@ def fuse_local_expansions_into(problem: MRFProblem, lab: np.ndarray, cell: int,
         outside the zones already re-solved (a move can complete a straight run a zone only
         touched) get their own round, with twice the last round's margin (the region that
         straightens such a run can reach past the old zone).
+    covered : numpy.ndarray, optional
+        ``(H, W)`` bool: zones re-solved before (their runs are passed over), updated in
+        place with this call's zones; None: none.
     workspace : Workspace, optional
         The polish's shared work arrays.
     stop : callable, optional
@@ -213,7 +216,8 @@ def fuse_local_expansions_into(problem: MRFProblem, lab: np.ndarray, cell: int,
     shape = tuple(int(s) for s in problem.shape)
     if iterations <= 0 or rounds <= 0:
         return 0
-    covered = np.zeros(shape, bool)
+    if covered is None:
+        covered = np.zeros(shape, bool)
     moved, grid, gap_tol = 0, None, -np.inf
     for done in range(rounds):
         runs = cell_line_runs(lab.reshape(shape), cell, length)

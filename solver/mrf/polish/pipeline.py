@@ -87,7 +87,9 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         The labels came through a pyramid whose finest cells have this side: a final polish
         re-solves windows around straight label runs along its cell lines
         (:func:`solver.mrf.polish.local.fuse_local_expansions_into`, if
-        ``options.local_iterations``). None: a problem solved whole.
+        ``options.local_iterations``), after the TV relaxations, and again after the last
+        level-set fusion around the runs it made (``options.local_again``). None: a problem
+        solved whole.
 
     Returns
     -------
@@ -164,15 +166,16 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
                                        options=options)
-    if (cells is not None and split and options.local_iterations > 0
-            and (problem.k > 2 or (options.local_binary and not tv_runs))
-            and not (stop is not None and stop())):
+    local = (cells is not None and split and options.local_iterations > 0
+             and (problem.k > 2 or (options.local_binary and not tv_runs)))
+    covered = np.zeros(problem.shape, bool) if local else None
+    if local and not (stop is not None and stop()):
         mark()
         if fuse_local_expansions_into(problem, lab, cells, options.local_iterations,
                                       options.tv_step, options.tv_thresholds,
                                       margin=options.local_margin, length=options.local_run,
                                       gap=options.local_gap, rounds=options.local_rounds,
-                                      workspace=ws, stop=stop):
+                                      covered=covered, workspace=ws, stop=stop):
             _icm_in_place(problem, lab, since=before)
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
@@ -197,6 +200,16 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         settled = _settle_in_place(problem, lab, icm_optimal=True,
                                    since=before if settled else None, workspace=ws,
                                    options=options)
+    if local and options.local_again and not (stop is not None and stop()):
+        mark()
+        if fuse_local_expansions_into(problem, lab, cells, options.local_iterations,
+                                      options.tv_step, options.tv_thresholds,
+                                      margin=options.local_margin, length=options.local_run,
+                                      gap=options.local_gap, rounds=options.local_rounds,
+                                      covered=covered, workspace=ws, stop=stop):
+            _icm_in_place(problem, lab, since=before)
+            _settle_in_place(problem, lab, icm_optimal=True,
+                             since=before if settled else None, workspace=ws, options=options)
     return kernels.one_based(lab, problem.shape)
 
 
