@@ -168,8 +168,11 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                        options=options)
     local = (cells is not None and split and options.local_iterations > 0
              and (problem.k > 2 or (options.local_binary and not tv_runs)))
-    covered = np.zeros(problem.shape, bool) if local else None
-    if local and not (stop is not None and stop()):
+    covered = np.zeros(problem.shape, bool) if local else None  # (zones re-solved so far)
+
+    def resolve_runs(settled: bool) -> bool:
+        """The local re-solves around the runs outside ``covered``, then ICM and region
+        moves where they took regions; whether the labels are settled after."""
         mark()
         if fuse_local_expansions_into(problem, lab, cells, options.local_iterations,
                                       options.tv_step, options.tv_thresholds,
@@ -180,6 +183,10 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
             settled = _settle_in_place(problem, lab, icm_optimal=True,
                                        since=before if settled else None, workspace=ws,
                                        options=options)
+        return settled
+
+    if local and not (stop is not None and stop()):
+        settled = resolve_runs(settled)
     if stop is not None and stop():
         log.info("polish stopped after its TV relaxations")
         return kernels.one_based(lab, problem.shape)
@@ -201,15 +208,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                    since=before if settled else None, workspace=ws,
                                    options=options)
     if local and options.local_again and not (stop is not None and stop()):
-        mark()
-        if fuse_local_expansions_into(problem, lab, cells, options.local_iterations,
-                                      options.tv_step, options.tv_thresholds,
-                                      margin=options.local_margin, length=options.local_run,
-                                      gap=options.local_gap, rounds=options.local_rounds,
-                                      covered=covered, workspace=ws, stop=stop):
-            _icm_in_place(problem, lab, since=before)
-            _settle_in_place(problem, lab, icm_optimal=True,
-                             since=before if settled else None, workspace=ws, options=options)
+        resolve_runs(settled)  # (after the last fusion: around the runs it made)
     return kernels.one_based(lab, problem.shape)
 
 
