@@ -344,11 +344,10 @@ def box_forward_costs(gw, geom, two_lam, y0, y1, x0, x1):  # pragma: no cover
             for d in range(8):
                 if _inside(geom, flags, d):
                     deg[b] += 1
-                    if d >= 4:
-                        j = i + geom[d]
-                        r2 = j // width
-                        c2 = j - r2 * width
-                        if r2 < y1 and x0 <= c2 < x1:
+                    if d >= 4:  # (east on the row, the other forward edges on the next)
+                        down = 0 if d == 4 else 1
+                        c2 = c + geom[d] - down * width
+                        if r + down < y1 and x0 <= c2 < x1:
                             e = geom[BASE + d] + i - geom[SUB + d] * r
                             cost[d - 4, b] = np.float32(two_lam * (0.0 + gw[e]))
     return cost, deg
