@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -11,6 +12,70 @@ from solver.admm.projections import check_p
 
 #: Fields of :class:`ADMMParams` that must be integers (>= 1).
 INTEGER_FIELDS = ("rho_every", "max_iter", "stagnation_window", "pcg_maxiter")
+
+
+def _shown(v: Any) -> str:
+    """``repr(v)`` cut to one short line, for messages."""
+    text = " ".join(repr(v).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_seed(seed: Any, name: str = "seed") -> int | None:
+    """Check a random seed: None or an integer >= 0.
+
+    As for the integer fields of :class:`ADMMParams`, ``int`` and numpy integers are taken and
+    anything else is refused rather than converted: ``bool``, floats (``1.0`` too), strings,
+    sequences and generators.
+
+    Parameters
+    ----------
+    seed : object
+        The value given.
+    name : str
+        The argument's name, for the message.
+
+    Returns
+    -------
+    int or None
+        ``seed`` as a Python ``int`` (None stays None).
+
+    Raises
+    ------
+    ValueError
+        One line naming the argument, the value given and its type.
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"{name} must be None or an integer >= 0, got {_shown(seed)} "
+                         f"(of type {type(seed).__name__})")
+    return int(seed)
+
+
+def check_callable(fn: Any, name: str = "callback") -> Callable[..., Any] | None:
+    """Check that ``fn`` is None or callable.
+
+    Parameters
+    ----------
+    fn : object
+        The value given.
+    name : str
+        The argument's name, for the message.
+
+    Returns
+    -------
+    callable or None
+        ``fn``.
+
+    Raises
+    ------
+    ValueError
+        One line naming the argument, the value given and its type.
+    """
+    if fn is not None and not callable(fn):
+        raise ValueError(f"{name} must be None or callable, got {_shown(fn)} "
+                         f"(of type {type(fn).__name__})")
+    return fn
 
 
 @dataclass(frozen=True)

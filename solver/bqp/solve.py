@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solver.admm.loop import L1Split, LpBoxADMM
-from solver.admm.params import ADMMParams
+from solver.admm.params import ADMMParams, check_callable, check_seed
 from solver.admm.records import (
     CANCELLED,
     CONVERGED,
@@ -33,9 +33,61 @@ from solver.bqp.descent import one_flip_descent, unit_scale
 
 log = logging.getLogger(__name__)
 
+#: numpy dtype kinds whose entries are real numbers: bool, signed and unsigned integers, floats.
+_REAL_KINDS = "biuf"
+
+
+def _shown(v: Any) -> str:
+    """``repr(v)`` cut to one short line, for messages."""
+    text = " ".join(repr(v).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _entries(dtype: np.dtype) -> str:
+    """How a message names entries of ``dtype``."""
+    return {"O": "object", "U": "string", "S": "string"}.get(dtype.kind, dtype.name)
+
+
+def _real(v: Any, name: str, what: str) -> Any:
+    """``v`` as an array (a sparse matrix stays one) after checking its entries are real numbers.
+
+    Booleans, integers and floats are numbers; complex, object (even of Python numbers),
+    string and other dtypes are refused, rather than cast with numpy's ComplexWarning (or
+    none), read from strings, or left to fail later with a TypeError.
+
+    Parameters
+    ----------
+    v : object
+        The argument given (not None).
+    name : str
+        Its name, for the message.
+    what : str
+        What it must be, for the message: ``"a real numeric matrix"``, ...
+
+    Raises
+    ------
+    ValueError
+        One line: ``"{name} must be {what}, got complex128 entries"`` (or the value itself,
+        for a scalar or what is no array at all).
+    """
+    if not sp.issparse(v):
+        try:
+            a = np.asarray(v)
+        except (TypeError, ValueError) as err:  # ragged nesting, ...
+            reason = " ".join(str(err).split())
+            raise ValueError(f"{name} must be {what}: {reason}") from None
+    else:
+        a = v
+    if a.dtype.kind not in _REAL_KINDS:
+        if not sp.issparse(a) and a.ndim == 0:  # a scalar (or no array at all): show it
+            raise ValueError(f"{name} must be {what}, got {_shown(v)}")
+        raise ValueError(f"{name} must be {what}, got {_entries(a.dtype)} entries")
+    return a
+
 
 def _vector(v: Any, n: int, name: str) -> np.ndarray:
-    a = np.asarray(v, dtype=np.float64).ravel() if v is not None else np.zeros(n)
+    a = (np.asarray(_real(v, name, "a real numeric vector"), dtype=np.float64).ravel()
+         if v is not None else np.zeros(n))
     if a.shape != (n,):
         raise ValueError(f"{name} must have {n} entries, got shape {np.shape(v)}")
     if not np.all(np.isfinite(a)):
@@ -50,7 +102,7 @@ def _constraint(pair: Any, n: int, name: str) -> tuple[sp.csr_matrix, np.ndarray
         C, d = pair
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a pair (C, d)") from None
-    C = sp.csr_matrix(C, dtype=np.float64)
+    C = sp.csr_matrix(_real(C, f"{name}: C", "a real numeric matrix"), dtype=np.float64)
     if C.shape[1] != n:
         raise ValueError(f"{name}: C must have {n} columns, got shape {C.shape}")
     if not np.all(np.isfinite(C.data)):
@@ -65,10 +117,13 @@ def _fixed(fixed: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
         idx, val = fixed
     except (TypeError, ValueError):
         raise ValueError("fixed must be a pair (indices, values)") from None
-    idx = np.asarray(idx).ravel()
-    val = np.asarray(val, dtype=np.float64).ravel()
+    try:
+        idx = np.asarray(idx).ravel()
+    except (TypeError, ValueError) as err:  # ragged nesting, ...
+        raise ValueError(f"fixed indices must be integers: {' '.join(str(err).split())}") from None
+    val = np.asarray(_real(val, "fixed values", "a real numeric vector"), dtype=np.float64).ravel()
     if idx.size and not np.issubdtype(idx.dtype, np.integer):
-        raise ValueError("fixed indices must be integers")
+        raise ValueError(f"fixed indices must be integers, got {_entries(idx.dtype)} entries")
     idx = idx.astype(np.int64)
     if idx.shape != val.shape:
         raise ValueError(f"fixed: {idx.size} indices but {val.size} values")
@@ -182,12 +237,12 @@ def _l1_term(l1: Any, n: int) -> tuple[sp.csr_matrix, np.ndarray] | None:
         C, w = l1
     except (TypeError, ValueError):
         raise ValueError("l1 must be a pair (C, weight)") from None
-    C = sp.csr_matrix(C, dtype=np.float64)
+    C = sp.csr_matrix(_real(C, "l1: C", "a real numeric matrix"), dtype=np.float64)
     if C.shape[1] != n:
         raise ValueError(f"l1: C must have {n} columns, got shape {C.shape}")
     if not np.all(np.isfinite(C.data)):
         raise ValueError("l1: C has non-finite entries")
-    w = np.asarray(w, dtype=np.float64)
+    w = np.asarray(_real(w, "l1: weight", "a real number or vector"), dtype=np.float64)
     if w.ndim != 0 and w.shape != (C.shape[0],):
         raise ValueError(f"l1: weight must be a number or have {C.shape[0]} entries (one per row "
                          f"of C), got shape {w.shape}")
@@ -302,7 +357,9 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     x0 : array, shape (n,), optional
         Start point (warm start); values of fixed variables are ignored.
     seed : int, optional
-        Seed of a uniformly random start point (when ``x0`` is None). None starts at 1/2.
+        Seed of a uniformly random start point (when ``x0`` is None): an integer >= 0 (``int``
+        or a numpy integer; ``bool`` and floats such as ``1.0`` are refused, as for the integer
+        ADMM parameters). None starts at 1/2.
     backend : {"cpu", "gpu", "auto"}
     callback : callable, optional
         ``callback(state)`` after every iteration; return True to stop.
@@ -336,7 +393,11 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     Raises
     ------
     ValueError
-        For any malformed argument (the message says what was expected), and for a constraint
+        For any malformed argument, in one line naming it, before any iteration and with no
+        warning: a wrong shape, NaN or inf, entries that are no real numbers (complex, object or
+        string dtypes: ``"A must be a real numeric matrix, got complex128 entries"``; booleans,
+        integers and floats are numbers), a ``seed`` that is not None or an integer >= 0, a
+        ``callback`` that is not None or callable, a bad ADMM parameter; and for a constraint
         row that no 0/1 point can meet (naming the row): an equality row whose right-hand side
         lies outside the range of ``c'x`` over 0/1 points or is no sum of a subset of its
         coefficients (checked exactly for rows of up to 12 entries, and by the greatest common
@@ -355,7 +416,9 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     """
     t0 = time.perf_counter()
     opts = ADMMParams.from_kwargs(**params)
-    A = as_matrix(A)
+    seed = check_seed(seed)
+    check_callable(callback, "callback")
+    A = as_matrix(_real(A, "A", "a real numeric matrix"))
     n = A.shape[0]
     b = _vector(b, n, "b")
     eqc, ineqc = _constraint(eq, n, "eq"), _constraint(ineq, n, "ineq")

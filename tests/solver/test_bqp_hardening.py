@@ -1,7 +1,9 @@
 """``solve_bqp`` and ``ADMMParams`` on bad or extreme inputs: scale, parameter types, infeasible rows, large dense matrices, singular matrices."""
 
+import importlib
 import logging
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -193,3 +195,130 @@ def test_a_singular_psd_matrix_is_not_shifted_by_its_rounding_error():
     assert res.feasible and int(res.x.sum()) == 10
     x = res.x.astype(float)
     assert res.objective == pytest.approx(x @ (L @ x))
+
+
+# --------------------------------------------------------------- argument types
+def _refuse_to_iterate(monkeypatch):
+    """Make any ADMM run in solve_bqp an AssertionError, so a test sees errors raised up front."""
+    module = importlib.import_module("solver.bqp.solve")
+
+    def refuse(*_a, **_k):
+        raise AssertionError("solve_bqp went on to ADMM with a bad argument")
+
+    monkeypatch.setattr(module, "LpBoxADMM", refuse)
+
+
+def _complex_symmetric(A):
+    Z = A.astype(np.complex128)
+    Z[0, 1], Z[1, 0] = Z[0, 1] + 1j, Z[1, 0] - 1j  # Hermitian, not real
+    return Z
+
+
+_A0, _B0 = _indefinite(0)
+_NON_REAL = [  # (keyword arguments, the message's start)
+    (dict(A=_A0.astype(object)), r"A must be a real numeric matrix, got object entries"),
+    (dict(A=_complex_symmetric(_A0).astype(object)),
+     r"A must be a real numeric matrix, got object entries"),
+    (dict(A=np.where(np.eye(6) > 0, None, 1.0)), r"A must be a real numeric matrix, got object"),
+    (dict(A=_complex_symmetric(_A0)), r"A must be a real numeric matrix, got complex128 entries"),
+    (dict(A=_A0.astype(np.complex64)), r"A must be a real numeric matrix, got complex64 entries"),
+    (dict(A=sp.csr_matrix(_complex_symmetric(_A0))),
+     r"A must be a real numeric matrix, got complex128 entries"),
+    (dict(A=_A0.astype(str)), r"A must be a real numeric matrix, got string entries"),
+    (dict(A={"a": 1}), r"A must be a real numeric matrix, got \{'a': 1\}"),
+    (dict(A=[[1.0, 2.0], [2.0]]), r"A must be a real numeric matrix: "),
+    (dict(b=_B0.astype(complex)), r"b must be a real numeric vector, got complex128 entries"),
+    (dict(b=_B0.astype(object)), r"b must be a real numeric vector, got object entries"),
+    (dict(b=["x"] * 6), r"b must be a real numeric vector, got string entries"),
+    (dict(x0=np.full(6, 0.5 + 0j)), r"x0 must be a real numeric vector, got complex128 entries"),
+    (dict(x0=[0.5, None, 0.5, 0.5, 0.5, 0.5]), r"x0 must be a real numeric vector, got object"),
+    (dict(x0="abcdef"), r"x0 must be a real numeric vector, got 'abcdef'"),
+    (dict(eq=(np.ones((1, 6), dtype=complex), [3.0])),
+     r"eq: C must be a real numeric matrix, got complex128 entries"),
+    # (today None entries of an object C are dropped as zeros, silently)
+    (dict(eq=(np.array([[1, None, 1, 1, 1, 1]], dtype=object), [3.0])),
+     r"eq: C must be a real numeric matrix, got object entries"),
+    (dict(eq=(np.ones((1, 6)), np.array([3 + 0j]))),
+     r"eq: d must be a real numeric vector, got complex128 entries"),
+    (dict(eq=(np.ones((1, 6)), ["three"])), r"eq: d must be a real numeric vector, got string"),
+    (dict(ineq=(sp.csr_matrix(np.ones((1, 6), dtype=complex)), [3.0])),
+     r"ineq: C must be a real numeric matrix, got complex128 entries"),
+    (dict(ineq=(np.ones((1, 6)), np.array([None], dtype=object))),
+     r"ineq: d must be a real numeric vector, got object entries"),
+    (dict(fixed=([0], np.array([1 + 0j]))),
+     r"fixed values must be a real numeric vector, got complex128 entries"),
+    (dict(fixed=([0], ["one"])), r"fixed values must be a real numeric vector, got string"),
+    (dict(fixed=([0], np.array([1], dtype=object))),
+     r"fixed values must be a real numeric vector, got object entries"),
+    (dict(fixed=([[0], [1, 2]], [1, 0, 1])), r"fixed indices must be integers: "),
+    (dict(fixed=(np.array([0j]), [1])), r"fixed indices must be integers, got complex128 entries"),
+    (dict(fixed=(["0"], [1])), r"fixed indices must be integers, got string entries"),
+    (dict(l1=(np.ones((1, 6), dtype=complex), 1.0)),
+     r"l1: C must be a real numeric matrix, got complex128 entries"),
+    (dict(l1=(np.ones((1, 6)), 1 + 0j)),
+     r"l1: weight must be a real number or vector, got \(1\+0j\)"),
+    (dict(l1=(np.ones((1, 6)), "big")), r"l1: weight must be a real number or vector, got 'big'"),
+]
+
+
+@pytest.mark.parametrize("kwargs, match", _NON_REAL,
+                         ids=[f"{next(iter(k))}-{i}" for i, (k, _) in enumerate(_NON_REAL)])
+def test_a_non_real_argument_is_a_one_line_value_error_naming_it(kwargs, match, monkeypatch):
+    """Object, complex and string entries: a ValueError naming the argument, before any
+    iteration and with no warning (complex values were cast with a ComplexWarning only)."""
+    _refuse_to_iterate(monkeypatch)
+    kwargs = dict(kwargs)
+    A, b = kwargs.pop("A", _A0), kwargs.pop("b", _B0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="^" + match) as err:
+            solve_bqp(A, b, **kwargs)
+    assert "\n" not in str(err.value)
+
+
+def test_integer_and_boolean_arrays_are_numbers_but_digit_strings_are_not():
+    A, b = _indefinite(0)
+    Ai = np.round(4 * A).astype(np.int64)
+    C = np.array([[True, True, False, False, False, False]])
+    ref = solve_bqp(Ai.astype(float), np.round(b), eq=(C.astype(float), [1.0]), seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = solve_bqp(Ai, np.round(b).astype(np.int32), eq=(C, np.array([1], dtype=np.uint8)),
+                        x0=None, seed=0)
+        assert np.array_equal(res.x, ref.x) and res.objective == ref.objective
+        # numpy would read "1" as 1.0; a string is no number here
+        with pytest.raises(ValueError, match="^b must be a real numeric vector, got string"):
+            solve_bqp(Ai, [str(int(v)) for v in np.round(b)])
+
+
+@pytest.mark.parametrize("seed", [1.5, 1.0, np.float64(2.0), "x", True, np.True_, -1,
+                                  np.int64(-2), [1, 2], np.random.default_rng(0)])
+def test_seed_must_be_none_or_a_non_negative_integer(seed, monkeypatch):
+    _refuse_to_iterate(monkeypatch)
+    A, b = _indefinite(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"^seed must be None or an integer >= 0, got ") as err:
+            solve_bqp(A, b, seed=seed)
+    assert "\n" not in str(err.value)
+
+
+def test_numpy_integer_seeds_are_seeds_but_bools_are_not():
+    A, b = _indefinite(0)
+    ref = solve_bqp(A, b, seed=1, max_iter=20, polish=False)
+    for seed in (np.int64(1), np.uint8(1)):
+        res = solve_bqp(A, b, seed=seed, max_iter=20, polish=False)
+        assert np.array_equal(res.x_continuous, ref.x_continuous)
+    with pytest.raises(ValueError, match=r"^seed must be None or an integer >= 0, got True"):
+        solve_bqp(A, b, seed=True, max_iter=20)
+
+
+@pytest.mark.parametrize("callback", [5, "print", [print], True])
+def test_callback_must_be_none_or_callable(callback, monkeypatch):
+    _refuse_to_iterate(monkeypatch)
+    A, b = _indefinite(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"^callback must be None or callable, got ") as err:
+            solve_bqp(A, b, callback=callback)
+    assert "\n" not in str(err.value)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.admm.params import ADMMParams
+from solver.admm.params import ADMMParams, check_callable, check_seed
 from solver.admm.records import CONVERGED
 from solver.backend import get_backend
 from solver.mrf.build.constraints import LevelConstraints
@@ -78,7 +78,8 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     backend : {"cpu", "gpu", "auto"}
         For ADMM only; ``"auto"`` is :func:`auto_backend`'s choice.
     seed : int, optional
-        Random start of ADMM (None: 1/2 everywhere).
+        Random start of ADMM (None: 1/2 everywhere): an integer >= 0 (``int`` or a numpy
+        integer; ``bool`` and floats such as ``1.0`` are refused).
     x0 : numpy.ndarray, optional
         ADMM warm start, ``(H, W, K)`` or ``(n, K)`` label weights (e.g. a previous
         ``result.x_continuous``).
@@ -112,9 +113,20 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     Returns
     -------
     MRFResult
+
+    Raises
+    ------
+    ValueError
+        In one line naming the argument, before any iteration (for every method): an unknown
+        ``method``, a ``seed`` that is not None or an integer >= 0, a ``callback`` or ``stop``
+        that is not None or callable, ADMM parameters that are wrong (or given to a yardstick).
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
+    # (checked for every method, although only ADMM uses them: a wrong one is wrong anywhere)
+    seed = check_seed(seed)
+    check_callable(callback, "callback")
+    check_callable(stop, "stop")
     if method == "admm":
         # (edge ends a yardstick asked the graph for: ADMM never reads them; docs/decisions.md,
         # Memory)
