@@ -197,6 +197,9 @@ class Constraints:
             if a == b:
                 raise ValueError(f"apart pair {a},{b}: a label cannot be apart from itself")
             apart[a - 1, b - 1] = apart[b - 1, a - 1] = True
+        if apart.any() and np.all(apart | np.eye(k, dtype=bool)):
+            raise ValueError(f"the apart pairs keep every one of the {k} labels from every "
+                             "other, so only one label could appear in the image; drop a pair")
         if lo.sum() > n:
             raise ValueError(f"the area bounds cannot all hold: their lower bounds add up to "
                              f"{int(lo.sum())} pixels, more than the image's {n}")
@@ -231,6 +234,53 @@ def _check_seeds(level: LevelConstraints, seeds: np.ndarray) -> None:
     for a, b, rows, cols in touching_pairs(seeds, level.apart):
         raise ValueError(f"labels {a} and {b} are apart, but strokes or hard constraints of "
                          f"them touch at row {rows[0]}, column {cols[0]}")
+    _check_chains(level.apart, seeds)
+
+
+def label_distances(apart: np.ndarray) -> np.ndarray:
+    """``(K, K)`` fewest neighbour steps between labels when only pairs not ``apart`` may touch
+    (0 on the diagonal, ``inf`` between labels no chain joins): a labelling with both ``a`` and
+    ``b`` needs at least ``d - 1`` pixels of other labels between any two of their pixels."""
+    k = apart.shape[0]
+    step = ~apart
+    np.fill_diagonal(step, False)
+    dist = np.full((k, k), np.inf)
+    for a in range(k):  # breadth first from each label (K <= 32)
+        dist[a, a] = 0
+        frontier, d = [a], 0
+        while frontier:
+            d += 1
+            nxt = [b for f in frontier for b in np.flatnonzero(step[f]) if dist[a, b] == np.inf]
+            for b in nxt:
+                dist[a, b] = d
+            frontier = list(dict.fromkeys(nxt))
+    return dist
+
+
+def _check_chains(apart: np.ndarray, seeds: np.ndarray) -> None:
+    """Errors for seeded labels that no labelling can keep apart as asked: two labels no chain
+    of labels allowed to touch joins (no labelling of a connected grid holds both), or seeds of
+    two labels closer than the shortest such chain leaves room for."""
+    from scipy.ndimage import maximum_filter  # noqa: PLC0415
+
+    k = apart.shape[0]
+    present = [c for c in range(1, k + 1) if np.any(seeds == c)]
+    dist = label_distances(apart)
+    for i, a in enumerate(present):
+        for b in present[i + 1:]:
+            d = dist[a - 1, b - 1]
+            if not np.isfinite(d):
+                raise ValueError(f"labels {a} and {b} both have strokes or hard constraints, but "
+                                 "the apart pairs leave no chain of labels allowed to touch "
+                                 "from one to the other, so no labelling keeps every pair "
+                                 "apart; drop a pair or a stroke")
+            if d >= 3:  # (d = 2: touching seeds, refused above)
+                near = maximum_filter(seeds == a, size=2 * int(d) - 1) & (seeds == b)
+                if near.any():
+                    r, c = (int(v[0]) for v in np.nonzero(near))
+                    raise ValueError(f"labels {a} and {b} need {int(d) - 1} pixels of other "
+                                     f"labels between them (the apart pairs), but their strokes "
+                                     f"or hard constraints come closer, at row {r}, column {c}")
 
 
 #: The four directions of an 8-neighbour grid that list each neighbouring pair once.
