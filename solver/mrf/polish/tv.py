@@ -468,8 +468,9 @@ def kernel_grid(problem: MRFProblem, step: float
                 ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
     """The grid weights and geometry the TV kernels read
     (:func:`solver.mrf.polish.stencil.grid_view`), the largest pairwise weight ``2 lam`` and the
-    step scale ``gamma = step / (2 lam)``, or None when the problem has no grid view or a
-    negative (or NaN) edge weight.
+    step scale ``gamma = step / (2 lam)``, or None when the problem has no grid view, a
+    negative (or NaN) edge weight, or no pairwise term at all (λ = 0: each pixel's best label is
+    the answer, and there is nothing for a relaxation to smooth).
 
     Parameters
     ----------
@@ -482,11 +483,13 @@ def kernel_grid(problem: MRFProblem, step: float
     tuple or None
         ``(gw, geom, two_lam, gamma)``.
     """
+    two_lam = 2.0 * float(problem.lam)
+    if not two_lam > 0.0:
+        return None
     gw, geom = grid_view(problem)
     if gw.shape[0] == 0 or not np.all(gw >= 0.0):  # (a negative or NaN weight: no such kernel)
         return None
-    two_lam = 2.0 * float(problem.lam)
-    return gw, geom, two_lam, step / max(two_lam, 1e-300)
+    return gw, geom, two_lam, step / two_lam
 
 
 def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | float | None = None,
