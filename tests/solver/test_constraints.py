@@ -599,3 +599,42 @@ def test_the_parametric_min_cut_keeps_the_best_repaired_cut_when_no_cut_lands_in
     assert ref.feasible and p.feasible(ref.labels)
     assert ref.energy <= p.energy(settle_feasible(p, _cut(p, 0.0))) + 1e-9
     assert ref.bound <= ref.energy + 1e-9
+
+
+def _seeded(shape, points):
+    seeds = np.zeros(shape, np.int32)
+    for (r, c), lab in points.items():
+        seeds[r, c] = lab
+    return seeds
+
+
+def test_every_label_apart_from_every_other_is_refused():
+    with pytest.raises(ValueError, match="only one label could appear"):
+        Constraints(apart=((1, 2), (1, 3), (2, 3))).validate(3, (10, 10))
+    Constraints(apart=((1, 2), (1, 3))).validate(3, (10, 10))  # 2 and 3 may still touch
+
+
+def test_seeded_labels_no_chain_joins_are_refused():
+    seeds = _seeded((12, 12), {(0, 0): 1, (11, 11): 2})
+    with pytest.raises(ValueError, match="labels 1 and 2 both have strokes"):
+        Constraints(apart=((1, 2), (1, 3))).validate(3, (12, 12), seeds=seeds)
+    # with label 4 allowed beside both, 1 and 2 are joined through it
+    Constraints(apart=((1, 2), (1, 3))).validate(4, (12, 12), seeds=np.where(seeds == 2, 4, seeds))
+
+
+@pytest.mark.parametrize("gap, ok", [(2, False), (3, True)])
+def test_seeds_closer_than_the_shortest_chain_are_refused(gap, ok):
+    """1 may touch only 2, 2 only 3, 3 only 4: a 1 and a 4 need two pixels between them
+    (Chebyshev distance at least 3)."""
+    from solver.mrf.build.constraints import label_distances
+    c = Constraints(apart=((1, 3), (1, 4), (2, 4)))
+    apart = np.zeros((4, 4), bool)
+    for a, b in c.apart:
+        apart[a - 1, b - 1] = apart[b - 1, a - 1] = True
+    assert label_distances(apart)[0, 3] == 3
+    seeds = _seeded((10, 10), {(4, 1): 1, (4 + gap, 1 + gap): 4})
+    if ok:
+        c.validate(4, (10, 10), seeds=seeds)
+    else:
+        with pytest.raises(ValueError, match="labels 1 and 4 need 2 pixels"):
+            c.validate(4, (10, 10), seeds=seeds)
