@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.demo_screenshot:
+            _check_screenshot_path(args.demo_screenshot)
             from segapp.ui.app import demo_screenshot  # noqa: PLC0415
             if args.view != "main":
                 return demo_screenshot(args.demo_screenshot, view=args.view)
@@ -85,6 +86,22 @@ def main(argv: list[str] | None = None) -> int:
     return _app(None)
 
 
+#: What ``--demo-screenshot`` can write (formats every Qt build saves).
+SCREENSHOT_FORMATS = (".png", ".jpg", ".jpeg", ".bmp")
+
+
+def _check_screenshot_path(path: str) -> None:
+    """Refuse a screenshot path that cannot be written before the demo runs (a minute or
+    more on a cold machine)."""
+    from segapp.core.paths import check_output_path  # noqa: PLC0415
+
+    check_output_path(path, "--demo-screenshot")
+    ext = path[path.rfind("."):].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    if ext not in SCREENSHOT_FORMATS:
+        raise ValueError(f"cannot write --demo-screenshot '{path}': name a "
+                         f"{', '.join(SCREENSHOT_FORMATS[:-1])} or {SCREENSHOT_FORMATS[-1]} file")
+
+
 def _interrupted(exc: BaseException) -> bool:
     """Whether ``exc`` or an exception in its ``__cause__`` / ``__context__`` chain is a
     KeyboardInterrupt."""
@@ -103,11 +120,15 @@ def _interrupted(exc: BaseException) -> bool:
 
 def _app(image: str | None) -> int:
     """Start the app, or say in one line which system libraries Qt would miss (exit 2)."""
-    from segapp.ui.qtcheck import install_hint, missing_packages  # noqa: PLC0415
+    from segapp.ui.qtcheck import display_problem, install_hint, missing_packages  # noqa: PLC0415
 
     missing = missing_packages()
     if missing:
         print(f"segapp: error: {install_hint(missing)}", file=sys.stderr)
+        return 2
+    problem = display_problem()
+    if problem:
+        print(f"segapp: error: {problem}", file=sys.stderr)
         return 2
     from segapp.ui.app import run_app  # noqa: PLC0415
     return run_app([], image=image)

@@ -23,9 +23,12 @@ ALL_METHODS = ("mincut", "expansion", "lp", "admm-cpu", "admm-gpu")
 
 def _sizes(text: str) -> list[int]:
     try:
-        sizes = [int(float(v)) for v in text.split(",") if v.strip()]
+        values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"sizes must be numbers like 1e4,5e4, got {text!r}") from None
+    if not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"sizes must be finite pixel counts, got {text!r}")
+    sizes = [int(v) for v in values]
     if not sizes or min(sizes) < 16:
         raise argparse.ArgumentTypeError("every size must be at least 16 pixels")
     return sizes
@@ -124,10 +127,14 @@ def run(args: argparse.Namespace) -> int:
     """Run the benchmark grid and write the JSON records; returns the exit status.
 
     The ``--json`` path is checked before the grid runs, and written atomically after it."""
-    from segapp.cli.segment import check_output_path  # noqa: PLC0415
     from segapp.core.io import write_atomic  # noqa: PLC0415
+    from segapp.core.memory import check_memory  # noqa: PLC0415
+    from segapp.core.paths import check_outputs  # noqa: PLC0415
 
-    methods = args.methods.split(",") if args.methods else default_methods(args.k)
+    if args.methods is not None and not [m for m in args.methods.split(",") if m.strip()]:
+        raise ValueError(f"--methods is empty: name some of {', '.join(ALL_METHODS)}")
+    methods = ([m.strip() for m in args.methods.split(",") if m.strip()] if args.methods
+               else default_methods(args.k))
     bad = [m for m in methods if m not in ALL_METHODS]
     if bad:
         raise ValueError(f"unknown method(s) {', '.join(bad)}: expected some of {', '.join(ALL_METHODS)}")
@@ -137,7 +144,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--runs must be at least 1")
     if args.image and not args.strokes:
         raise ValueError("--image needs --strokes")
-    out = check_output_path(args.json, "--json")  # before the grid, which may take hours
+    if args.strokes and not args.image:
+        raise ValueError("--strokes needs --image (the bundled cameraman has its own strokes)")
+    out = check_outputs([("--json", args.json)],  # before the grid, which may take hours
+                        [("--image", args.image), ("--strokes", args.strokes)])[0]
+    # every input read and every size's memory checked before the kernels compile
+    reference = any(not m.startswith("admm") for m in methods)
+    for n in sorted(set(args.sizes), reverse=True):
+        check_memory(n, args.k, reference, advice="give --sizes smaller pixel counts")
+    sample(min(args.sizes), args.k, args.image, args.strokes)
     records = run_grid(args.sizes, methods, args.runs, args.k, args.image, args.strokes)
     write_atomic(out, (json.dumps(records, indent=1) + "\n").encode())
     return 0

@@ -98,32 +98,15 @@ def add_parser(sub: Any) -> None:
                    help="label image to write, .png, .tif or .tiff (values 1..K)")
     p.add_argument("--overlay", help="colour overlay to write (.png, .jpg, ...)")
     p.add_argument("--report", help="JSON report to write")
+    p.add_argument("--allow-infeasible", action="store_true",
+                   help="write the labels even when they break a constraint (by default such "
+                        "a run exits 1 and writes nothing)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no summary line (nor the first-run compiling note)")
 
 
 #: Formats that keep label values exactly (OpenCV writes TIFF with lossless compression).
 LABEL_FORMATS = (".png", ".tif", ".tiff")
-
-
-def check_output_path(path: str | os.PathLike, option: str) -> Path:
-    """Refuse, before any work, an output path that cannot be written: a folder, or a file in a
-    folder that does not exist or that this user cannot write in. Returns the path.
-
-    Raises ``ValueError`` with one sentence naming ``option`` and the path as given.
-    """
-    p = Path(path)
-    parent = p.parent
-    where = f"cannot write {option} '{path}'"
-    if p.is_dir():
-        raise ValueError(f"{where}: it is a folder")
-    if not parent.exists():
-        raise ValueError(f"{where}: folder '{parent}' does not exist")
-    if not parent.is_dir():
-        raise ValueError(f"{where}: '{parent}' is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{where}: no permission to write in folder '{parent}'")
-    return p
 
 
 def _can_encode(ext: str) -> bool:
@@ -152,16 +135,14 @@ def _check_outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
         raise ValueError(f"cannot write --overlay '{args.overlay}': OpenCV cannot write "
                          f"'{Path(args.overlay).suffix or 'files without an extension'}' "
                          "images; name a .png or .jpg file")
-    outputs = [(opt, check_output_path(path, opt)) for opt, path in
-               (("--out", args.out), ("--overlay", args.overlay), ("--report", args.report))
-               if path]
-    seen: dict[Path, str] = {}
-    for opt, p in outputs:
-        key = p.resolve()
-        if key in seen:
-            raise ValueError(f"{seen[key]} and {opt} name the same file '{p}'")
-        seen[key] = opt
-    return outputs
+    from segapp.core.paths import check_outputs  # noqa: PLC0415
+
+    named = [(opt, path) for opt, path in
+             (("--out", args.out), ("--overlay", args.overlay), ("--report", args.report))
+             if path]
+    paths = check_outputs(named, (("image", args.image), ("--strokes", args.strokes),
+                                  ("--hard", args.hard)))
+    return [(opt, p) for (opt, _), p in zip(named, paths)]
 
 
 def _encode(path: Path, image) -> bytes:
@@ -222,6 +203,11 @@ def run(args: argparse.Namespace) -> int:
                                reference=args.report is not None)
     for w in out.warnings:
         print(f"segapp: warning: {w}", file=sys.stderr)
+    if not out.feasible and not args.allow_infeasible:
+        broken = "; ".join(_describe(r).strip() for r in out.constraints if not r.satisfied)
+        print(f"segapp: error: the labels found break a constraint ({broken}); nothing was "
+              "written (--allow-infeasible writes them)", file=sys.stderr)
+        return 1
     report = {
         "energy": out.energy, "solver": out.method, "backend": out.backend,
         "iterations": out.iterations, "time_s": out.time_s, "n_pixels": int(out.labels.size),

@@ -11,6 +11,7 @@ import logging
 import os
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -58,28 +59,152 @@ def quiet_opencv() -> Iterator[None]:
             cv2.utils.logging.setLogLevel(level)
 
 
-def _read(path: str | os.PathLike, flags: int) -> np.ndarray:
+@contextlib.contextmanager
+def _stderr_captured() -> Iterator[None]:
+    """The C-level standard error (file descriptor 2) sent to a temporary file for the
+    duration, then logged at debug level: image libraries (libpng's ``libpng error: IDAT: CRC
+    error``) write their complaints there before OpenCV reports the failure, and the caller
+    reports it in one sentence of its own. Where the descriptor cannot be redirected, nothing
+    is."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # pragma: no cover - no stderr at all
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        try:
+            os.dup2(sink.fileno(), 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read().decode(errors="replace").strip()
+            if text:
+                log.debug("image library said: %s", text)
+
+
+#: The most pixels OpenCV decodes (its ``CV_IO_MAX_IMAGE_PIXELS``, 2**30 unless set).
+MAX_IMAGE_PIXELS = int(os.environ.get("OPENCV_IO_MAX_IMAGE_PIXELS", 2**30))
+
+#: EXIF's orientation tag, and what each value asks of the stored pixels to show them upright.
+_EXIF_ORIENTATION = 0x0112
+
+
+def _header(data: bytes) -> tuple[tuple[int, int] | None, int]:
+    """What a file's header says, without decoding its pixels (Pillow opens lazily): the
+    ``(width, height)`` it claims (None where Pillow cannot tell; OpenCV may still read it) and
+    its EXIF orientation, 1..8 (1 where it declares none or cannot be read)."""
+    try:
+        import io as _bytesio
+
+        from PIL import Image
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (Pillow's decompression-bomb warning)
+            with Image.open(_bytesio.BytesIO(data)) as im:
+                size = (int(im.size[0]), int(im.size[1]))
+                try:
+                    value = int(im.getexif().get(_EXIF_ORIENTATION, 1))
+                except Exception:  # noqa: BLE001 - a broken EXIF block: as stored
+                    value = 1
+    except Exception:  # noqa: BLE001 - not a file Pillow knows
+        return None, 1
+    return size, (value if 1 <= value <= 8 else 1)
+
+
+def apply_orientation(img: np.ndarray, orientation: int) -> np.ndarray:
+    """Stored pixels turned upright as EXIF ``orientation`` (1..8) says: 2 mirrored, 3 turned
+    half round, 4 flipped, 5 transposed, 6 turned a quarter clockwise, 7 transversed, 8 turned a
+    quarter anticlockwise (the TIFF 6.0 / EXIF 2.3 meanings).
+
+    Parameters
+    ----------
+    img : numpy.ndarray
+        ``(H, W)`` or ``(H, W, C)``.
+    orientation : int
+
+    Returns
+    -------
+    numpy.ndarray
+        A contiguous array (``(W, H, ...)`` for 5 to 8).
+    """
+    a = img
+    if orientation in (5, 6, 7, 8):
+        a = np.swapaxes(a, 0, 1)  # transposed: row r of the result is column r of the file
+        a = {5: a, 6: a[:, ::-1], 7: a[::-1, ::-1], 8: a[::-1]}[orientation]
+    else:
+        a = {1: a, 2: a[:, ::-1], 3: a[::-1, ::-1], 4: a[::-1]}.get(orientation, a)
+    return np.ascontiguousarray(a)
+
+
+def _png_colour_type(data: bytes) -> int | None:
+    """A PNG's colour type (3 = palette-indexed) from its header; None for other files."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR" and len(data) > 25:
+        return data[25]
+    return None
+
+
+def _read(path: str | os.PathLike, flags: int, what: str = "image",
+          palette_index: bool = False) -> np.ndarray:
+    """Decode a file with OpenCV, upright (its EXIF orientation applied), or raise
+    :class:`ImageError` in one sentence. ``palette_index``: a palette PNG gives its indices,
+    not its colours (label images saved by image editors)."""
     p = Path(path)
+    where = f"cannot read {what} '{p}'"
     if p.is_dir():
-        raise ImageError(f"cannot read image '{p}': it is a folder, not a file")
+        raise ImageError(f"{where}: it is a folder, not a file")
     if not p.is_file():
-        raise ImageError(f"cannot read image '{p}': no such file")
+        raise ImageError(f"{where}: no such file")
     try:
         data = np.fromfile(str(p), dtype=np.uint8)
     except OSError as exc:
-        raise ImageError(f"cannot read image '{p}': {exc.strerror or exc}") from None
-    with quiet_opencv():
-        img = cv2.imdecode(data, flags) if data.size else None
+        raise ImageError(f"{where}: {exc.strerror or exc}") from None
+    raw = data.tobytes()
+    if palette_index and _png_colour_type(raw) == 3:
+        return _palette_indices(raw, where)
+    size, orientation = _header(raw)
+    if size is not None and size[0] * size[1] > MAX_IMAGE_PIXELS:
+        raise ImageError(f"{where}: it claims {size[0]}×{size[1]} pixels, more than the "
+                         f"{MAX_IMAGE_PIXELS} this build reads")
+    try:
+        with quiet_opencv(), _stderr_captured():
+            img = cv2.imdecode(data, flags) if data.size else None
+    except cv2.error as exc:
+        if "CV_IO_MAX_IMAGE_PIXELS" in str(exc):
+            raise ImageError(f"{where}: it claims more than the {MAX_IMAGE_PIXELS} pixels this "
+                             "build reads") from None
+        raise ImageError(f"{where}: not a supported image file or corrupt") from None
     if img is None:
-        raise ImageError(f"cannot read image '{p}': not a supported image file or corrupt")
-    return img
+        raise ImageError(f"{where}: not a supported image file or corrupt")
+    return apply_orientation(img, orientation)
+
+
+def _palette_indices(data: bytes, where: str) -> np.ndarray:
+    """A palette PNG's indices as ``(H, W)`` uint8 (Pillow decodes them; OpenCV gives colours)."""
+    import io as _bytesio
+
+    from PIL import Image
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(_bytesio.BytesIO(data)) as im:
+                w, h = im.size
+                if w * h > MAX_IMAGE_PIXELS:
+                    raise ImageError(f"{where}: it claims {w}×{h} pixels, more than the "
+                                     f"{MAX_IMAGE_PIXELS} this build reads")
+                return np.asarray(im.convert("P") if im.mode != "P" else im, dtype=np.uint8)
+    except ImageError:
+        raise
+    except Exception:  # noqa: BLE001 - Pillow's errors vary by cause
+        raise ImageError(f"{where}: not a supported image file or corrupt") from None
 
 
 def load_image(path: str | os.PathLike) -> np.ndarray:
     """Read a photo as ``(H, W)`` grey or ``(H, W, 3)`` RGB, keeping 8 or 16 bits.
 
-    Alpha is dropped. Raises :class:`ImageError` with a one-line message for a missing, corrupt or
-    unsupported file.
+    Alpha is dropped; an EXIF orientation is applied, so the photo comes back upright, as
+    viewers show it. Raises :class:`ImageError` with a one-line message for a missing, corrupt,
+    unsupported or oversized file.
     """
     img = _read(path, cv2.IMREAD_UNCHANGED)
     if img.ndim == 3 and img.shape[2] == 4:
@@ -99,6 +224,10 @@ def load_label_image(path: str | os.PathLike, shape: tuple[int, int] | None = No
                      k: int | None = None, what: str = "label image") -> np.ndarray:
     """Read a single-channel label PNG (0 = none, j = label j) as ``(H, W)`` int32.
 
+    A palette-indexed PNG gives its indices (as image editors save label images); colour
+    images whose channels differ, non-integer values (a float TIFF) and negative values are
+    refused in one sentence, as is an image other than ``shape``.
+
     Parameters
     ----------
     path : path-like
@@ -109,11 +238,20 @@ def load_label_image(path: str | os.PathLike, shape: tuple[int, int] | None = No
     what : str
         Name used in error messages (e.g. ``"strokes"``).
     """
-    img = _read(path, cv2.IMREAD_UNCHANGED)
+    img = _read(path, cv2.IMREAD_UNCHANGED, what=what, palette_index=True)
     if img.ndim == 3:
         if not (np.all(img == img[:, :, :1])):
-            raise ImageError(f"{what} '{path}' must be a single-channel label image")
+            raise ImageError(f"{what} '{path}' must be a single-channel label image (or a "
+                             "palette PNG whose index is the label)")
         img = img[:, :, 0]
+    if not np.issubdtype(img.dtype, np.integer):
+        bad = img[~np.isfinite(img) | (img != np.round(img))] if img.size else img[:0]
+        if bad.size:
+            raise ImageError(f"{what} '{path}' holds non-integer values (such as {bad.flat[0]:g}):"
+                             " a label image holds whole numbers, 0 = none, k = label k")
+    if img.size and img.min() < 0:
+        raise ImageError(f"{what} '{path}' holds negative values (down to {img.min():g}): a "
+                         "label image holds whole numbers, 0 = none, k = label k")
     labels = img.astype(np.int32)
     if shape is not None and labels.shape != tuple(shape):
         raise ImageError(f"{what} '{path}' is {labels.shape[1]}×{labels.shape[0]} but the image "

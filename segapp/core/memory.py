@@ -13,6 +13,7 @@ the limit.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 try:
@@ -102,27 +103,133 @@ def _address_space_left() -> float | None:
     return float(soft) if mapped is None else max(0.0, soft - mapped)
 
 
+#: A cgroup v1 limit at or above this means "no limit" (the kernel reports 2**63 less a page).
+_V1_UNLIMITED = 2.0**60
+
+
+def _read_number(path: Path) -> float | None:
+    """A file's single number; None for "max", a missing file or anything unreadable."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    try:
+        return float(text)
+    except ValueError:  # ("max": no limit)
+        return None
+
+
+def _inactive_file(stat: Path, key: str) -> float:
+    """The page cache the kernel reclaims before it kills (``memory.stat``'s ``key``)."""
+    try:
+        for line in stat.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return float(value)
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+def _cgroup_dirs(proc_cgroup: Path, root: Path) -> tuple[list[Path], list[Path]]:
+    """This process's cgroup folders and their ancestors, v2 (unified) then v1 (memory
+    controller), innermost first, that exist under ``root``.
+
+    In a container the path ``/proc/self/cgroup`` names may be the host's while the container
+    sees its own cgroup mounted at the root, so the root (and, for v1, the controller's mount)
+    is always a candidate too."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return [], []
+    v2: list[Path] = []
+    v1: list[Path] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, rel = parts
+        if controllers == "":
+            bases, out = [root, root / "unified"], v2
+        elif "memory" in controllers.split(","):
+            bases, out = [root / "memory", root / controllers], v1
+        else:
+            continue
+        rel_parts = [q for q in rel.strip("/").split("/") if q]
+        for base in bases:
+            for depth in range(len(rel_parts), -1, -1):
+                d = base.joinpath(*rel_parts[:depth])
+                if d.is_dir() and d not in out:
+                    out.append(d)
+    return v2, v1
+
+
+#: Where this process's cgroups are listed, and where the cgroup file systems are mounted.
+PROC_CGROUP = Path("/proc/self/cgroup")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def cgroup_room(proc_cgroup: str | Path | None = None,
+                root: str | Path | None = None) -> float | None:
+    """Room left under this process's cgroup memory limits (Docker's ``--memory``, systemd's
+    ``MemoryMax``), the tightest of its cgroup and every ancestor: limit less usage, the
+    reclaimable page cache not counted as used. v2 reads ``memory.max`` and
+    ``memory.current``, v1 ``memory.limit_in_bytes`` and ``memory.usage_in_bytes``.
+
+    Parameters
+    ----------
+    proc_cgroup : str or Path, optional
+        The process's cgroup list (default :data:`PROC_CGROUP`).
+    root : str or Path, optional
+        Where the cgroup file systems are mounted (default :data:`CGROUP_ROOT`).
+
+    Returns
+    -------
+    float or None
+        Bytes; None where no limit is set or none can be read.
+    """
+    v2, v1 = _cgroup_dirs(Path(PROC_CGROUP if proc_cgroup is None else proc_cgroup),
+                          Path(CGROUP_ROOT if root is None else root))
+    rooms = []
+    for dirs, limit_name, usage_name, cache_key, unlimited in (
+            (v2, "memory.max", "memory.current", "inactive_file", math.inf),
+            (v1, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file",
+             _V1_UNLIMITED)):
+        for d in dirs:
+            limit = _read_number(d / limit_name)
+            if limit is None or limit >= unlimited:
+                continue
+            usage = _read_number(d / usage_name) or 0.0
+            used = max(0.0, usage - _inactive_file(d / "memory.stat", cache_key))
+            rooms.append(max(0.0, limit - used))
+    return min(rooms) if rooms else None
+
+
 def available_bytes() -> float | None:
-    """Memory this process may still take: the system's available memory and the room under an
-    address-space limit, whichever is less; None where neither can be read (then nothing is
-    refused).
+    """Memory this process may still take: the system's available memory, the room under a
+    cgroup memory limit (:func:`cgroup_room`) and the room under an address-space limit,
+    whichever is least; None where none can be read (then nothing is refused).
 
     Returns
     -------
     float or None
     """
-    known = [v for v in (_meminfo_available(), _address_space_left()) if v is not None]
+    known = [v for v in (_meminfo_available(), cgroup_room(), _address_space_left())
+             if v is not None]
     if not known:
         return None
     return min(known)
 
 
 def _gb(b: float) -> str:
+    if b >= 1e12:
+        return f"{b / 1e12:.3g} TB"
     return f"{b / 1e9:.1f} GB" if b >= 1e9 else f"{b / 1e6:.0f} MB"
 
 
 def check_memory(pixels: int, k: int, reference: bool,
-                 available: float | None = None, isolated: bool = False) -> bool:
+                 available: float | None = None, isolated: bool = False,
+                 advice: str = "use a smaller copy of the image") -> bool:
     """Refuse a segmentation the machine has no memory for, before anything is built.
 
     Parameters
@@ -132,6 +239,8 @@ def check_memory(pixels: int, k: int, reference: bool,
     available : float, optional
         Bytes available (default :func:`available_bytes`, plus this process's resident memory,
         which the estimate already counts in :data:`BASE_BYTES`).
+    advice : str
+        The refusal's last words: what the user can do instead.
 
     Returns
     -------
@@ -156,15 +265,15 @@ def check_memory(pixels: int, k: int, reference: bool,
     need = estimate_bytes(pixels, k, reference, isolated, beside=False)
     if need <= available:
         return not (reference and isolated)
-    size = f"{pixels / 1e6:.1f}-megapixel" if pixels >= 100_000 else f"{pixels}-pixel"
+    size = (f"{pixels:.3g}-pixel" if pixels >= 1e11 else f"{pixels / 1e6:.1f}-megapixel"
+            if pixels >= 100_000 else f"{pixels}-pixel")
     what = f"a {size} image with K = {k} needs about {_gb(need)}"
     if reference:
         alone = estimate_bytes(pixels, k, False)
         what += " with the reference"
         if alone <= available:
             what += f" ({_gb(alone)} without it: {WITHOUT_REFERENCE})"
-    raise InsufficientMemoryError(f"{what}, but {_gb(available)} is available; "
-                                  "use a smaller copy of the image")
+    raise InsufficientMemoryError(f"{what}, but {_gb(available)} is available; {advice}")
 
 
 def _status_bytes(field: str) -> float | None:

@@ -60,6 +60,60 @@ def missing_packages(platform: str | None = None, env: Mapping[str, str] | None 
     return [pkg for lib, pkg in XCB_LIBRARIES.items() if find(lib) is None]
 
 
+def display_problem(env: Mapping[str, str] | None = None,
+                    connect: Callable[[str], bool] | None = None) -> str | None:
+    """Why Qt's X11 platform would find no display, in one sentence with what to do instead;
+    None where there is one (or Qt will not use X11). Without a display Qt aborts the process
+    (SIGABRT) after several lines, one of which blames a library.
+
+    Parameters
+    ----------
+    env : mapping, optional
+        Default the process's environment.
+    connect : callable, optional
+        ``connect(display) -> bool``, whether an X server answers there (default: ask libxcb,
+        as Qt will).
+
+    Returns
+    -------
+    str or None
+    """
+    env = os.environ if env is None else env
+    if not uses_xcb(env=env):
+        return None
+    display = env.get("DISPLAY", "")
+    headless = ("run it in a desktop session, or headless with QT_QPA_PLATFORM=offscreen, "
+                "or use the command line (segapp segment --help)")
+    if not display:
+        return f"no display found (DISPLAY is not set): {headless}"
+    connect = _xcb_connects if connect is None else connect
+    if not connect(display):
+        return f"no display found: nothing answers at DISPLAY={display}; {headless}"
+    return None
+
+
+def _xcb_connects(display: str) -> bool:
+    """Whether an X server answers at ``display`` (libxcb's own connect, then disconnect); True
+    where libxcb cannot be loaded (Qt will then say what is missing)."""
+    name = ctypes.util.find_library("xcb")
+    if name is None:
+        return True
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError:
+        return True
+    lib.xcb_connect.restype = ctypes.c_void_p
+    lib.xcb_connect.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    lib.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
+    lib.xcb_disconnect.argtypes = [ctypes.c_void_p]
+    conn = lib.xcb_connect(display.encode(), None)
+    try:
+        return conn is not None and lib.xcb_connection_has_error(conn) == 0
+    finally:
+        if conn is not None:
+            lib.xcb_disconnect(conn)
+
+
 def install_hint(packages: list[str]) -> str:
     """One line naming the missing packages and the command that installs them all."""
     return ("Qt's X11 platform needs system libraries that are missing "

@@ -109,12 +109,29 @@ def test_a_nesting_keeps_the_nucleus_off_the_background(cell, capsys, solver, va
     assert "labels 1 and 3 apart: 0 touching pairs, holds" in out
 
 
+def test_labels_that_break_a_constraint_exit_1_and_write_nothing(cell, capsys):
+    """One unpolished iteration leaves the nucleus touching the background: without
+    --allow-infeasible nothing is written, the exit status is 1, and the one error line names
+    the broken pair."""
+    d, *_ = cell
+    before = sorted(p.name for p in d.iterdir())
+    code, out, err = _run(["segment", d / "cell.png", "--strokes", d / "cell_strokes.png",
+                           "--k", 3, "--apart", "1,3", "--max-iter", 1, "--no-polish",
+                           "--out", d / "l.png", "--report", d / "r.json"], capsys)
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("segapp: error: ")
+    assert "labels 1 and 3 apart" in lines[0] and "--allow-infeasible" in lines[0]
+    assert sorted(p.name for p in d.iterdir()) == before
+
+
 def test_a_violated_pair_is_reported_with_its_count(cell, capsys):
-    """One unpolished iteration leaves the nucleus touching the background: the summary and the
-    report say VIOLATED and count the 8-neighbour pairs the written labels really have."""
+    """With --allow-infeasible the labels are written: the summary and the report say VIOLATED
+    and count the 8-neighbour pairs the written labels really have."""
     d, *_ = cell
     code, out, err = _run(["segment", d / "cell.png", "--strokes", d / "cell_strokes.png",
                            "--k", 3, "--apart", "1,3", "--max-iter", 1, "--no-polish",
+                           "--allow-infeasible",
                            "--out", d / "l.png", "--report", d / "r.json"], capsys)
     assert code == 0, err
     labels = _labels(d / "l.png").astype(np.int32)

@@ -138,3 +138,74 @@ def test_a_refusal_that_nothing_helps_is_an_error_dialog(win, qtbot, monkeypatch
     win.start_run()
     qtbot.waitUntil(lambda: not win.running and bool(win.errors), timeout=60000)
     assert "1600-pixel image with K = 2" in win.errors[0][1] and win.outcome is None
+
+
+def _cgroup_tree(tmp_path, lines, files):
+    """A fake ``/proc/self/cgroup`` and cgroup mount: ``files`` maps paths under the mount to
+    their contents."""
+    proc = tmp_path / "cgroup"
+    proc.write_text("".join(line + "\n" for line in lines))
+    root = tmp_path / "sys"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return proc, root
+
+
+def test_a_cgroup_v2_limit_is_read_at_every_level(tmp_path):
+    """systemd's MemoryMax sits on the unit; the process is in a child cgroup of it without a
+    limit of its own. The room is the tightest limit less its usage, reclaimable cache not
+    counted as used."""
+    gib = 2**30
+    proc, root = _cgroup_tree(tmp_path, ["0::/app.slice/run.service/worker"], {
+        "app.slice/memory.max": "max\n",
+        "app.slice/memory.current": f"{5 * gib}\n",
+        "app.slice/run.service/memory.max": f"{3 * gib}\n",
+        "app.slice/run.service/memory.current": f"{gib}\n",
+        "app.slice/run.service/memory.stat": f"anon 100\ninactive_file {gib // 2}\n",
+        "app.slice/run.service/worker/memory.max": "max\n",
+        "app.slice/run.service/worker/memory.current": f"{gib}\n",
+    })
+    assert memory.cgroup_room(proc, root) == pytest.approx(3 * gib - gib // 2)
+
+
+def test_a_cgroup_v1_limit_is_read_and_its_unlimited_value_ignored(tmp_path):
+    gib = 2**30
+    files = {"memory/docker/abc/memory.limit_in_bytes": f"{3 * gib}\n",
+             "memory/docker/abc/memory.usage_in_bytes": f"{2 * gib}\n",
+             "memory/docker/memory.limit_in_bytes": "9223372036854771712\n",
+             "memory/docker/memory.usage_in_bytes": f"{2 * gib}\n"}
+    proc, root = _cgroup_tree(tmp_path, ["4:memory:/docker/abc", "3:cpu:/docker/abc"], files)
+    assert memory.cgroup_room(proc, root) == pytest.approx(gib)
+    files["memory/docker/abc/memory.limit_in_bytes"] = "9223372036854771712\n"
+    proc, root = _cgroup_tree(tmp_path, ["4:memory:/docker/abc"], files)
+    assert memory.cgroup_room(proc, root) is None
+
+
+def test_a_container_sees_its_own_cgroup_at_the_root(tmp_path):
+    """Inside Docker, /proc/self/cgroup names the host's path, which the container's mount
+    does not have: the limit at the mount's root is the container's."""
+    gib = 2**30
+    proc, root = _cgroup_tree(tmp_path, ["0::/system.slice/docker-1234.scope"], {
+        "memory.max": f"{3 * gib}\n", "memory.current": f"{gib}\n"})
+    assert memory.cgroup_room(proc, root) == pytest.approx(2 * gib)
+
+
+def test_under_a_3_gib_cgroup_a_24_megapixel_photo_is_refused_in_one_sentence(
+        tmp_path, monkeypatch):
+    """The case that ended `segapp segment` with status 137 and no word: 6000×4000 with a
+    rectangle under MemoryMax=3G, on a machine whose own free memory is ample."""
+    gib = 2**30
+    proc, root = _cgroup_tree(tmp_path, ["0::/user.slice/segapp.scope"], {
+        "user.slice/segapp.scope/memory.max": f"{3 * gib}\n",
+        "user.slice/segapp.scope/memory.current": f"{300 * 2**20}\n"})
+    monkeypatch.setattr(memory, "PROC_CGROUP", proc)
+    monkeypatch.setattr(memory, "CGROUP_ROOT", root)
+    monkeypatch.setattr(memory, "_meminfo_available", lambda: 64e9)
+    monkeypatch.setattr(memory, "_address_space_left", lambda: None)
+    monkeypatch.setattr(memory, "_resident_bytes", lambda: 0.0)
+    assert memory.available_bytes() == pytest.approx(3 * gib - 300 * 2**20)
+    with pytest.raises(InsufficientMemoryError, match=r"24\.0-megapixel.*but 2\.9 GB is "
+                       "available"):
+        check_memory(6000 * 4000, 2, False)
+    check_memory(2000 * 1000, 2, False)  # a 2-megapixel photo fits
