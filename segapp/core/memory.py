@@ -9,6 +9,12 @@ solvers read a photo's Laplacian from its weights): 136-218 bytes a pixel for K 
 for K = 4 between 1 and 4 megapixels, the min-cut or α-expansion reference adding less than
 the solve's own peak. It is rounded up, so a refused image would at least have come close to
 the limit.
+
+What the machine has is the least of its available memory (``/proc/meminfo``), the room under
+``ulimit -v``, and the room under this process's cgroup memory limits (v2 ``memory.max`` less
+``memory.current``, v1 ``memory.limit_in_bytes`` less ``memory.usage_in_bytes``, at its cgroup
+and every ancestor): a container or systemd unit's limit kills the process with no word
+(status 137) when it is crossed.
 """
 
 from __future__ import annotations
