@@ -89,17 +89,29 @@ def run_app(argv: list[str] | None = None, image: str | None = None) -> int:
     -------
     int
         The exit code of the event loop.
+
+    Notes
+    -----
+    The window keeps an autosave of unsaved work (:mod:`segapp.core.autosave`, in
+    ``$SEGAPP_AUTOSAVE_DIR`` or the per-user state folder). Once the window shows, the unsaved
+    work an earlier run left by not closing properly (a crash, a kill) is offered back, before
+    ``image`` is opened.
     """
     from segapp.ui.main_window import MainWindow
     app = get_app(argv)
     before = python_owned_qobjects()
-    win = MainWindow()
+    win = MainWindow(autosave=True)
     restore_hook = install_exception_hook(win)
     win.show()
     # compile the solver's CPU kernels while the user opens an image and paints
     win.start_warm_up()
-    if image:
-        QTimer.singleShot(0, lambda: win.open_path(image))
+
+    def first() -> None:  # (in the event loop: the window is on screen behind the dialog)
+        win.offer_restore()
+        if image:
+            win.open_path(image)
+
+    QTimer.singleShot(0, first)
     try:
         return int(app.exec())
     finally:

@@ -1,22 +1,148 @@
-"""File handling for the main window: open, samples, recent files, sessions, exports."""
+"""File handling for the main window: open, samples, recent files, sessions, exports, and the
+autosave that a crash leaves for the next start to offer back.
+
+Nothing a person owns is written over half-way: every export is built in memory and written
+atomically, a format that would lose their labels is refused before anything is written, and
+every failure is one dialog with one sentence, the document untouched.
+"""
 from __future__ import annotations
 
 import csv
+import io
 import logging
+import os
+import re
 from pathlib import Path
 
-from PyQt6.QtCore import QSettings
+import cv2
+from PyQt6.QtCore import QSettings, QTimer
 from PyQt6.QtGui import QAction
 from PyQt6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
-from segapp.core.session import (apply_session, check_session_image, load_session,
-                                  save_session)
+from segapp.core.formats import LABEL_FORMATS
+from segapp.core.session import (SessionData, apply_session, check_session_image,
+                                  load_session, save_session)
 
 log = logging.getLogger(__name__)
 
 IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp);;All files (*)"
 SESSION_FILTER = "segapp sessions (*.json)"
+_FORMAT_NAMES = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".jpg": "JPEG", ".jpeg": "JPEG"}
+
+
+def format_filter(exts: tuple[str, ...]) -> str:
+    """A save dialog's filters for extensions, one per format: ``(".png", ".tif", ".tiff")``
+    gives ``"PNG (*.png);;TIFF (*.tif *.tiff)"``."""
+    groups: dict[str, list[str]] = {}
+    for ext in exts:
+        groups.setdefault(_FORMAT_NAMES.get(ext, ext[1:].upper()), []).append(ext)
+    return ";;".join(f"{name} ({' '.join('*' + e for e in group)})"
+                     for name, group in groups.items())
+
+
+#: The label formats that keep values exactly (:data:`segapp.core.formats.LABEL_FORMATS`).
+LABEL_FILTER = format_filter(LABEL_FORMATS)
+OVERLAY_FILTER = "PNG (*.png);;JPEG (*.jpg *.jpeg)"
+CSV_FILTER = "CSV (*.csv)"
 MAX_RECENT = 8
+#: How long after a change the autosave is written (painting goes on undisturbed meanwhile).
+AUTOSAVE_DELAY_MS = 1500
+#: The errors reading or writing a file can raise (OpenCV's own among them).
+FILE_ERRORS = (ValueError, OSError, cv2.error)
+
+
+def error_sentence(exc: BaseException, path: str | os.PathLike[str] | None = None,
+                   verb: str = "write") -> str:
+    """A file error in one sentence for a dialog.
+
+    Parameters
+    ----------
+    exc : BaseException
+        A :data:`FILE_ERRORS` error.
+    path : str or os.PathLike, optional
+        The file it concerns, named where the error itself does not.
+    verb : str
+        ``"write"`` or ``"read"``.
+
+    Returns
+    -------
+    str
+        ``cannot write '/x/h.csv': No space left on device``; a ValueError's own first line.
+    """
+    if isinstance(exc, cv2.error):
+        why = getattr(exc, "err", "") or "unknown error"
+        what = "encode" if verb == "write" else "decode"
+        return f"cannot {verb} '{path}': OpenCV could not {what} the image ({why})"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot {verb} '{exc.filename or path}': {exc.strerror}"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else f"cannot {verb} '{path}'"
+
+
+def filter_suffix(selected: str, filters: str) -> str:
+    """The extension a save dialog's chosen filter names first.
+
+    Parameters
+    ----------
+    selected : str
+        The filter chosen in the dialog (``"TIFF (*.tif *.tiff)"``), or ``""``.
+    filters : str
+        All the dialog's filters, ``;;``-separated: the first one's extension is the default.
+
+    Returns
+    -------
+    str
+        ``".tif"``; ``""`` where the filter names no extension (``*``).
+    """
+    for text in (selected, filters.split(";;")[0]):
+        m = re.search(r"\*(\.[A-Za-z0-9]+)", text or "")
+        if m:
+            return m.group(1)
+    return ""
+
+
+def restore_box(parent, text: str, detail: str) -> tuple[QMessageBox, object, object]:
+    """The restore offer as a dialog, not yet shown.
+
+    Parameters
+    ----------
+    parent : QWidget
+    text : str
+        The question.
+    detail : str
+        What the autosave holds and when it was written.
+
+    Returns
+    -------
+    tuple
+        ``(box, restore button, discard button)``; Restore is the default.
+    """
+    box = QMessageBox(QMessageBox.Icon.Question, "Restore unsaved work", text,
+                      QMessageBox.StandardButton.NoButton, parent)
+    box.setInformativeText(detail)
+    restore = box.addButton("Restore", QMessageBox.ButtonRole.AcceptRole)
+    discard = box.addButton("Discard", QMessageBox.ButtonRole.DestructiveRole)
+    box.setDefaultButton(restore)
+    return box, restore, discard
+
+
+def ask_restore(parent, text: str, detail: str) -> str:
+    """Ask whether to restore an autosave: ``"restore"``, ``"discard"`` or ``""`` (the dialog
+    closed otherwise: the autosave is kept for the next start).
+
+    Parameters
+    ----------
+    parent : QWidget
+    text : str
+        The question.
+    detail : str
+        What the autosave holds and when it was written.
+    """
+    box, restore, discard = restore_box(parent, text, detail)
+    box.exec()
+    clicked = box.clickedButton()
+    box.deleteLater()
+    return "restore" if clicked is restore else "discard" if clicked is discard else ""
 
 
 def list_samples() -> list[tuple[str, Path, Path | None, int]]:
@@ -114,8 +240,8 @@ class FileOpsMixin:
         from segapp.core.io import load_image
         try:
             image = load_image(path)
-        except (ValueError, OSError) as exc:
-            self.error("Cannot open image", str(exc).splitlines()[0] if str(exc) else str(path))
+        except FILE_ERRORS as exc:
+            self.error("Cannot open image", error_sentence(exc, path, "read"))
             return False
         if not self.maybe_save():
             return False
@@ -140,8 +266,8 @@ class FileOpsMixin:
                 lab = load_label_image(str(strokes), shape=self.doc.shape, k=k)
                 fixed = (None if hard is None
                          else load_label_image(str(hard), shape=self.doc.shape, k=k))
-            except (ValueError, OSError) as exc:
-                self.error("Cannot load sample strokes", str(exc))
+            except FILE_ERRORS as exc:
+                self.error("Cannot load sample strokes", error_sentence(exc, strokes, "read"))
                 return False
             self.doc._k = k  # noqa: SLF001 - fresh document, not an undoable edit
             self.doc.settings.area, self.doc.settings.apart = list(area or []), list(apart or [])
@@ -204,40 +330,50 @@ class FileOpsMixin:
         m.setEnabled(bool(self.recent_files()))
 
     # ---------------------------------------------------------------- sessions
+    def _session_image(self, data: SessionData):
+        """The image a session names, read; a failure is a ValueError naming the field."""
+        from segapp.core.io import load_image
+        if not data.image_path:
+            raise ValueError("session field 'image_path': expected the path of the "
+                             "session's image, got null")
+        try:
+            return load_image(data.image_path)
+        except FILE_ERRORS as exc:
+            raise ValueError("session field 'image_path': "
+                             + error_sentence(exc, data.image_path, "read")) from exc
+
+    def _show_session(self, data: SessionData, image, session_path: str | None) -> None:
+        """Put checked session ``data`` and its ``image`` in the window (cannot fail)."""
+        self.forget_run()
+        apply_session(self.doc, data, image)  # (checked by the caller: cannot fail half-way)
+        self.show_settings()
+        self.results_panel.opacity.setValue(round(data.extra.get("opacity", 0.55) * 100))
+        self.session_path = session_path
+        self.update_title()
+
     def open_session(self, path: str) -> bool:
         """Open a session JSON (image, K, rectangle, settings, strokes).
 
         The whole file, and its image, are read and checked before anything in the window
         changes: a bad file is one error dialog naming the field, and the current work (the
         document, settings, title, session path and last run) is left as it was."""
-        from segapp.core.io import load_image
         try:
             data = load_session(path)
-            if not data.image_path:
-                raise ValueError("session field 'image_path': expected the path of the "
-                                 "session's image, got null")
-            try:
-                image = load_image(data.image_path)
-            except (ValueError, OSError) as exc:
-                first = str(exc).splitlines()[0] if str(exc) else data.image_path
-                raise ValueError(f"session field 'image_path': {first}") from exc
+            image = self._session_image(data)
             check_session_image(data, image)
-        except (ValueError, OSError) as exc:
-            self.error("Cannot open session", str(exc).splitlines()[0] if str(exc) else path)
+        except FILE_ERRORS as exc:
+            self.error("Cannot open session", error_sentence(exc, path, "read"))
             return False
         if not self.maybe_save():
             return False
-        self.forget_run()
-        apply_session(self.doc, data, image)  # (checked above: cannot fail half-way)
-        self.show_settings()
-        self.results_panel.opacity.setValue(round(data.extra.get("opacity", 0.55) * 100))
-        self.session_path = str(path)
+        self._show_session(data, image, str(path))
         self._add_recent(str(path))
         self.update_title()
         return True
 
     def save_session(self, path: str | None = None) -> bool:
-        """Save the session (asks for a path the first time)."""
+        """Save the session (asks for a path the first time); the autosave then goes, the work
+        being in the session file."""
         if not self.doc.has_image:
             return False
         path = path or self.session_path
@@ -246,19 +382,20 @@ class FileOpsMixin:
         try:
             save_session(path, self.doc,
                          extra={"opacity": self.results_panel.opacity.value() / 100})
-        except (OSError, ValueError) as exc:
-            self.error("Cannot save session", str(exc))
+        except FILE_ERRORS as exc:
+            self.error("Cannot save session", error_sentence(exc, path))
             return False
         self.session_path = str(path)
         self.doc.dirty = False
+        self._drop_autosave()
         self.update_title()
         self.statusBar().showMessage(f"Saved session {Path(path).name}", 5000)
         return True
 
     def save_session_as(self) -> bool:
-        """Ask for a path and save the session."""
+        """Ask for a path and save the session (``.json`` added where no extension is typed)."""
         default = str(Path(self.doc.image_path or "session").with_suffix(".json"))
-        path, _ = QFileDialog.getSaveFileName(self, "Save session", default, SESSION_FILTER)
+        path = self._ask_save_path("Save session", default, SESSION_FILTER)
         return self.save_session(path) if path else False
 
     def maybe_save(self) -> bool:
@@ -273,69 +410,289 @@ class FileOpsMixin:
             return self.save_session()
         return ans == QMessageBox.StandardButton.Discard
 
-    # ---------------------------------------------------------------- exports
+    # ---------------------------------------------------------------- save dialogs
+    def _ask_save_path(self, title: str, default: str, filt: str) -> str | None:
+        """A save dialog's answer; a name typed without an extension gets the chosen filter's
+        (``labels`` with "PNG" chosen: ``labels.png``), and where that names a file that
+        exists, replacing it is asked first (the dialog only asked about the name typed)."""
+        path, chosen = QFileDialog.getSaveFileName(self, title, default, filt)
+        if not path:
+            return None
+        if not Path(path).suffix:
+            ext = filter_suffix(chosen, filt)
+            if ext:
+                path += ext
+                if Path(path).exists() and not self._confirm_replace(path):
+                    return None
+        return path
+
+    def _confirm_replace(self, path: str) -> bool:
+        p = Path(path)
+        ans = QMessageBox.question(
+            self, "Replace file?", f"{p.name} already exists in {p.parent}. Replace it?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No)
+        return ans == QMessageBox.StandardButton.Yes
+
     def _export_path(self, title: str, suffix: str, filt: str) -> str | None:
         base = Path(self.doc.image_path or "segmentation")
-        path, _ = QFileDialog.getSaveFileName(self, title, str(base.with_name(base.stem + suffix)),
-                                              filt)
-        return path or None
+        return self._ask_save_path(title, str(base.with_name(base.stem + suffix)), filt)
 
+    def _check_output(self, path: str, what: str) -> None:
+        """Refuse, in one sentence, an output that is a folder, a device, in a folder that
+        cannot be written, or the photo or session this window has open (it would be lost)."""
+        from segapp.core.paths import check_outputs
+        check_outputs([(what, path)], [("image", self.doc.image_path),
+                                       ("session", self.session_path)])
+
+    # ---------------------------------------------------------------- exports
     def save_labels(self, path: str | None = None) -> bool:
-        """Save the last labels as a PNG of values 1..K."""
+        """Save the last labels (values 1..K) as PNG or TIFF; a lossy format (JPEG) is refused
+        in a dialog before anything is written."""
         if self.outcome is None:
             self.error("Nothing to save", "run a segmentation first")
             return False
-        path = path or self._export_path("Save labels", "_labels.png", "PNG (*.png)")
+        path = path or self._export_path("Save labels", "_labels.png", LABEL_FILTER)
         if not path:
             return False
+        from segapp.core.formats import check_label_path
         from segapp.core.io import save_labels
         try:
+            check_label_path(Path(path).name)
+            self._check_output(path, "labels")
             save_labels(path, self.outcome.labels)
-        except (OSError, ValueError) as exc:
-            self.error("Cannot save labels", str(exc))
+        except FILE_ERRORS as exc:
+            self.error("Cannot save labels", error_sentence(exc, path))
             return False
         self.statusBar().showMessage(f"Saved labels to {Path(path).name}", 5000)
         return True
 
     def save_overlay(self, path: str | None = None) -> bool:
-        """Save the photo with the labels blended over it."""
+        """Save the photo with the labels blended over it; a format this build cannot write
+        is refused in a dialog before anything is written."""
         if self.outcome is None:
             self.error("Nothing to save", "run a segmentation first")
             return False
-        path = path or self._export_path("Save overlay", "_overlay.png", "PNG (*.png)")
+        path = path or self._export_path("Save overlay", "_overlay.png", OVERLAY_FILTER)
         if not path:
             return False
+        from segapp.core.formats import check_image_path
         from segapp.core.io import save_overlay
         try:
+            check_image_path(Path(path).name, "overlay")
+            self._check_output(path, "overlay")
             save_overlay(path, self.doc.image, self.outcome.labels,
                          alpha=self.results_panel.opacity.value() / 100)
-        except (OSError, ValueError) as exc:
-            self.error("Cannot save overlay", str(exc))
+        except FILE_ERRORS as exc:
+            self.error("Cannot save overlay", error_sentence(exc, path))
             return False
         self.statusBar().showMessage(f"Saved overlay to {Path(path).name}", 5000)
         return True
 
     def save_history(self, path: str | None = None) -> bool:
-        """Save the energy history of the last run as CSV."""
+        """Save the energy history of the last run as CSV, atomically (a failure leaves any
+        file at ``path`` as it was, and nothing half-written)."""
         if self.outcome is None:
             self.error("Nothing to save", "run a segmentation first")
             return False
-        path = path or self._export_path("Save energy history", "_history.csv", "CSV (*.csv)")
+        path = path or self._export_path("Save energy history", "_history.csv", CSV_FILTER)
         if not path:
             return False
+        from segapp.core.io import write_atomic
         # (IterationRecord names each column: energy_continuous / energy_rounded are its
         # objective / objective_rounded under the names the plot uses)
         cols = ("iteration", "energy_continuous", "energy_rounded", "residual_box",
                 "residual_sphere", "rho")
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow([*cols, "reference_energy"])
+        ref = self.outcome.reference_energy
+        for r in self.outcome.history:
+            w.writerow([getattr(r, c) for c in cols] + ["" if ref is None else ref])
         try:
-            with open(path, "w", newline="") as fh:
-                w = csv.writer(fh)
-                w.writerow([*cols, "reference_energy"])
-                ref = self.outcome.reference_energy
-                for r in self.outcome.history:
-                    w.writerow([getattr(r, c) for c in cols] + ["" if ref is None else ref])
-        except OSError as exc:
-            self.error("Cannot save history", str(exc))
+            self._check_output(path, "energy history")
+            write_atomic(path, buf.getvalue().encode("utf-8"))
+        except FILE_ERRORS as exc:
+            self.error("Cannot save history", error_sentence(exc, path))
             return False
         self.statusBar().showMessage(f"Saved energy history to {Path(path).name}", 5000)
+        return True
+
+    # ---------------------------------------------------------------- autosave
+    _autosave = None
+
+    def init_autosave(self, autosave: bool | str | os.PathLike[str] = True) -> None:
+        """Set up the autosave (:mod:`segapp.core.autosave`): False for none, True for the
+        per-user folder, or a folder."""
+        from segapp.core.autosave import Autosave
+        self._autosave = (None if autosave is False or autosave is None
+                          else Autosave(None if autosave is True else autosave))
+        self._autosave_timer = QTimer(self)
+        self._autosave_timer.setSingleShot(True)
+        self._autosave_timer.setInterval(AUTOSAVE_DELAY_MS)
+        self._autosave_timer.timeout.connect(self._autosave_due)
+        self._doc_generation = 0  # (one more for every change the document reports)
+        self._autosaved_generation: int | None = None
+        self._autosave_failure = ""
+
+    @property
+    def autosave_path(self) -> Path | None:
+        """This window's autosave file (it need not exist); None without autosave."""
+        return None if self._autosave is None else self._autosave.path
+
+    def note_doc_change(self) -> None:
+        """The document changed: autosave within :data:`AUTOSAVE_DELAY_MS` while it has unsaved
+        work (the first change starts the clock, so steady painting cannot put it off); a
+        clean document (saved, or a new image opened) has no autosave."""
+        if self._autosave is None:
+            return
+        self._doc_generation += 1
+        if self.doc.dirty:
+            if not self._autosave_timer.isActive():
+                self._autosave_timer.start()
+        else:
+            self._autosave_timer.stop()
+            self._drop_autosave()
+
+    def _autosave_due(self) -> None:
+        if self.doc.stroking:  # (not in the middle of a brush stroke: after it)
+            self._autosave_timer.start()
+            return
+        self.autosave_now()
+
+    def autosave_now(self) -> bool:
+        """Write the autosave now where the document has unsaved work (when a Run starts, say:
+        a run is where a machine runs out of memory).
+
+        Returns
+        -------
+        bool
+            Whether the autosave on disk holds the document as it is. A failure to write is
+            said in the status bar and logged, never a dialog; the previous autosave is kept.
+        """
+        if self._autosave is None:
+            return False
+        self._autosave_timer.stop()
+        if not self.doc.dirty:
+            self._drop_autosave()
+            return False
+        if self._autosaved_generation == self._doc_generation and self._autosave.exists:
+            return True
+        generation = self._doc_generation
+        try:
+            written = self._autosave.write(
+                self.doc, extra={"opacity": self.results_panel.opacity.value() / 100},
+                session_path=self.session_path)
+        except FILE_ERRORS as exc:
+            message = error_sentence(exc, self._autosave.path)
+            if message != self._autosave_failure:
+                log.warning("autosave failed: %s", message)
+            self._autosave_failure = message
+            self.statusBar().showMessage(f"Autosave failed: {message}", 8000)
+            return False
+        self._autosave_failure = ""
+        if written:
+            self._autosaved_generation = generation
+        return written
+
+    def _drop_autosave(self) -> None:
+        """Remove this window's autosave (the work was saved, or deliberately let go)."""
+        if self._autosave is not None:
+            self._autosave.remove()
+            self._autosaved_generation = None
+
+    def close_autosave(self) -> None:
+        """A clean close: the autosave and its lock go, and no more is written."""
+        if self._autosave is not None:
+            self._autosave_timer.stop()
+            self._autosave.close()
+            self._autosave = None
+
+    def offer_restore(self) -> bool:
+        """Offer back the unsaved work that earlier runs of segapp left when they did not close
+        properly (a crash, a kill): each leftover autosave, newest first, until one is restored
+        (:func:`ask_restore`). Restore reads it through the session loader; Discard removes it;
+        a leftover that cannot be restored (its image gone) is said in one sentence and kept.
+
+        Returns
+        -------
+        bool
+            True when a leftover was restored (the document then has unsaved changes).
+        """
+        if self._autosave is None:
+            return False
+        from segapp.core.autosave import claim, find_leftovers
+        for left in find_leftovers(self._autosave.folder, own=(self._autosave.path,)):
+            taken = claim(left)
+            if taken is None:  # (another start is offering it)
+                continue
+            try:
+                if self._offer(taken):
+                    return True
+            finally:
+                taken.release()
+        return False
+
+    def _offer(self, taken) -> bool:
+        from segapp.core.autosave import autosave_info, describe, saved_when
+        if not taken.path.is_file():  # (restored by another start meanwhile)
+            return False
+        try:
+            data = load_session(taken.path)
+        except FILE_ERRORS as exc:
+            try:
+                kept = taken.set_aside()
+            except OSError:
+                kept = taken.path
+            self.error("Cannot restore unsaved work",
+                       f"an autosave left by an earlier run cannot be read "
+                       f"({error_sentence(exc, taken.path, 'read')}); it is kept as '{kept}'")
+            return False
+        name = Path(data.image_path or "the image").name
+        when = saved_when(autosave_info(data).get("saved_at", taken.leftover.saved_at))
+        what = describe(data)
+        answer = ask_restore(
+            self, f"segapp did not close properly last time. Restore the unsaved work on "
+                  f"{name}?", f"{what[0].upper()}{what[1:]}. Autosaved {when}; Discard deletes it.")
+        if answer == "discard":
+            taken.discard()
+            return False
+        if answer != "restore" or not self.restore_autosave(data, str(taken.path)):
+            return False
+        if self.autosave_now():  # (this window's own autosave holds it now)
+            taken.discard()
+        return True
+
+    def restore_autosave(self, data: SessionData, path: str) -> bool:
+        """Restore autosave ``data`` (read from ``path``) into the window, marked unsaved.
+
+        Its image is read from its path first: if it is gone or cannot be used, that is one
+        error dialog, the window is left as it was and the autosave is kept.
+
+        Returns
+        -------
+        bool
+        """
+        kept = f"the unsaved work is kept in '{path}' and offered again at the next start"
+        if not data.image_path or not Path(data.image_path).is_file():
+            self.error("Cannot restore unsaved work",
+                       f"the image it was drawn on, '{data.image_path}', is gone; {kept}")
+            return False
+        from segapp.core.io import load_image
+        try:
+            image = load_image(data.image_path)
+            check_session_image(data, image)
+        except FILE_ERRORS as exc:
+            self.error("Cannot restore unsaved work",
+                       f"{error_sentence(exc, data.image_path, 'read')}; {kept}")
+            return False
+        if not self.maybe_save():
+            return False
+        from segapp.core.autosave import autosave_info
+        self._show_session(data, image, autosave_info(data).get("session_path"))
+        self.doc.dirty = True  # (restored, not saved)
+        self._autosaved_generation = None
+        self.update_title()
+        self.statusBar().showMessage(
+            f"Restored the unsaved work on {Path(data.image_path).name}", 5000)
         return True

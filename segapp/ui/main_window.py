@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from PyQt6.QtCore import Qt
@@ -49,9 +50,15 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
     ----------
     confirm_discard : bool
         Ask before discarding unsaved work (tests turn it off).
+    autosave : bool or path-like
+        Keep an autosave of the document while it has unsaved work, for the next start to
+        offer back after a crash (:meth:`offer_restore`): True in the per-user folder
+        (:func:`segapp.core.autosave.autosave_dir`), or in the folder given. Off by default
+        (:func:`segapp.ui.app.run_app` turns it on), so scripts and tests write none.
     """
 
-    def __init__(self, confirm_discard: bool = True) -> None:
+    def __init__(self, confirm_discard: bool = True,
+                 autosave: bool | str | os.PathLike[str] = False) -> None:
         super().__init__()
         self.confirm_discard = confirm_discard
         self.doc = Document()
@@ -70,6 +77,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         self._build_status()
         self.init_run()
         self._build_actions()
+        self.init_autosave(autosave)
         self._connect()
         install_teaching(self)  # Teach menu, "Mass and probe" dock (histogram, probe)
         self.show_settings()
@@ -139,8 +147,10 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         self.act_save = A("&Save session", self.save_session, SK.Save, "Save strokes, rectangle, "
                           "K and parameters as a session file")
         self.act_save_as = A("Save session &as…", self.save_session_as, SK.SaveAs)
-        self.act_labels = A("Export &labels PNG…", self.save_labels, None, "Labels 1..K as PNG")
-        self.act_overlay = A("Export &overlay PNG…", self.save_overlay, None, "Photo with labels")
+        self.act_labels = A("Export &labels…", self.save_labels, None,
+                            "Labels 1..K as PNG or TIFF (formats that keep them exactly)")
+        self.act_overlay = A("Export &overlay…", self.save_overlay, None,
+                             "Photo with labels, as PNG or JPEG")
         self.act_csv = A("Export energy &history CSV…", self.save_history, None)
         self.act_quit = A("&Quit", self.close, SK.Quit)
         self.act_undo = A("&Undo", self.undo, "Ctrl+Z", "Undo the last stroke or edit")
@@ -231,6 +241,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
             self.constraints_panel.set_image_pixels(h * w)
             ch = "colour" if self.doc.image.ndim == 3 else "grey"
             self.size_label.setText(f"{w} × {h} px, {ch}")
+        self.note_doc_change()  # (the autosave)
         self.update_title()
         self.update_actions()
 
@@ -280,6 +291,14 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
             parts.append(f"label {int(self.outcome.labels[y, x])}")
         self.pos_label.setText("   ".join(parts))
 
+    def start_run(self) -> bool:
+        """Autosave the unsaved work at once, then start the run
+        (:meth:`~segapp.ui.runctl.RunMixin.start_run`): a run is where memory runs out and a
+        container's limit kills the app without a word."""
+        if not self.running and self.doc.has_image:
+            self.autosave_now()
+        return super().start_run()
+
     def undo(self) -> None:
         """Undo the last edit."""
         if not self.doc.undo():
@@ -327,5 +346,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         if not self.maybe_save():
             event.ignore()
             return
+        # a clean close: the work was saved, or the person chose to discard it
+        self.close_autosave()
         self.solver.shutdown()
         event.accept()

@@ -370,10 +370,10 @@ def test_a_failed_run_says_why_in_a_dialog(win, qtbot):
 
 
 EXPORTS = [  # action, method, dialog title, suggested suffix, filter, error title, status word
-    ("act_labels", "save_labels", "Save labels", "_labels.png", "PNG (*.png)",
-     "Cannot save labels", "labels"),
-    ("act_overlay", "save_overlay", "Save overlay", "_overlay.png", "PNG (*.png)",
-     "Cannot save overlay", "overlay"),
+    ("act_labels", "save_labels", "Save labels", "_labels.png",
+     "PNG (*.png);;TIFF (*.tif *.tiff)", "Cannot save labels", "labels"),
+    ("act_overlay", "save_overlay", "Save overlay", "_overlay.png",
+     "PNG (*.png);;JPEG (*.jpg *.jpeg)", "Cannot save overlay", "overlay"),
     ("act_csv", "save_history", "Save energy history", "_history.csv", "CSV (*.csv)",
      "Cannot save history", "energy history"),
 ]
