@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -105,38 +104,15 @@ def add_parser(sub: Any) -> None:
                    help="no summary line (nor the first-run compiling note)")
 
 
-#: Formats that keep label values exactly (OpenCV writes TIFF with lossless compression).
-LABEL_FORMATS = (".png", ".tif", ".tiff")
-
-
-def _can_encode(ext: str) -> bool:
-    """Whether OpenCV can write an 8-bit colour image as ``ext`` (a tiny trial encode)."""
-    import cv2  # noqa: PLC0415
-
-    from segapp.core.io import quiet_opencv  # noqa: PLC0415
-
-    if not ext:
-        return False
-    try:
-        with quiet_opencv():  # (some encoders log their refusal too)
-            return bool(cv2.imencode(ext, np.zeros((32, 32, 3), np.uint8))[0])
-    except cv2.error:
-        return False
-
-
 def _check_outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
     """Every output's format and path checked before anything is loaded or solved; returns
     ``(option, path)`` of each output asked for."""
-    ext = Path(args.out).suffix.lower()
-    if ext not in LABEL_FORMATS:
-        raise ValueError(f"cannot write --out '{args.out}': labels need a lossless format, so "
-                         f"name a {', '.join(LABEL_FORMATS[:-1])} or {LABEL_FORMATS[-1]} file")
-    if args.overlay and not _can_encode(Path(args.overlay).suffix.lower()):
-        raise ValueError(f"cannot write --overlay '{args.overlay}': OpenCV cannot write "
-                         f"'{Path(args.overlay).suffix or 'files without an extension'}' "
-                         "images; name a .png or .jpg file")
+    from segapp.core.formats import check_image_path, check_label_path  # noqa: PLC0415
     from segapp.core.paths import check_outputs  # noqa: PLC0415
 
+    check_label_path(args.out, "--out")
+    if args.overlay:
+        check_image_path(args.overlay, "--overlay")
     named = [(opt, path) for opt, path in
              (("--out", args.out), ("--overlay", args.overlay), ("--report", args.report))
              if path]

@@ -123,7 +123,8 @@ def test_two_outputs_with_one_path_are_refused(case, capfd, calls):
     ("out", "l.jpg", ["lossless", ".png"]),
     ("out", "l.xyz", ["lossless", ".png"]),
     ("out", "labels", ["lossless"]),
-    ("overlay", "o.xyz", ["cannot write '.xyz'"]),
+    ("overlay", "o.xyz", ["unknown image format '.xyz'", ".png"]),
+    ("overlay", "overlay", ["no extension"]),
 ])
 def test_an_unwritable_or_lossy_format_is_refused_before_anything_is_loaded(case, capfd, calls,
                                                                            option, given,
