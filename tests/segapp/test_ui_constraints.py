@@ -81,6 +81,24 @@ def test_bad_bounds_are_refused_in_a_dialog_and_the_strokes_kept(win, qtbot, mon
     assert all("\n" not in c[2] for c in calls)
 
 
+def test_apart_pairs_no_labelling_can_meet_are_refused_in_a_dialog(win, qtbot, monkeypatch):
+    """Every pair of three labels apart leaves one label for the image: refused before the
+    run, in one sentence, with the strokes and the pairs kept for the person to change."""
+    calls = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda *a, **k: calls.append(a))
+    _, s = load(win, qtbot)
+    win.doc.set_k(3)
+    s3 = s.copy()
+    s3[2, 2:6] = 3
+    win.doc.set_layers(strokes=s3)
+    for pair in ((1, 2), (1, 3), (2, 3)):
+        win.constraints_panel.apart[pair].setChecked(True)
+    assert sorted(win.doc.settings.apart) == ["1,2", "1,3", "2,3"]
+    assert not win.start_run() and not win.running
+    assert "only one label could appear" in calls[-1][2] and "\n" not in calls[-1][2]
+    assert np.array_equal(win.doc.strokes, s3) and len(win.doc.settings.apart) == 3
+
+
 def test_constraints_are_saved_in_sessions(win, qtbot, tmp_path):
     load(win, qtbot)
     win.doc.set_k(3)
