@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from segapp.core.io import label_palette
+from segapp.core.io import label_palette, to_rgb8
 
 #: Opacity of painted strokes and of hard constraints on the canvas.
 SOFT_ALPHA = 200
@@ -20,20 +20,9 @@ def palette(k: int) -> np.ndarray:
 
 
 def display_rgb(image: np.ndarray) -> np.ndarray:
-    """Any (H,W) / (H,W,3|4) image as contiguous (H,W,3) uint8 for display."""
-    img = np.asarray(image)
-    if img.dtype != np.uint8:
-        f = img.astype(np.float32)
-        hi = float(f.max()) if f.size else 1.0
-        scale = 255.0 if hi <= 1.0 else (255.0 / 65535.0 if hi > 255 else 1.0)
-        img = np.clip(f * scale, 0, 255).astype(np.uint8)
-    if img.ndim == 2:
-        img = np.repeat(img[:, :, None], 3, axis=2)
-    elif img.shape[2] == 4:
-        img = img[:, :, :3]
-    elif img.shape[2] == 1:
-        img = np.repeat(img, 3, axis=2)
-    return np.ascontiguousarray(img)
+    """Any (H,W) / (H,W,1|2|3|4) image as contiguous (H,W,3) uint8 for display: the photo's
+    pixels as the overlay export and the solver see them (:func:`segapp.core.io.to_rgb8`)."""
+    return to_rgb8(image)
 
 
 def layers_rgba(strokes: np.ndarray, hard: np.ndarray, pal: np.ndarray,

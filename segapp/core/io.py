@@ -166,6 +166,9 @@ def _read(path: str | os.PathLike, flags: int, what: str = "image",
     if size is not None and size[0] * size[1] > MAX_IMAGE_PIXELS:
         raise ImageError(f"{where}: it claims {size[0]}×{size[1]} pixels, more than the "
                          f"{MAX_IMAGE_PIXELS} this build reads")
+    rgba = _tiff_rgba(raw)
+    if rgba is not None:  # (OpenCV's channel order, as for every other file)
+        return apply_orientation(rgba[:, :, [2, 1, 0, 3]], orientation)
     try:
         with quiet_opencv(), _stderr_captured():
             img = cv2.imdecode(data, flags) if data.size else None
@@ -177,6 +180,28 @@ def _read(path: str | os.PathLike, flags: int, what: str = "image",
     if img is None:
         raise ImageError(f"{where}: not a supported image file or corrupt")
     return apply_orientation(img, orientation)
+
+
+def _tiff_rgba(data: bytes) -> np.ndarray | None:
+    """An 8-bit RGBA TIFF's pixels as stored, ``(H, W, 4)`` RGBA, decoded by Pillow: OpenCV
+    multiplies the colours of such a file (as image editors write them, with unassociated
+    alpha) by its alpha, so a half-transparent pixel came back half as bright and a
+    transparent one black. None for every other file (OpenCV reads it)."""
+    if data[:4] not in (b"II*\x00", b"MM\x00*"):
+        return None
+    import io as _bytesio
+
+    from PIL import Image
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(_bytesio.BytesIO(data)) as im:
+                bits = im.tag_v2.get(258, (8,))  # (BitsPerSample: Pillow shows 16 as 8)
+                if im.mode != "RGBA" or any(b != 8 for b in np.atleast_1d(bits)):
+                    return None
+                return np.array(im, dtype=np.uint8)
+    except Exception:  # noqa: BLE001 - Pillow cannot decode it: OpenCV's verdict stands
+        return None
 
 
 def _palette_indices(data: bytes, where: str) -> np.ndarray:
@@ -352,15 +377,22 @@ def save_labels(path: str | os.PathLike, labels: np.ndarray) -> None:
 
 
 def to_rgb8(image: np.ndarray) -> np.ndarray:
-    """Any grey/RGB(A) image of dtype uint8/uint16/float as ``(H, W, 3)`` uint8 RGB for display."""
+    """Any image the solver takes as ``(H, W, 3)`` uint8 RGB for display: grey ``(H, W)`` or
+    ``(H, W, 1)``, grey + alpha ``(H, W, 2)``, RGB or RGBA; alpha is dropped and grey repeated.
+    uint16 is scaled as the solver reads it (``v / 65535``), rounded to the nearest 8-bit level
+    (``round(v / 257)``: 65535 stays white); floats are the solver's 0..1, clipped."""
     img = np.asarray(image)
-    if img.dtype == np.uint16:
-        img = (img / 257.0).round().astype(np.uint8)
+    if img.ndim == 3 and img.shape[2] in (2, 4):  # (grey or colour with alpha)
+        img = img[:, :, :-1]
+    if img.dtype == np.uint16:  # round(v / 257) in integers (v / 257 never ends in .5)
+        img = ((img.astype(np.uint32) * 2 + 257) // 514).astype(np.uint8)
     elif img.dtype != np.uint8:
         img = (np.clip(img.astype(np.float64), 0.0, 1.0) * 255.0).round().astype(np.uint8)
+    if img.ndim == 3 and img.shape[2] == 1:
+        img = img[:, :, 0]
     if img.ndim == 2:
         img = np.repeat(img[:, :, None], 3, axis=2)
-    return np.ascontiguousarray(img[:, :, :3])
+    return np.ascontiguousarray(img)
 
 
 def overlay(image: np.ndarray, labels: np.ndarray, alpha: float = 0.5) -> np.ndarray:
