@@ -62,9 +62,14 @@ def sample(n: int, k: int, image_path: str | None = None, strokes_path: str | No
     size = (max(2, round(w * s)), max(2, round(h * s)))
     img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
     small = np.zeros(size[::-1], np.int32)
+    cover = []
     for lab in range(1, k + 1):  # keep every label present even when strokes get thin
         m = cv2.resize((st == lab).astype(np.float32), size, interpolation=cv2.INTER_AREA)
         small[m > 0.25] = lab
+        cover.append(m)
+    for lab, m in enumerate(cover, start=1):  # (a label thinned away, or painted over by a
+        if not np.any(small == lab):          # later one: its best-covered pixel)
+            small.flat[int(np.argmax(m))] = lab
     return img, small
 
 
