@@ -136,11 +136,16 @@ class Canvas(QGraphicsView):
         if box is None or self._layer_img is None or self._layer_img.size().height() != h:
             self._layer_img = to_qimage(layers_rgba(self.doc.strokes, self.doc.hard, pal))
         else:
-            # re-render the box plus a 1-pixel rim (outlines depend on neighbours)
+            # re-draw the box plus a 1-pixel rim (outlines depend on neighbours), rendered
+            # from one more ring: the rim's own outline depends on the pixels beyond it (a
+            # crop ending at the rim took the rim for its own neighbour, and a hard region's
+            # outline lost its pixels along the rim of a stroke's box)
             y0, y1 = max(box[0] - 1, 0), min(box[1] + 1, h)
             x0, x1 = max(box[2] - 1, 0), min(box[3] + 1, w)
-            crop = layers_rgba(self.doc.strokes[y0:y1, x0:x1], self.doc.hard[y0:y1, x0:x1],
-                               pal, origin=(y0, x0))
+            ry0, ry1, rx0, rx1 = max(y0 - 1, 0), min(y1 + 1, h), max(x0 - 1, 0), min(x1 + 1, w)
+            crop = layers_rgba(self.doc.strokes[ry0:ry1, rx0:rx1],
+                               self.doc.hard[ry0:ry1, rx0:rx1], pal, origin=(ry0, rx0))
+            crop = crop[y0 - ry0:y1 - ry0, x0 - rx0:x1 - rx0]
             p = QPainter(self._layer_img)
             p.setCompositionMode(QPainter.CompositionMode.CompositionMode_Source)
             p.drawImage(x0, y0, to_qimage(crop))
