@@ -222,7 +222,8 @@ def run_segmentation(
         ``(H, W)`` int labels, 0 = none.
     params : SegmentParams
     rect : (x, y, w, h), optional
-        GrabCut-style rectangle (K = 2): outside is background.
+        GrabCut-style rectangle (any K): outside is hard background (label 2), label 1 takes
+        the unlabelled inside, labels 3..K compete with it there from their strokes.
     hard : numpy.ndarray, optional
         ``(H, W)`` hard-constraint labels, 0 = none.
     callback : callable, optional

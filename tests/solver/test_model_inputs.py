@@ -7,7 +7,7 @@ Rules (``build_problem`` and ``fit_colour_models``, docs/algorithm.md, The model
 
 - label ``k`` is fitted on the pixels seeded ``k``, where the seed map is the hard label where
   there is one and the stroke elsewhere (hard wins);
-- with a rectangle (K = 2) every pixel outside it is hard background (label 2): it is seeded 2
+- with a rectangle (any K) every pixel outside it is hard background (label 2): it is seeded 2
   (over any stroke) and trains label 2; inside, the unseeded pixels and the label-1 seeds train
   label 1 and the label-2 seeds (strokes or hard) train label 2, not label 1;
 - only hard pixels (and a rectangle's outside) are fixed; strokes only train;
@@ -333,3 +333,43 @@ def test_background_strokes_inside_rectangle_change_the_cut(colour_model):
     assert np.all(plain[6:18, 6:17] == 1)
     assert np.all(stroked[6:18, 19:26] == 2)
     assert np.all(stroked[6:18, 6:17] == 1)
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_a_rectangle_for_more_labels_keeps_its_background_and_object(fits, colour_model, k):
+    """A rectangle with K > 2: the outside is hard label 2 and trains it; the unlabelled inside
+    and label 1's strokes train label 1; labels 3..K train on their own strokes inside, and
+    their pixels train nothing else."""
+    image = coded_image()
+    strokes = np.zeros((H, W), dtype=np.int32)
+    for j in range(3, k + 1):
+        strokes[2 + j, 4:8] = j
+    strokes[9, 3:6] = 2  # a background stroke inside
+    rect = (2, 1, 11, 10)  # x 2..12, y 1..10
+    problem, masks = built(fits, image, strokes, k, colour_model, rect=rect)
+    inside = np.zeros((H, W), dtype=bool)
+    inside[1:11, 2:13] = True
+    expected = [inside & (strokes == 0), ~inside | (strokes == 2)]
+    for j in range(3, k + 1):
+        expected.append(strokes == j)
+    assert_trained_on(problem, masks, expected, image)
+    np.testing.assert_array_equal(problem.hard.reshape(H, W), np.where(inside, 0, 2))
+
+
+def test_a_rectangle_for_three_labels_needs_strokes_of_label_3(fits):
+    """Label 3 has nothing to train on without strokes: the error says which labels the
+    rectangle stands in for."""
+    with pytest.raises(ValueError, match=r"label 3 has no strokes \(with a rectangle, label 1 "
+                       r"takes the rectangle's inside and label 2 its outside"):
+        build_problem(coded_image(), None, 3, rect=(2, 1, 11, 10))
+
+
+def test_a_hard_object_label_outside_the_rectangle_is_refused():
+    """Outside the rectangle every pixel is label 2: a hard label-3 pixel there is named."""
+    hard = np.zeros((H, W), dtype=np.int32)
+    hard[0, 0] = 3
+    strokes = np.zeros((H, W), dtype=np.int32)
+    strokes[5, 5] = 3
+    with pytest.raises(ValueError, match="label-3 hard constraint lies outside the rectangle "
+                       r"\(at row 0, column 0\)"):
+        build_problem(coded_image(), strokes, 3, rect=(2, 1, 11, 10), hard=hard)

@@ -81,7 +81,7 @@ def _setup():
         (dict(rect=(0, 0, 30, 5)), "not inside"),
         (dict(rect=(-1, 0, 5, 5)), "not inside"),
         (dict(rect=(2, 2, 0, 5)), "rectangle is empty"),
-        (dict(k=3, rect=(2, 2, 5, 5)), "rectangle needs k = 2"),
+        (dict(k=3, rect=(2, 2, 5, 5)), r"label 3 has no strokes \(with a rectangle, label 1 takes"),
         (dict(lam=-1.0), "lambda must be finite"),
         (dict(lam=np.nan), "lambda must be finite"),
         (dict(beta=-0.5), "beta must be finite"),

@@ -25,10 +25,15 @@ def label_image(name: str, arr: np.ndarray | None, shape: tuple[int, int], k: in
     return a.astype(np.int32)
 
 
+#: The label a GrabCut rectangle's outside is fixed to, for every K: the background of K = 2.
+RECT_BACKGROUND = 2
+#: The label the rectangle's unlabelled inside trains (the object of K = 2); labels 3..K, for
+#: K > 2, train on their own strokes and compete with it inside the rectangle.
+RECT_OBJECT = 1
+
+
 def check_rect(rect: tuple[int, int, int, int], shape: tuple[int, int], k: int) -> tuple:
-    """Validate a GrabCut rectangle ``(x, y, w, h)``."""
-    if k != 2:
-        raise ValueError(f"a rectangle needs k = 2, got k = {k}")
+    """Validate a GrabCut rectangle ``(x, y, w, h)`` (any K: see :data:`RECT_BACKGROUND`)."""
     if len(rect) != 4:
         raise ValueError(f"rectangle must be (x, y, w, h), got {rect!r}")
     x, y, w, h = (int(v) for v in rect)
@@ -55,8 +60,11 @@ def seed_map(strokes: np.ndarray, hard: np.ndarray, k: int, rect_given: bool) ->
     """Combine strokes and hard labels (hard wins) and check every label has seeds."""
     seeds = np.where(hard > 0, hard, strokes)
     present = np.bincount(seeds.ravel(), minlength=k + 1)
-    stand_in = {1, 2} if rect_given else set()
+    stand_in = {RECT_OBJECT, RECT_BACKGROUND} if rect_given else set()
     for label in range(1, k + 1):
         if present[label] == 0 and label not in stand_in:
-            raise ValueError(f"label {label} has no strokes")
+            raise ValueError(f"label {label} has no strokes" + (
+                f" (with a rectangle, label {RECT_OBJECT} takes the rectangle's inside and "
+                f"label {RECT_BACKGROUND} its outside; labels 3 to {k} need strokes)"
+                if rect_given else ""))
     return seeds

@@ -12,6 +12,7 @@ from typing import Protocol
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
+from solver.mrf.build.checks import RECT_BACKGROUND, RECT_OBJECT
 from solver.mrf.build.gmm import GaussianMixtureModel, as_samples
 from solver.names import COLOUR_MODELS
 from solver.mrf.build.graph import image_to_float
@@ -142,9 +143,10 @@ def fit_colour_models(
     model : {"gmm", "histogram"}, default "gmm"
         Colour model type.
     rect : tuple of int, optional
-        GrabCut rectangle ``(x, y, w, h)`` (K = 2 only): label 1 is fitted to the unlabelled
-        pixels inside it plus label-1 seeds, label 2 to the pixels outside plus label-2 seeds.
-        The rectangle is assumed already validated (see :func:`solver.mrf.build_problem`).
+        GrabCut rectangle ``(x, y, w, h)``: label 1 is fitted to the unlabelled pixels inside
+        it plus label-1 seeds, label 2 to the pixels outside plus label-2 seeds, labels 3..K to
+        their seeds. The rectangle is assumed already validated (see
+        :func:`solver.mrf.build_problem`).
     seed : int, default 0
         Random seed for the fits.
 
@@ -165,8 +167,8 @@ def fit_colour_models(
         x0, y0, rw, rh = (int(v) for v in rect)
         inside = np.zeros((h, w), dtype=bool)
         inside[y0 : y0 + rh, x0 : x0 + rw] = True
-        seeds[(seeds == 0) & inside] = 1
-        seeds[~inside] = 2
+        seeds[(seeds == 0) & inside] = RECT_OBJECT
+        seeds[~inside] = RECT_BACKGROUND
     flat = colours.reshape(-1, c)
     seeds = seeds.ravel()
     models = []

@@ -13,7 +13,14 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from solver.mrf.build.checks import MAX_LABELS, check_rect, check_scalar, label_image, seed_map
+from solver.mrf.build.checks import (
+    MAX_LABELS,
+    RECT_BACKGROUND,
+    check_rect,
+    check_scalar,
+    label_image,
+    seed_map,
+)
 from solver.mrf.build.constraints import ConstraintReport, Constraints, LevelConstraints
 from solver.mrf.build.constraints import report as constraint_report
 from solver.mrf.build.colour import fit_colour_models, unary_costs
@@ -402,8 +409,10 @@ def build_problem(
     k : int, default 2
         Number of labels, 2..32.
     rect : tuple of int, optional
-        GrabCut rectangle ``(x, y, w, h)``, K = 2 only: pixels outside are hard-fixed to label
-        2 (background); label 1's model is fitted inside, label 2's outside (plus strokes).
+        GrabCut rectangle ``(x, y, w, h)``, any K: pixels outside are hard-fixed to label 2
+        (the background); label 1's model is fitted to the unlabelled inside (plus its
+        strokes), label 2's to the outside (plus its strokes), and labels 3..K (K > 2) to
+        their strokes, competing with label 1 inside.
     hard : numpy.ndarray, optional
         ``(H, W)`` int label image of hard constraints, 0 = none.  Hard pixels also train
         their label's colour model.
@@ -447,9 +456,13 @@ def build_problem(
         x, y, w, h = rect
         outside = np.ones(shape, dtype=bool)
         outside[y : y + h, x : x + w] = False
-        if np.any(hard_img[outside] == 1):
-            raise ValueError("a label-1 hard constraint lies outside the rectangle")
-        hard_img = np.where(outside, 2, hard_img).astype(np.int32)
+        wrong = outside & (hard_img > 0) & (hard_img != RECT_BACKGROUND)
+        if np.any(wrong):
+            r, c = (int(v[0]) for v in np.nonzero(wrong))
+            raise ValueError(f"a label-{int(hard_img[r, c])} hard constraint lies outside the "
+                             f"rectangle (at row {r}, column {c}), where every pixel is label "
+                             f"{RECT_BACKGROUND}")
+        hard_img = np.where(outside, RECT_BACKGROUND, hard_img).astype(np.int32)
     seeds = seed_map(strokes_img, hard_img, k, rect is not None)
     level = (constraints.validate(k, shape, seeds=seeds, hard=hard_img)
              if constraints else None)
