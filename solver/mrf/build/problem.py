@@ -7,6 +7,7 @@ Labels are 1..K.  Arrays over pixels are pixel-major: pixel ``(row, col)`` has i
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -385,6 +386,7 @@ def build_problem(
     diagonal_distance: bool = True,
     seed: int = 0,
     constraints: Constraints | None = None,
+    models: Sequence[object] | None = None,
 ) -> MRFProblem:
     """Build the segmentation MRF of an image from strokes, a rectangle and hard constraints.
 
@@ -430,6 +432,10 @@ def build_problem(
         Area bounds per label and labels that must not touch
         (:class:`solver.mrf.build.constraints.Constraints`); checked before anything is fitted,
         against the image, the strokes, the rectangle and the hard constraints.
+    models : sequence of colour models, optional
+        K fitted colour models to take instead of fitting them (e.g. those a GrabCut-style
+        re-estimation found on a reduced copy of the image: a model is a density of colour,
+        whatever the resolution); the seeds are still checked and recorded.
 
     Returns
     -------
@@ -467,7 +473,10 @@ def build_problem(
     level = (constraints.validate(k, shape, seeds=seeds, hard=hard_img)
              if constraints else None)
 
-    models = fit_colour_models(colours, seeds, k, model=colour_model, rect=rect, seed=seed)
+    if models is None:
+        models = fit_colour_models(colours, seeds, k, model=colour_model, rect=rect, seed=seed)
+    elif len(models) != k:
+        raise ValueError(f"models: expected {k} colour models (one a label), got {len(models)}")
     problem = problem_from_unary(
         colours, unary_costs(colours, models), lam=lam, beta=beta, hard=hard_img,
         diagonal_distance=diagonal_distance, colour_model=colour_model, models=tuple(models),
