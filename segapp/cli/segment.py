@@ -65,6 +65,29 @@ def _apart(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _labels_list(text: str) -> list[int]:
+    """An argparse type: one label or a comma list of them (``1`` or ``1,3``); checked against
+    K once all arguments are read."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a label number or a comma list of them (1 or 1,3), got {text!r}") from None
+    if any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"labels are numbered from 1, got {text!r}")
+    return values
+
+
+def _feather(text: str) -> float:
+    """An argparse type: the cut-out's soft edge in pixels, 0 to MAX_FEATHER_PX."""
+    from segapp.core.io import MAX_FEATHER_PX  # noqa: PLC0415
+    v = _finite(text)
+    if v < 0 or v > MAX_FEATHER_PX:
+        raise argparse.ArgumentTypeError(
+            f"expected a width in pixels from 0 to {MAX_FEATHER_PX:g}, got {text!r}")
+    return v
+
+
 def add_parser(sub: Any) -> None:
     """Register the ``segment`` sub-command."""
     p = sub.add_parser("segment", help="segment an image headless",
@@ -95,7 +118,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-polish", action="store_true", help="skip the ICM polish after ADMM")
     p.add_argument("--out", required=True,
                    help="label image to write, .png, .tif or .tiff (values 1..K)")
+    p.add_argument("--labels-palette", action="store_true",
+                   help="write --out as a colour-coded label PNG: a palette PNG whose index is "
+                        "the label (viewers show the colours; --out must be .png)")
     p.add_argument("--overlay", help="colour overlay to write (.png, .jpg, ...)")
+    p.add_argument("--cutout", metavar="OUT.png",
+                   help="cut-out to write: the photo's pixels on the kept labels, transparent "
+                        "elsewhere (.png, .tif, .tiff or .webp: formats with transparency)")
+    p.add_argument("--cutout-label", type=_labels_list, action="append", default=[],
+                   metavar="K", help="label the cut-out keeps (default 1, the object); "
+                                     "repeatable or a comma list (1,3)")
+    p.add_argument("--feather", type=_feather, metavar="PX",
+                   help="with --cutout: a soft edge PX pixels wide across the labels' boundary "
+                        "(default 0, a hard edge)")
     p.add_argument("--report", help="JSON report to write")
     p.add_argument("--allow-infeasible", action="store_true",
                    help="write the labels even when they break a constraint (by default such "
@@ -111,14 +146,48 @@ def _check_outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
     from segapp.core.paths import check_outputs  # noqa: PLC0415
 
     check_label_path(args.out, "--out")
+    if args.labels_palette and Path(args.out).suffix.lower() != ".png":
+        raise ValueError(f"cannot write --out '{args.out}': --labels-palette writes a palette "
+                         "PNG, so name a .png file")
     if args.overlay:
         check_image_path(args.overlay, "--overlay")
+    _check_cutout(args)
     named = [(opt, path) for opt, path in
-             (("--out", args.out), ("--overlay", args.overlay), ("--report", args.report))
+             (("--out", args.out), ("--overlay", args.overlay), ("--cutout", args.cutout),
+              ("--report", args.report))
              if path]
     paths = check_outputs(named, (("image", args.image), ("--strokes", args.strokes),
                                   ("--hard", args.hard)))
     return [(opt, p) for (opt, _), p in zip(named, paths)]
+
+
+def cutout_labels(args: argparse.Namespace) -> list[int]:
+    """The labels ``--cutout`` keeps: every ``--cutout-label`` given, in order, once each;
+    label 1 (the object, also a rectangle's) where none is given."""
+    chosen = [v for group in args.cutout_label for v in group]
+    return list(dict.fromkeys(chosen)) or [1]
+
+
+def _check_cutout(args: argparse.Namespace) -> None:
+    """``--cutout``'s format, and ``--cutout-label`` / ``--feather`` only with it and within
+    K, refused in one sentence before any work."""
+    from segapp.core.formats import check_cutout_path  # noqa: PLC0415
+
+    if not args.cutout:
+        given = [opt for opt, used in (("--cutout-label", args.cutout_label),
+                                       ("--feather", args.feather is not None)) if used]
+        if given:
+            one = len(given) == 1
+            raise ValueError(f"{' and '.join(given)} {'needs' if one else 'need'} --cutout "
+                             f"OUT.png: {'it shapes' if one else 'they shape'} a cut-out, and "
+                             "none was asked for")
+        return
+    check_cutout_path(args.cutout, "--cutout")
+    bad = [v for v in cutout_labels(args) if v > args.k]
+    if bad:
+        span = "1 and 2" if args.k == 2 else f"1 to {args.k}"
+        raise ValueError(f"cannot keep --cutout-label {bad[0]}: with K = {args.k} the labels "
+                         f"are {span}")
 
 
 def _encode(path: Path, image) -> bytes:
@@ -143,14 +212,20 @@ def run(args: argparse.Namespace) -> int:
 
     Every output path and format is checked before the image is read; the outputs are rendered
     in memory and written only once all of them are ready
-    (:func:`segapp.core.io.write_files_atomic`).
+    (:func:`segapp.core.io.write_files_atomic`): the labels (``--labels-palette``: as a
+    colour-coded palette PNG, :func:`segapp.core.io.palette_png`), the overlay, the cut-out
+    (:func:`segapp.core.io.cutout` of ``--cutout-label``'s labels, ``--feather`` its soft
+    edge) and the report.
     """
     import cv2  # noqa: PLC0415
 
     from segapp.core.io import (  # noqa: PLC0415
+        cutout,
+        encode_rgba,
         load_image,
         load_label_image,
         overlay,
+        palette_png,
         write_files_atomic,
     )
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
@@ -205,10 +280,15 @@ def run(args: argparse.Namespace) -> int:
     labels = out.labels
     if labels.size and (labels.min() < 0 or labels.max() > 255):
         raise ValueError("labels must lie in 0..255 to be saved as an 8-bit image")
-    files = [(Path(args.out), _encode(Path(args.out), labels.astype(np.uint8)))]
+    files = [(Path(args.out), palette_png(labels, args.k) if args.labels_palette
+              else _encode(Path(args.out), labels.astype(np.uint8)))]
     if args.overlay:
         bgr = cv2.cvtColor(overlay(image, labels), cv2.COLOR_RGB2BGR)
         files.append((Path(args.overlay), _encode(Path(args.overlay), bgr)))
+    if args.cutout:
+        rgba = cutout(image, labels, cutout_labels(args), args.feather or 0.0)
+        files.append((Path(args.cutout), encode_rgba(rgba, Path(args.cutout).suffix)))
+        del rgba
     if args.report:
         files.append((Path(args.report), (json.dumps(report, indent=2) + "\n").encode()))
     write_files_atomic(files)

@@ -97,3 +97,37 @@ def check_image_path(path: str | os.PathLike[str], what: str = "overlay") -> Non
                          f"the image format; {hint}")
     if not can_encode(ext):
         raise ValueError(f"cannot write {what} '{path}': unknown image format '{ext}'; {hint}")
+
+
+#: Formats that keep a cut-out's transparency (an alpha channel), in the order the save
+#: dialog offers them.
+CUTOUT_FORMATS = (".png", ".tif", ".tiff", ".webp")
+
+
+def check_cutout_path(path: str | os.PathLike[str], what: str = "cut-out") -> None:
+    """Refuse a cut-out's path whose extension names a format without transparency.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The path as given (named in the error as given).
+    what : str
+        What the file is, for the error (``"cut-out"``; the command line says ``"--cutout"``).
+
+    Raises
+    ------
+    ValueError
+        ``cannot write cut-out 'c.jpg': JPEG has no transparency, so name a .png, .tif, .tiff
+        or .webp file``.
+    """
+    ext = Path(path).suffix.lower()
+    if ext in CUTOUT_FORMATS:
+        return
+    hint = f"name a {_either(CUTOUT_FORMATS)} file"
+    if ext in (".jpg", ".jpeg", ".jpe"):
+        raise ValueError(f"cannot write {what} '{path}': JPEG has no transparency, so {hint}")
+    if not ext:
+        raise ValueError(f"cannot write {what} '{path}': its name has no extension to say "
+                         f"the image format; {hint}")
+    raise ValueError(f"cannot write {what} '{path}': a cut-out needs a format with "
+                     f"transparency, so {hint}")

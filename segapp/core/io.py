@@ -1,4 +1,5 @@
-"""Images, label images and overlays on disk (OpenCV, headless build).
+"""Images, label images, overlays and cut-outs on disk (OpenCV, headless build; Pillow for
+palette PNGs and RGBA TIFFs).
 
 Images come back as RGB (never BGR); writes are atomic (a temporary file renamed into place), so a
 failed write never leaves a partial output.
@@ -368,12 +369,75 @@ def _write_atomic(path: str | os.PathLike, img: np.ndarray) -> None:
     write_atomic(p, buf.tobytes())
 
 
-def save_labels(path: str | os.PathLike, labels: np.ndarray) -> None:
-    """Write labels (values 0..255) as a single-channel 8-bit PNG, atomically."""
+def save_labels(path: str | os.PathLike, labels: np.ndarray, palette: bool = False,
+                k: int | None = None) -> None:
+    """Write labels (values 0..255) as a single-channel 8-bit image, atomically.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where to write; its extension names the format (PNG, TIFF).
+    labels : numpy.ndarray
+        ``(H, W)`` integer labels, 0..255.
+    palette : bool
+        Write a colour-coded label image instead: an indexed (palette) PNG whose index is the
+        label (:func:`palette_png`), so viewers show each label in its colour and
+        :func:`load_label_image` reads the same labels back. Only ``.png`` takes it.
+    k : int, optional
+        With ``palette``: the number of labels the colours are chosen for (default: the
+        largest label), so a K = 3 result that uses only labels 1 and 2 keeps K = 3's colours.
+    """
     labels = np.asarray(labels)
     if labels.size and (labels.min() < 0 or labels.max() > 255):
         raise ValueError("labels must lie in 0..255 to be saved as an 8-bit PNG")
-    _write_atomic(path, labels.astype(np.uint8))
+    if not palette:
+        _write_atomic(path, labels.astype(np.uint8))
+        return
+    if Path(path).suffix.lower() != ".png":
+        raise ValueError(f"cannot write colour-coded labels '{path}': a colour-coded label "
+                         "image is a palette PNG, so name a .png file")
+    write_atomic(path, palette_png(labels, k))
+
+
+def palette_png(labels: np.ndarray, k: int | None = None) -> bytes:
+    """Labels encoded as an 8-bit indexed (palette) PNG whose index is the label.
+
+    Palette entry 0 is black and entry ``j`` (1..k) label ``j``'s colour
+    (:func:`label_palette`, the app's colours); the other entries up to 255 are black. The
+    palette always has 256 entries, so the file is 8 bits a pixel, as label tools (PASCAL VOC's
+    format) expect. Most readers give the colours (RGB); :func:`load_label_image` and Pillow
+    give the indices, i.e. the labels.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        ``(H, W)`` integer labels, 0..255.
+    k : int, optional
+        How many labels to colour (default: the largest label in ``labels``).
+
+    Returns
+    -------
+    bytes
+        The PNG file's contents.
+    """
+    import io as _bytesio
+
+    from PIL import Image
+    labels = np.asarray(labels)
+    if labels.ndim != 2:
+        raise ValueError(f"labels must be an (H, W) array, got shape {labels.shape}")
+    if labels.size and (labels.min() < 0 or labels.max() > 255):
+        raise ValueError("labels must lie in 0..255 to be saved as an 8-bit PNG")
+    top = int(labels.max()) if labels.size else 0
+    k = max(top, int(k or 0), 0)
+    table = np.zeros((256, 3), np.uint8)
+    if k:
+        table[1:k + 1] = label_palette(min(k, 255))
+    im = Image.fromarray(np.ascontiguousarray(labels.astype(np.uint8)))  # ("L": 8 bits)
+    im.putpalette(table.ravel().tolist())  # ("L" becomes "P": the values are the indices)
+    buf = _bytesio.BytesIO()
+    im.save(buf, format="PNG")
+    return buf.getvalue()
 
 
 def to_rgb8(image: np.ndarray) -> np.ndarray:
@@ -417,3 +481,139 @@ def save_overlay(path: str | os.PathLike, image: np.ndarray, labels: np.ndarray,
 def save_image(path: str | os.PathLike, rgb: np.ndarray) -> None:
     """Write an RGB uint8 image atomically."""
     _write_atomic(path, cv2.cvtColor(to_rgb8(rgb), cv2.COLOR_RGB2BGR))
+
+
+# ---------------------------------------------------------------------------------- cut-outs
+#: The widest soft edge (feather) a cut-out takes, in pixels.
+MAX_FEATHER_PX = 100.0
+
+
+def cutout_alpha(kept: np.ndarray, feather_px: float = 0.0) -> np.ndarray:
+    """A cut-out's alpha from the mask of the pixels it keeps, ``(H, W)`` uint8.
+
+    Without a feather (``feather_px`` ≤ 0) alpha is 255 on ``kept`` and 0 elsewhere. With one,
+    alpha is a linear ramp across the mask's boundary: with ``d_in`` the Euclidean distance
+    from a kept pixel's centre to the nearest centre of a pixel not kept, and ``d_out`` the
+    distance from a pixel not kept to the nearest kept one (``cv2.distanceTransform``, exact
+    L2), the signed distance to the boundary, which lies halfway between the two pixels, is
+    ``s = d_in - 1/2`` inside and ``s = 1/2 - d_out`` outside, and
+
+        alpha = 255 · clip(1/2 + s / feather_px, 0, 1), rounded.
+
+    So alpha is 255 from ``feather_px / 2`` inside the boundary on, 0 from ``feather_px / 2``
+    outside it on, and crosses 127.5 on the boundary: a soft edge ``feather_px`` pixels wide,
+    centred on the labels' edge. A ramp of 1 pixel or less is the hard edge (neighbouring
+    pixels are 1 apart, so each is already at its end of the ramp). The image's own border is
+    no boundary: an object cut by the frame stays opaque up to it.
+
+    Parameters
+    ----------
+    kept : numpy.ndarray
+        ``(H, W)`` bool, the pixels the cut-out keeps.
+    feather_px : float
+        The soft edge's width in pixels, 0 to :data:`MAX_FEATHER_PX`.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    kept = np.asarray(kept, bool)
+    feather = float(feather_px)
+    if not np.isfinite(feather) or feather < 0 or feather > MAX_FEATHER_PX:
+        raise ValueError(f"the feather must be a width from 0 to {MAX_FEATHER_PX:g} pixels, "
+                         f"got {feather_px}")
+    if feather <= 0 or kept.all() or not kept.any():
+        return np.where(kept, 255, 0).astype(np.uint8)
+    inside = cv2.distanceTransform(kept.astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    outside = cv2.distanceTransform((~kept).astype(np.uint8), cv2.DIST_L2,
+                                    cv2.DIST_MASK_PRECISE)
+    signed = np.where(kept, inside.astype(np.float64) - 0.5, 0.5 - outside.astype(np.float64))
+    del inside, outside
+    ramp = np.clip(0.5 + signed / feather, 0.0, 1.0)
+    return np.rint(ramp * 255.0).astype(np.uint8)
+
+
+def cutout(image: np.ndarray, labels: np.ndarray, labels_kept: Sequence[int],
+           feather_px: float = 0.0) -> np.ndarray:
+    """The object cut out of the photo: ``(H, W, 4)`` uint8 RGBA.
+
+    The colour is the photo's own 8-bit RGB (:func:`to_rgb8`) and the alpha
+    :func:`cutout_alpha` of the pixels whose label is in ``labels_kept``: 255 on them, 0
+    elsewhere, with ``feather_px`` a soft edge of that many pixels across their boundary.
+    Where alpha is 0 the colour is 0 too (black), so the file holds nothing of the photo
+    outside the cut-out (a viewer that ignores alpha shows the object on black).
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        The photo, any form :func:`to_rgb8` takes.
+    labels : numpy.ndarray
+        ``(H, W)`` labels 1..K, the photo's size.
+    labels_kept : sequence of int
+        The labels the cut-out keeps (at least one).
+    feather_px : float
+        The soft edge's width in pixels, 0 (a hard edge) to :data:`MAX_FEATHER_PX`.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    labels = np.asarray(labels)
+    rgb = to_rgb8(image)
+    if labels.shape != rgb.shape[:2]:
+        raise ValueError(f"the labels are {labels.shape[1]}×{labels.shape[0]} but the image is "
+                         f"{rgb.shape[1]}×{rgb.shape[0]}")
+    kept_labels = sorted({int(v) for v in labels_kept})
+    if not kept_labels:
+        raise ValueError("a cut-out needs at least one label to keep")
+    alpha = cutout_alpha(np.isin(labels, kept_labels), feather_px)
+    out = np.empty(rgb.shape[:2] + (4,), np.uint8)
+    out[:, :, :3] = np.where(alpha[:, :, None] > 0, rgb, 0)
+    out[:, :, 3] = alpha
+    return out
+
+
+def encode_rgba(rgba: np.ndarray, ext: str) -> bytes:
+    """An RGBA image encoded in memory as the format ``ext`` names, alpha kept.
+
+    PNG and WebP (lossless) are written by OpenCV; TIFF by Pillow, whose TIFF marks the fourth
+    channel as (unassociated) alpha, where OpenCV's leaves it unspecified and some viewers
+    then show it opaque.
+
+    Parameters
+    ----------
+    rgba : numpy.ndarray
+        ``(H, W, 4)`` uint8.
+    ext : str
+        ``".png"``, ``".webp"``, ``".tif"`` or ``".tiff"``.
+
+    Returns
+    -------
+    bytes
+    """
+    ext = ext.lower()
+    if ext in (".tif", ".tiff"):
+        import io as _bytesio
+
+        from PIL import Image
+        buf = _bytesio.BytesIO()
+        Image.fromarray(np.ascontiguousarray(rgba)).save(buf, format="TIFF",
+                                                         compression="tiff_adobe_deflate")
+        return buf.getvalue()
+    if ext not in (".png", ".webp"):
+        raise ValueError(f"cannot encode a cut-out as '{ext}': name a .png, .tif, .tiff or "
+                         ".webp file")
+    bgra = cv2.cvtColor(np.ascontiguousarray(rgba), cv2.COLOR_RGBA2BGRA)
+    with quiet_opencv():
+        ok, buf = cv2.imencode(ext, bgra)  # (WebP without a quality: lossless)
+    if not ok:
+        raise ValueError(f"cannot encode a cut-out as '{ext}': OpenCV could not encode it")
+    return buf.tobytes()
+
+
+def save_cutout(path: str | os.PathLike, image: np.ndarray, labels: np.ndarray,
+                labels_kept: Sequence[int], feather_px: float = 0.0) -> None:
+    """Write :func:`cutout` atomically, in the format ``path``'s extension names (one with
+    transparency: :data:`segapp.core.formats.CUTOUT_FORMATS`)."""
+    rgba = cutout(image, labels, labels_kept, feather_px)
+    write_atomic(path, encode_rgba(rgba, Path(path).suffix))

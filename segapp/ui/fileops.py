@@ -1,5 +1,6 @@
-"""File handling for the main window: open, samples, recent files, sessions, exports, and the
-autosave that a crash leaves for the next start to offer back.
+"""File handling for the main window: open, samples, recent files and sessions, exports (labels,
+colour-coded labels, overlay, cut-out, energy history), the question when the window closes,
+and the autosave that a crash leaves for the next start to offer back.
 
 Nothing a person owns is written over half-way: every export is built in memory and written
 atomically, a format that would lose their labels is refused before anything is written, and
@@ -19,15 +20,22 @@ from PyQt6.QtCore import QSettings, QTimer
 from PyQt6.QtGui import QAction
 from PyQt6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
-from segapp.core.formats import LABEL_FORMATS
+from segapp.core.formats import CUTOUT_FORMATS, LABEL_FORMATS
 from segapp.core.session import (SessionData, apply_session, check_session_image,
                                   load_session, save_session)
 
 log = logging.getLogger(__name__)
 
-IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp);;All files (*)"
+IMAGE_PATTERNS = "*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp"
+IMAGE_FILTER = f"Images ({IMAGE_PATTERNS});;All files (*)"
 SESSION_FILTER = "segapp sessions (*.json)"
-_FORMAT_NAMES = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".jpg": "JPEG", ".jpeg": "JPEG"}
+#: The Open dialog's filters: images and sessions together first (the one it opens with).
+OPEN_FILTER = (f"Images and sessions ({IMAGE_PATTERNS} *.json);;Images ({IMAGE_PATTERNS});;"
+               f"{SESSION_FILTER};;All files (*)")
+#: How the Recent menu marks a session among the photos.
+RECENT_SESSION_MARK = " (session)"
+_FORMAT_NAMES = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".jpg": "JPEG", ".jpeg": "JPEG",
+                 ".webp": "WebP"}
 
 
 def format_filter(exts: tuple[str, ...]) -> str:
@@ -43,6 +51,10 @@ def format_filter(exts: tuple[str, ...]) -> str:
 #: The label formats that keep values exactly (:data:`segapp.core.formats.LABEL_FORMATS`).
 LABEL_FILTER = format_filter(LABEL_FORMATS)
 OVERLAY_FILTER = "PNG (*.png);;JPEG (*.jpg *.jpeg)"
+#: A colour-coded label image is a palette PNG.
+PALETTE_LABEL_FILTER = "PNG, colour-coded (*.png)"
+#: The formats with transparency (:data:`segapp.core.formats.CUTOUT_FORMATS`).
+CUTOUT_FILTER = format_filter(CUTOUT_FORMATS)
 CSV_FILTER = "CSV (*.csv)"
 MAX_RECENT = 8
 #: How long after a change the autosave is written (painting goes on undisturbed meanwhile).
@@ -145,6 +157,44 @@ def ask_restore(parent, text: str, detail: str) -> str:
     return "restore" if clicked is restore else "discard" if clicked is discard else ""
 
 
+def ask_quit_during_run(parent, unsaved: bool) -> str:
+    """Ask, once, whether to quit while a segmentation runs.
+
+    Parameters
+    ----------
+    parent : QWidget
+    unsaved : bool
+        Whether the drawing has unsaved changes: the question then offers to save them first.
+
+    Returns
+    -------
+    str
+        ``"save"`` (save the session, then quit), ``"discard"`` (quit without saving),
+        ``"quit"`` (nothing unsaved: quit) or ``""`` (Cancel: the window and the run go on).
+    """
+    box = QMessageBox(QMessageBox.Icon.Question, "Quit segapp",
+                      "A segmentation is running. Quit and stop it?",
+                      QMessageBox.StandardButton.NoButton, parent)
+    if unsaved:
+        box.setInformativeText("The run is cancelled and its labels are not kept. The drawing "
+                               "has unsaved changes: save them as a session before quitting?")
+        save = box.addButton("&Save and Quit", QMessageBox.ButtonRole.AcceptRole)
+        discard = box.addButton("&Discard and Quit", QMessageBox.ButtonRole.DestructiveRole)
+        answers = {save: "save", discard: "discard"}
+        box.setDefaultButton(save)
+    else:
+        box.setInformativeText("The run is cancelled and its labels are not kept.")
+        quit_button = box.addButton("&Quit", QMessageBox.ButtonRole.AcceptRole)
+        answers = {quit_button: "quit"}
+        box.setDefaultButton(quit_button)
+    cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setEscapeButton(cancel)
+    box.exec()
+    clicked = box.clickedButton()
+    box.deleteLater()
+    return answers.get(clicked, "")
+
+
 def list_samples() -> list[tuple[str, Path, Path | None, int]]:
     """Bundled samples as ``(title, image, strokes or None, K)``, one per strokes file."""
     try:
@@ -227,11 +277,23 @@ class FileOpsMixin:
 
     # ---------------------------------------------------------------- open
     def open_dialog(self) -> None:
-        """Ask for an image or session file and open it."""
+        """Ask for an image or session file (:data:`OPEN_FILTER`: both at first) and open it."""
         path, _ = QFileDialog.getOpenFileName(self, "Open image or session", self._last_dir(),
-                                              f"{IMAGE_FILTER};;{SESSION_FILTER}")
+                                              OPEN_FILTER)
         if path:
             self.open_path(path)
+
+    def open_session_dialog(self) -> bool:
+        """File → Open session…: ask for a session file and open it (:meth:`open_session`).
+
+        Returns
+        -------
+        bool
+            Whether a session was opened.
+        """
+        path, _ = QFileDialog.getOpenFileName(self, "Open session", self._last_dir(),
+                                              f"{SESSION_FILTER};;All files (*)")
+        return self.open_session(path) if path else False
 
     def open_path(self, path: str) -> bool:
         """Open an image (or a ``.json`` session); False and an error dialog on failure."""
@@ -324,8 +386,9 @@ class FileOpsMixin:
         m.clear()
         recent = self.recent_files()
         for p in recent:
-            a = m.addAction(recent_entry_text(p, recent))
-            a.setToolTip(p)
+            session = p.lower().endswith(".json")  # (open_path opens it as a session)
+            a = m.addAction(recent_entry_text(p, recent) + (RECENT_SESSION_MARK if session else ""))
+            a.setToolTip(("Session " if session else "") + p)
             a.triggered.connect(lambda _=False, pp=p: self.open_path(pp))
         m.setEnabled(bool(self.recent_files()))
 
@@ -388,6 +451,7 @@ class FileOpsMixin:
         self.session_path = str(path)
         self.doc.dirty = False
         self._drop_autosave()
+        self._add_recent(str(path))  # (a saved session is one to come back to)
         self.update_title()
         self.statusBar().showMessage(f"Saved session {Path(path).name}", 5000)
         return True
@@ -409,6 +473,24 @@ class FileOpsMixin:
         if ans == QMessageBox.StandardButton.Save:
             return self.save_session()
         return ans == QMessageBox.StandardButton.Discard
+
+    def confirm_close_during_run(self) -> bool:
+        """The window is closing while a segmentation runs: ask once whether to quit and stop
+        it (:func:`ask_quit_during_run`), saving the drawing first where it has unsaved changes
+        and the person asks to. Without ``confirm_discard`` nothing is asked.
+
+        Returns
+        -------
+        bool
+            True to close (the caller then cancels the run); False keeps the window and the
+            run (Cancel, or a save that was cancelled or failed).
+        """
+        if not self.confirm_discard:
+            return True
+        answer = ask_quit_during_run(self, unsaved=bool(self.doc.dirty))
+        if answer == "save":
+            return self.save_session()
+        return answer in ("discard", "quit")
 
     # ---------------------------------------------------------------- save dialogs
     def _ask_save_path(self, title: str, default: str, filt: str) -> str | None:
@@ -446,13 +528,22 @@ class FileOpsMixin:
                                        ("session", self.session_path)])
 
     # ---------------------------------------------------------------- exports
-    def save_labels(self, path: str | None = None) -> bool:
+    def save_labels(self, path: str | None = None, palette: bool = False) -> bool:
         """Save the last labels (values 1..K) as PNG or TIFF; a lossy format (JPEG) is refused
-        in a dialog before anything is written."""
+        in a dialog before anything is written.
+
+        With ``palette`` (File → Export colour-coded labels…): a palette PNG whose index is
+        the label and whose colours are the app's (:func:`segapp.core.io.palette_png`), so a
+        viewer shows the labels in colour and it still reads back as the same labels; any
+        other format is refused."""
         if self.outcome is None:
             self.error("Nothing to save", "run a segmentation first")
             return False
-        path = path or self._export_path("Save labels", "_labels.png", LABEL_FILTER)
+        if palette:
+            path = path or self._export_path("Save colour-coded labels", "_labels_colour.png",
+                                             PALETTE_LABEL_FILTER)
+        else:
+            path = path or self._export_path("Save labels", "_labels.png", LABEL_FILTER)
         if not path:
             return False
         from segapp.core.formats import check_label_path
@@ -460,12 +551,92 @@ class FileOpsMixin:
         try:
             check_label_path(Path(path).name)
             self._check_output(path, "labels")
-            save_labels(path, self.outcome.labels)
+            save_labels(path, self.outcome.labels, palette=palette,
+                        k=self._outcome_k() if palette else None)
         except FILE_ERRORS as exc:
             self.error("Cannot save labels", error_sentence(exc, path))
             return False
-        self.statusBar().showMessage(f"Saved labels to {Path(path).name}", 5000)
+        what = "colour-coded labels" if palette else "labels"
+        self.statusBar().showMessage(f"Saved {what} to {Path(path).name}", 5000)
         return True
+
+    def save_cutout(self, path: str | None = None, labels: list[int] | None = None,
+                    feather_px: float | None = None) -> bool:
+        """File → Export cut-out…: the photo's own pixels where the chosen labels are, opaque,
+        and transparent elsewhere (:func:`segapp.core.io.cutout`), with a soft edge of
+        ``feather_px`` pixels where asked.
+
+        Where ``labels`` is not given, a dialog (:class:`~segapp.ui.export_dialogs.CutoutDialog`)
+        asks which labels to keep (label 1, the object and a rectangle's inside, at first; then
+        the last choice) and the soft edge; then the save dialog, at ``<photo>_cutout.png``. A
+        format without transparency (JPEG) and the open photo or session are refused in one
+        sentence before anything is written.
+
+        Returns
+        -------
+        bool
+            Whether the cut-out was written.
+        """
+        if self.outcome is None:
+            self.error("Nothing to export", "run a segmentation first")
+            return False
+        k = self._outcome_k()
+        if labels is None:
+            chosen = self._ask_cutout(k, feather_px)
+            if chosen is None:
+                return False
+            labels, feather_px = chosen
+        path = path or self._export_path("Save cut-out", "_cutout.png", CUTOUT_FILTER)
+        if not path:
+            return False
+        from segapp.core.formats import check_cutout_path
+        from segapp.core.io import save_cutout
+        try:
+            check_cutout_path(Path(path).name)
+            self._check_output(path, "cut-out")
+            save_cutout(path, self.doc.image, self.outcome.labels, labels, feather_px or 0.0)
+        except (*FILE_ERRORS, MemoryError) as exc:
+            message = ("there is not enough memory for it" if isinstance(exc, MemoryError)
+                       else error_sentence(exc, path))
+            self.error("Cannot export the cut-out", message)
+            return False
+        names = ", ".join(str(j) for j in labels)
+        edge = f", soft edge {feather_px:g} px" if feather_px else ""
+        self.statusBar().showMessage(
+            f"Saved the cut-out of label{'s' if len(labels) > 1 else ''} {names}{edge} to "
+            f"{Path(path).name}", 5000)
+        return True
+
+    def _outcome_k(self) -> int:
+        """The last run's K (its problem's; K may have been changed since), at least its
+        largest label."""
+        problem = getattr(self.outcome, "problem", None)
+        k = int(getattr(problem, "k", 0) or self.doc.k)
+        return max(k, int(self.outcome.labels.max()) if self.outcome.labels.size else 0)
+
+    def _ask_cutout(self, k: int, feather_px: float | None) -> tuple[list[int], float] | None:
+        """The cut-out dialog's answer, ``(labels, feather)``; None when cancelled. The last
+        choice is remembered (labels beyond this K dropped)."""
+        from segapp.ui.export_dialogs import DEFAULT_FEATHER_PX, CutoutDialog
+        settings = self._settings()
+        last = settings.value("cutout/labels", [1])
+        last = [last] if isinstance(last, (str, int)) else list(last or [])
+        kept = [int(v) for v in last if str(v).isdigit() and 1 <= int(v) <= k] or [1]
+        if feather_px is None:
+            try:
+                feather_px = float(settings.value("cutout/feather", DEFAULT_FEATHER_PX))
+            except (TypeError, ValueError):
+                feather_px = DEFAULT_FEATHER_PX
+        dialog = CutoutDialog(k, kept, feather_px, self)
+        try:
+            if dialog.exec() != CutoutDialog.DialogCode.Accepted or not dialog.labels():
+                return None
+            labels, feather = dialog.labels(), dialog.feather_px()
+        finally:
+            dialog.deleteLater()
+        settings.setValue("cutout/labels", [str(j) for j in labels])
+        settings.setValue("cutout/feather", feather)
+        return labels, feather
 
     def save_overlay(self, path: str | None = None) -> bool:
         """Save the photo with the labels blended over it; a format this build cannot write
