@@ -118,12 +118,36 @@ def _serve(conn) -> None:  # pragma: no cover - runs in the child
         try:
             reply = ("ok", _resolve(target)(problem, method))
         except BaseException as exc:  # noqa: BLE001 - sent to the parent
+            exc.__traceback__ = None  # (its frames would keep the problem alive)
             reply = ("error", exc)
         del problem
         try:
             conn.send(reply)
         except Exception as exc:  # noqa: BLE001 - e.g. an exception that does not pickle
             conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+        del reply
+        release_memory()
+
+
+def release_memory() -> bool:
+    """Free what an answered solve left: collect its cycles and hand the C heap's free pages
+    back to the system (glibc's ``malloc_trim``; a solve's freed arrays otherwise stay in the
+    process's resident size until it ends). The child calls it after each answer, so an idle
+    child holds its libraries and kernels, not its last problem's buffers.
+
+    Returns
+    -------
+    bool
+        Whether the heap could be trimmed (False off glibc).
+    """
+    import gc
+    gc.collect()
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 class _Child:
@@ -380,4 +404,4 @@ def close_shared() -> None:
 
 
 __all__ = ["CHILD_TARGET", "IsolatedReference", "PendingReference", "ReferenceStopped",
-           "close_shared", "shared", "stopped_message"]
+           "close_shared", "release_memory", "shared", "stopped_message"]

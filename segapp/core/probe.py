@@ -146,5 +146,26 @@ class ProbeStore:
         out["pixel"] = pixel
         return out
 
+    def labels(self) -> int:
+        """How many labels' values each sample holds (1 for K = 2: label 1's weight; K
+        otherwise; 0 without samples)."""
+        return int(self.samples[-1]["x"].shape[2]) if self.samples else 0
+
+    def series_by_label(self, y: int, x: int) -> dict[str, np.ndarray]:
+        """Every label's values at image pixel ``(y, x)`` over the run.
+
+        Returns
+        -------
+        dict
+            As :meth:`series`, with ``"x"``, ``"z1"``, ``"z2"`` as ``(T, C)`` arrays, column
+            ``c`` label ``c + 1``'s value (C = 1 for K = 2: label 1's weight).
+        """
+        c = self.labels()
+        per = [self.series(y, x, label) for label in range(max(c, 1))]
+        out: dict[str, Any] = {"iteration": per[0]["iteration"], "pixel": per[0]["pixel"]}
+        for n in NAMES:
+            out[n] = np.stack([p[n] for p in per], axis=1)
+        return out
+
 
 __all__ = ["NAMES", "PROBE_MAX_SIDE", "ProbeStore", "sample_values"]

@@ -33,6 +33,29 @@ from segapp.ui.tools import swatch
 log = logging.getLogger(__name__)
 
 UNITS = (("%", "fraction"), ("px", "px"))
+#: Decimals a bound in % keeps: 0.0001 % is a pixel of a 1-megapixel image, so a bound the
+#: person types (0.01 %, 12.5 %) is the bound the run takes, never rounded to one decimal.
+PERCENT_DECIMALS = 4
+
+
+class AreaSpin(QDoubleSpinBox):
+    """A bound's spin box: as many decimals as :data:`PERCENT_DECIMALS` (none in pixels),
+    shown without trailing zeros ("25", "0.01", "12.5"), so that what the person typed is what
+    it shows and what the run takes."""
+
+    def textFromValue(self, value: float) -> str:  # noqa: N802 - Qt API
+        loc = self.locale()
+        text = loc.toString(float(value), "f", self.decimals())
+        point = loc.decimalPoint()
+        if self.decimals() > 0 and point in text:
+            text = text.rstrip("0").rstrip(point)
+        return text.replace(loc.groupSeparator(), "") if loc.groupSeparator() else text
+
+
+def decimals_shown(value: float, most: int = PERCENT_DECIMALS) -> int:
+    """The decimals ``value`` needs, at most ``most`` (``0.01`` → 2, ``25.0`` → 0)."""
+    text = f"{value:.{most}f}".rstrip("0")
+    return len(text.split(".")[1]) if "." in text else 0
 
 
 class _AreaRow:
@@ -43,9 +66,9 @@ class _AreaRow:
         self.on = QCheckBox()
         self.on.setIcon(swatch(rgb, label))
         self.on.setToolTip(f"Bound the area of label {label}")
-        self.lo, self.hi = QDoubleSpinBox(), QDoubleSpinBox()
+        self.lo, self.hi = AreaSpin(), AreaSpin()
         for spin, tip in ((self.lo, "smallest area"), (self.hi, "largest area")):
-            spin.setDecimals(1)
+            spin.setDecimals(PERCENT_DECIMALS)
             spin.setRange(0.0, 100.0)
             spin.setKeyboardTracking(False)
             spin.setToolTip(f"The {tip} label {label} may cover")
@@ -68,7 +91,7 @@ class _AreaRow:
         top = float(max(n_pixels, 1)) if px else 100.0
         for spin in (self.lo, self.hi):
             spin.blockSignals(True)
-            spin.setDecimals(0 if px else 1)
+            spin.setDecimals(0 if px else PERCENT_DECIMALS)
             spin.setRange(0.0, top)
             spin.blockSignals(False)
 
@@ -77,8 +100,15 @@ class _AreaRow:
         if not self.on.isChecked():
             return None
         if self.unit.currentData() == "px":
-            return f"{self.label}:{self.lo.value():g}px-{self.hi.value():g}px"
-        return f"{self.label}:{self.lo.value() / 100:g}-{self.hi.value() / 100:g}"
+            return f"{self.label}:{self.lo.value():.0f}px-{self.hi.value():.0f}px"
+        # (the fraction in full: 0.01 % is 0.0001, 12.3456 % is 0.123456)
+        lo, hi = (round(v.value() / 100, PERCENT_DECIMALS + 2) for v in (self.lo, self.hi))
+        return f"{self.label}:{lo:.10g}-{hi:.10g}"
+
+    def percent_decimals(self) -> int:
+        """The decimals the bound's % are given in (at least 1: the area "now" beside them is
+        shown to as many, so that it reads against them)."""
+        return max(1, *(decimals_shown(s.value()) for s in (self.lo, self.hi)))
 
 
 class ConstraintsPanel(QWidget):
@@ -90,6 +120,7 @@ class ConstraintsPanel(QWidget):
         super().__init__(parent)
         self._k = 0
         self._n_pixels = 0
+        self._areas: tuple[np.ndarray | None, int] = (None, 0)  # the last areas shown
         self._quiet = False
         self.rows: list[_AreaRow] = []
         self.apart: dict[tuple[int, int], QCheckBox] = {}
@@ -215,14 +246,16 @@ class ConstraintsPanel(QWidget):
             self._emit()
 
     def show_areas(self, counts: np.ndarray | None, total: int = 0) -> None:
-        """Each label's current area: ``counts`` (K,) pixels of ``total`` (None: unknown)."""
+        """Each label's current area: ``counts`` (K,) pixels of ``total`` (None: unknown), in
+        the row's unit, a share in % to as many decimals as the row's bounds are given in."""
+        self._areas = (counts, total)
         for c, r in enumerate(self.rows):
             if counts is None or c >= len(counts) or total <= 0:
                 r.now.setText("—")
             elif r.unit.currentData() == "px":
                 r.now.setText(f"{int(round(counts[c])):,} px")
             else:
-                r.now.setText(f"{100.0 * counts[c] / total:.1f} %")
+                r.now.setText(f"{100.0 * counts[c] / total:.{r.percent_decimals()}f} %")
 
     def _nest(self) -> None:
         for (a, b), box in self.apart.items():
@@ -231,6 +264,8 @@ class ConstraintsPanel(QWidget):
     def _on_edit(self, *_args) -> None:
         if not self._quiet:
             self._emit()
+            if self._areas[0] is not None:  # (in the unit and to the decimals now chosen)
+                self.show_areas(*self._areas)
 
     def _emit(self) -> None:
         area, apart = self.texts()

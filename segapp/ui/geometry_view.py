@@ -29,7 +29,6 @@ from PyQt6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QScrollArea,
     QSlider,
     QSpinBox,
     QVBoxLayout,
@@ -135,8 +134,7 @@ class GeometryView(QWidget):
         self.timer.timeout.connect(self._tick)
         side = QVBoxLayout()
         side.addWidget(self._problem_box())
-        side.addWidget(self._play_box())
-        side.addWidget(self._numbers_box(), 1)
+        side.addWidget(self._play_box(), 1)
         panel = QWidget()
         panel.setLayout(side)
         panel.setFixedWidth(390)
@@ -148,6 +146,9 @@ class GeometryView(QWidget):
         left = QVBoxLayout()
         left.addWidget(self.caption)
         left.addWidget(self.scene, 1)
+        # under the drawing, as wide as it: the iteration's numbers in two columns, all in
+        # view (in the 390-pixel side panel they needed a scroll box at 1440 x 900)
+        left.addWidget(self._numbers_box())
         lay = QHBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addLayout(left, 1)
@@ -156,6 +157,13 @@ class GeometryView(QWidget):
                           (Qt.Key.Key_Space, self.toggle_play), (Qt.Key.Key_Home, self.first),
                           (Qt.Key.Key_End, self.last)):
             QShortcut(QKeySequence(key), self, activated=slot)
+        # closed from the keyboard, as a dialog or a document window is (Esc, Ctrl+W)
+        # (one shortcut a binding: a QShortcut of the standard Close key takes only its first,
+        # Ctrl+F4 on Linux)
+        keys = {QKeySequence(Qt.Key.Key_Escape).toString(), "Ctrl+W",
+                *(k.toString() for k in QKeySequence.keyBindings(QKeySequence.StandardKey.Close))}
+        self.close_keys = [QShortcut(QKeySequence(k), self, activated=self.close)
+                           for k in sorted(keys) if k]
         self.set_preset(0)
         self.resize(*initial_size(self))
 
@@ -255,19 +263,29 @@ class GeometryView(QWidget):
     def _numbers_box(self) -> QGroupBox:
         box = QGroupBox("This iteration")
         v = QVBoxLayout(box)
+        v.setContentsMargins(8, 4, 8, 4)
         self.numbers = QLabel("")
         self.numbers.setTextFormat(Qt.TextFormat.RichText)
         self.numbers.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.numbers.setWordWrap(True)
         self.numbers.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # in a scroll area, so the text's height does not set the window's minimum height
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setWidget(self.numbers)
-        v.addWidget(scroll, 1)
+        v.addWidget(self.numbers)
         return box
+
+    def _fit_numbers(self) -> None:
+        """Keep the numbers' label as tall as its text at its width: every line in view,
+        and (the text's rows being the same at every iteration of a problem) a drawing that
+        does not jump as the walk is stepped."""
+        width = self.numbers.width()
+        if width <= 0:
+            return
+        need = self.numbers.heightForWidth(width)
+        if need > 0 and need != self.numbers.minimumHeight():
+            self.numbers.setMinimumHeight(need)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit_numbers()
 
     # ---------------------------------------------------------------- problems
     def _on_preset(self, i: int) -> None:
@@ -438,34 +456,43 @@ class GeometryView(QWidget):
     def _show_numbers(self) -> None:
         t, it = self.trace, self.current()
         prob, res = t.problem, t.result
-        rows = []
+        rows = []  # the iterate: the left column
         if it.iteration == 0:
             rows.append("<b>start point</b> (iteration 0 of "
                         f"{len(t) - 1}); z₁, z₂ are its projections")
         else:
             rows.append(f"<b>iteration {it.iteration}</b> of {len(t) - 1} &nbsp; "
                         f"ρ = {it.rho:.4g}")
-            rows.append(f"<span style='color:{C_Z1.name()}'>‖x−z₁‖ = {it.residual_box:.2e}"
-                        f"</span> &nbsp; <span style='color:{C_Z2.name()}'>‖x−z₂‖ = "
-                        f"{it.residual_sphere:.2e}</span> (relative)")
-        rows.append(f"<tt>x&nbsp;&nbsp;= {_vec(it.x)}<br>z₁ = {_vec(it.z1)}<br>"
-                    f"z₂ = {_vec(it.z2)}<br>y₁ = {_vec(it.y1)}<br>y₂ = {_vec(it.y2)}</tt>")
-        rows.append(f"‖z₂ − ½‖ = {np.linalg.norm(it.z2 - 0.5):.6f} = √{prob.n}/2 "
-                    f"({t.radius:.6f})")
+        # (a row at the start point too, so the text keeps its height from step to step)
+        rows.append(f"<span style='color:{C_Z1.name()}'>‖x−z₁‖ = {it.residual_box:.2e}"
+                    f"</span> &nbsp; <span style='color:{C_Z2.name()}'>‖x−z₂‖ = "
+                    f"{it.residual_sphere:.2e}</span> (relative)" if it.iteration else
+                    "the residuals start at the first iteration")
+        rows.append(f"<tt>x&nbsp;&nbsp;= {_vec(it.x)} &nbsp; y₁ = {_vec(it.y1)}<br>"
+                    f"z₁ = {_vec(it.z1)} &nbsp; y₂ = {_vec(it.y2)}<br>"
+                    f"z₂ = {_vec(it.z2)}</tt>")
+        facts = []  # the values and the problem's answers: the right column
+        facts.append(f"‖z₂ − ½‖ = {np.linalg.norm(it.z2 - 0.5):.6f} = √{prob.n}/2 "
+                     f"({t.radius:.6f})")
         f_x = float(prob.objective(it.x))
         rounded = np.rint(np.clip(it.x, 0, 1))
-        rows.append(f"f(x) = {f_x:.4f}, &nbsp; f(round x) = {float(prob.objective(rounded)):.4f}")
-        rows.append(f"ADMM's answer: {tuple(int(v) for v in res.x)}, f = {res.objective:.4f} "
-                    f"({res.status}, best at iteration {res.best_iteration})")
-        rows.append(f"best binary point (all {2 ** prob.n} tried): "
-                    f"{tuple(int(v) for v in t.optimum[1])}, f = {t.optimum[0]:.4f}")
+        facts.append(f"f(x) = {f_x:.4f}, &nbsp; f(round x) = "
+                     f"{float(prob.objective(rounded)):.4f}")
+        facts.append(f"ADMM's answer: {tuple(int(v) for v in res.x)}, f = {res.objective:.4f} "
+                     f"({res.status}, best at iteration {res.best_iteration})")
+        facts.append(f"best binary point (all {2 ** prob.n} tried): "
+                     f"{tuple(int(v) for v in t.optimum[1])}, f = {t.optimum[0]:.4f}")
         if t.relaxation is not None:
-            rows.append(f"◇ relaxation's minimum over the box: {_vec(t.relaxation[1])}, "
-                        f"f = {t.relaxation[0]:.4f}")
+            facts.append(f"◇ relaxation's minimum over the box: {_vec(t.relaxation[1])}, "
+                         f"f = {t.relaxation[0]:.4f}")
         if t.shift > 0:
-            rows.append(f"A is indefinite: the solver minimises with A + {t.shift:.3g}·I and "
-                        f"b − {t.shift:.3g}·1 (the same on binary points).")
-        self.numbers.setText("<br>".join(rows))
+            facts.append(f"A is indefinite: the solver minimises with A + {t.shift:.3g}·I and "
+                         f"b − {t.shift:.3g}·1 (the same on binary points).")
+        self.numbers.setText(
+            "<table width='100%' cellspacing='0' cellpadding='0'><tr>"
+            f"<td width='50%' valign='top' style='padding-right:12px'>{'<br>'.join(rows)}</td>"
+            f"<td width='50%' valign='top'>{'<br>'.join(facts)}</td></tr></table>")
+        self._fit_numbers()
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
         self.pause()

@@ -3,28 +3,70 @@
 Teach → Guided demo opens a small card with one or two sentences per step and Back / Next
 buttons; each step sets the scene (a preset in the Geometry window, the walk played, the
 cameraman sample, a run, the histogram, the probe) before its text is read.
+
+The demo replaces the window's photo with the cameraman at its sixth step: whether to save the
+work it replaces is asked once, when the demo starts (not in the middle of the lecture), and a
+window that already shows the cameraman with two labels and strokes for both keeps it, strokes
+and all. The steps on
+the photo speak of the cameraman only while it is the photo shown, and the run is on it. The
+card keeps one size for every step (the tallest step's), so Back and Next stay under the mouse.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 from PyQt6.QtCore import QObject, QPoint, QRect, QSize, Qt
-from PyQt6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PyQt6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from segapp.model.teaching import PRESETS
 
 log = logging.getLogger(__name__)
 
 
+#: The photo the demo's later steps show and run on: the bundled sample's name and its K.
+DEMO_PHOTO, DEMO_K = "cameraman", 2
+
+#: The question the demo asks, once, at its start, where the window holds unsaved work.
+ASK_TITLE = "Guided demo"
+ASK_TEXT = ("The guided demo opens the cameraman sample, with its example strokes, in this "
+            "window. Save the current session first?")
+#: What a step on the photo says where the cameraman is not shown (the person kept their work
+#: when asked, or the sample could not be read).
+NO_PHOTO = ("The cameraman photo is not open (the work in the window was kept), so this step "
+            "has nothing to show; open it from Samples (cameraman — 2 labels) to go on.")
+
+
 @dataclass(frozen=True)
 class DemoStep:
-    """One step: a title, one or two sentences, and what to do on screen first."""
+    """One step: a title, one or two sentences, and what to do on screen first.
+
+    ``action`` returns None, or a text that replaces the step's own where the scene could not
+    be set (the photo did not open, say)."""
 
     title: str
     text: str
-    action: Callable[[], None]
+    action: Callable[[], str | None]
+
+
+def demo_sample() -> tuple[Path, Path | None, int] | None:
+    """The demo's photo as a bundled sample: ``(image, strokes, K)``, or None where it is not
+    bundled."""
+    from segapp.ui.fileops import list_samples
+    for _title, image, strokes, k in list_samples():
+        if image.stem == DEMO_PHOTO and k == DEMO_K:
+            return image, strokes, k
+    return None
 
 
 def card_position(screen: QRect, window: QRect, size: QSize, gap: int = 8) -> QPoint:
@@ -76,6 +118,7 @@ class DemoCard(QWidget):
         super().__init__(parent, Qt.WindowType.Tool)
         self.setWindowTitle("Guided demo")
         self.setMinimumWidth(520)
+        self._fixed = False
         self.setStyleSheet("QLabel#title { font-size: 13pt; font-weight: bold; color: #9fb4dd; }"
                            "QLabel#text { font-size: 11pt; }")
         lay = QVBoxLayout(self)
@@ -84,6 +127,8 @@ class DemoCard(QWidget):
         self.text = QLabel("")
         self.text.setObjectName("text")
         self.text.setWordWrap(True)
+        # (at the top: a step shorter than the tallest leaves its room below, not around it)
+        self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.count = QLabel("")
         self.count.setStyleSheet("color: #9a9aa4;")
         lay.addWidget(self.title)
@@ -101,11 +146,40 @@ class DemoCard(QWidget):
             row.addWidget(b)
         lay.addLayout(row)
 
-    def fit(self) -> None:
-        """Make the card tall enough for its wrapped text (a window is sized once, from its
-        first text's hint, and a longer step's lines would overlap and be cut off)."""
-        w = max(self.width(), self.minimumWidth())
-        self.resize(w, max(self.heightForWidth(w), self.minimumSizeHint().height()))
+    def show_step(self, title: str, text: str, count: str) -> None:
+        """Show one step's title, text and count."""
+        self.title.setText(title)
+        self.text.setText(text)
+        self.count.setText(count)
+
+    def fix_size(self, pages: list[tuple[str, str, str]]) -> QSize:
+        """Give the card one size for all its pages ``(title, text, count)``: as wide as the
+        widest title needs (at least its minimum width) and as tall as the tallest wrapped
+        text at that width, so that the card, and Back and Next on it, stay where they are
+        from step to step (sized to each step's text it grew and shrank under the mouse).
+
+        Returns
+        -------
+        QSize
+            The size fixed.
+        """
+        shown = (self.title.text(), self.text.text(), self.count.text())
+        self.setMinimumSize(0, 0)
+        self.setMaximumSize(16777215, 16777215)
+        width = self.minimumWidth() or 520
+        for page in pages:
+            self.show_step(*page)
+            width = max(width, self.minimumSizeHint().width(), 520)
+        lay = self.layout()
+        height = 0
+        for page in pages:
+            self.show_step(*page)
+            lay.invalidate()
+            height = max(height, lay.totalHeightForWidth(width), self.minimumSizeHint().height())
+        self.show_step(*shown)
+        self.setFixedSize(width, height)
+        self._fixed = True
+        return QSize(width, height)
 
 
 class GuidedDemo(QObject):
@@ -123,6 +197,69 @@ class GuidedDemo(QObject):
         self.index = -1
         self.card: DemoCard | None = None
         self.steps = self._steps()
+        #: The text the card shows for the current step (its own, or why it shows nothing).
+        self.shown_text = ""
+        # the document's changes, counted, and their count when the person last said what to
+        # do with their work (None: not asked yet): changes since then are new work
+        self._changes = 0
+        self._answered_at: int | None = None
+        win.doc.subscribe(self._on_doc)
+
+    def _on_doc(self, _kind: str, _box) -> None:
+        self._changes += 1
+
+    # ---------------------------------------------------------------- the photo
+    def shows_demo_photo(self) -> bool:
+        """Whether the window shows the demo's photo (the bundled cameraman) with its K."""
+        doc, sample = self.win.doc, demo_sample()
+        if sample is None or not doc.has_image or not doc.image_path or doc.k != sample[2]:
+            return False
+        try:
+            return Path(doc.image_path).resolve() == Path(sample[0]).resolve()
+        except OSError:
+            return False
+
+    def demo_photo_ready(self) -> bool:
+        """Whether the window shows the demo's photo ready to run: the cameraman, two labels,
+        strokes (or hard pixels) for each (the photo opened bare, from File → Open, is not:
+        the demo opens the sample with its strokes)."""
+        if not self.shows_demo_photo():
+            return False
+        doc = self.win.doc
+        seeds = np.where(doc.hard > 0, doc.hard, doc.strokes)
+        return bool(np.all(np.bincount(seeds.ravel(), minlength=doc.k + 1)[1:doc.k + 1] > 0))
+
+    def _unsaved_work_at_stake(self) -> bool:
+        """Whether opening the demo's photo would replace work the person has not saved (and
+        has not said what to do with since it changed)."""
+        win = self.win
+        return (bool(win.doc.dirty) and not self.demo_photo_ready()
+                and self._answered_at != self._changes
+                and bool(getattr(win, "confirm_discard", True)))
+
+    def ask_first(self) -> bool:
+        """Before the first step: where the demo's photo would replace unsaved work, ask once
+        whether to save it (Save, Discard, Cancel).
+
+        Returns
+        -------
+        bool
+            False where the person cancelled (or the save failed): the demo does not start.
+        """
+        if not self._unsaved_work_at_stake():
+            self._answered_at = self._changes
+            return True
+        buttons = QMessageBox.StandardButton
+        answer = QMessageBox.question(self.win, ASK_TITLE, ASK_TEXT,
+                                      buttons.Save | buttons.Discard | buttons.Cancel,
+                                      buttons.Save)
+        if answer == buttons.Save:
+            if not self.win.save_session():
+                return False
+        elif answer != buttons.Discard:
+            return False
+        self._answered_at = self._changes
+        return True
 
     # ---------------------------------------------------------------- the steps
     def _geometry(self, preset: str, index: int | None = None, play: bool = False) -> None:
@@ -140,24 +277,45 @@ class GuidedDemo(QObject):
         view = self.win.geometry_view
         if view is not None and 0 <= self.index < len(self.steps):
             step = self.steps[self.index]
-            view.set_caption(f"<b>{step.title}.</b> {step.text}")
+            view.set_caption(f"<b>{step.title}.</b> {self.shown_text or step.text}")
 
-    def _photo(self) -> None:
-        from segapp.ui.fileops import list_samples
-        if self.win.geometry_view is not None:
-            self.win.geometry_view.pause()
-        samples = [s for s in list_samples() if s[1].stem == "cameraman" and s[3] == 2]
-        if samples and not (self.win.doc.image_path or "").endswith("cameraman.png"):
-            _, image, strokes, k = samples[0]
-            self.win.open_sample(image, strokes, k)
-        self.win.raise_()
-        self.win.activateWindow()
+    def _photo(self) -> str | None:
+        """Show the demo's photo: kept where the window shows it already, else opened (the
+        person was asked about their work when the demo started; work made since is asked
+        about again, by the window)."""
+        win = self.win
+        if win.geometry_view is not None:
+            win.geometry_view.pause()
+        if not self.demo_photo_ready() and not win.running:
+            sample = demo_sample()
+            if sample is not None:
+                asked = not self._unsaved_work_at_stake()
+                keep = getattr(win, "confirm_discard", True)
+                win.confirm_discard = keep and not asked  # (answered at the start)
+                try:
+                    opened = win.open_sample(*sample)
+                finally:
+                    win.confirm_discard = keep
+                if opened:
+                    self._answered_at = self._changes
+        win.raise_()
+        win.activateWindow()
+        return None if self.demo_photo_ready() else NO_PHOTO
 
-    def _run(self) -> None:
-        self.win.show_teaching_dock()
-        if not self.win.running:
-            self.win.act_warm.setChecked(False)
-            self.win.start_run()
+    def _run(self) -> str | None:
+        """Run ADMM on the demo's photo (opened first where another photo is shown)."""
+        win = self.win
+        win.show_teaching_dock()
+        if win.running:
+            return None
+        if not self.demo_photo_ready():
+            # opened here only where nothing is at stake: work the person kept at the photo
+            # step is neither replaced nor run on under the cameraman's words
+            if self._unsaved_work_at_stake() or self._photo() is not None:
+                return NO_PHOTO
+        win.act_warm.setChecked(False)
+        win.start_run()
+        return None
 
     def _replay_start(self) -> None:
         self.win.show_teaching_dock()
@@ -211,13 +369,32 @@ class GuidedDemo(QObject):
         ]
 
     # ---------------------------------------------------------------- driving
-    def start(self) -> None:
-        """Open the card at the first step."""
+    def pages(self) -> list[tuple[str, str, str]]:
+        """Every text the card may show: each step's ``(title, text, count)``, and the text a
+        step on the photo shows where the photo could not be opened."""
+        n = len(self.steps)
+        out = [(s.title, s.text, f"step {i + 1} of {n}") for i, s in enumerate(self.steps)]
+        return out + [(s.title, NO_PHOTO, f"step {i + 1} of {n}")
+                      for i, s in enumerate(self.steps) if s.action in (self._photo, self._run)]
+
+    def start(self) -> bool:
+        """Open the card at the first step, having asked once about unsaved work the demo's
+        photo would replace (:meth:`ask_first`).
+
+        Returns
+        -------
+        bool
+            False where the person cancelled: no card, nothing changed.
+        """
+        if not self.ask_first():
+            return False
         if self.card is None:
             self.card = DemoCard(self, self.win)
+            self.card.fix_size(self.pages())
         self.card.show()
         self.go(0)
         self.place_card()
+        return True
 
     def place_card(self) -> None:
         """Put the card beside the window the first step shows (:func:`card_position`)."""
@@ -232,18 +409,17 @@ class GuidedDemo(QObject):
         """Do step ``index`` and show its text."""
         self.index = max(0, min(index, len(self.steps) - 1))
         step = self.steps[self.index]
+        text = step.text
         try:
-            step.action()
+            text = step.action() or step.text
         except Exception:  # noqa: BLE001 - a demo step that fails must not end the lecture
             log.exception("guided demo step %r failed", step.title)
+        self.shown_text = text
         self._caption()
         if self.card is not None:
-            self.card.title.setText(step.title)
-            self.card.text.setText(step.text)
-            self.card.count.setText(f"step {self.index + 1} of {len(self.steps)}")
+            self.card.show_step(step.title, text, f"step {self.index + 1} of {len(self.steps)}")
             self.card.back.setEnabled(self.index > 0)
             self.card.next.setEnabled(self.index < len(self.steps) - 1)
-            self.card.fit()
             self.card.raise_()
 
     def next(self) -> None:
@@ -262,4 +438,4 @@ class GuidedDemo(QObject):
             self.win.geometry_view.set_caption(None)
 
 
-__all__ = ["DemoCard", "DemoStep", "GuidedDemo"]
+__all__ = ["DEMO_K", "DEMO_PHOTO", "DemoCard", "DemoStep", "GuidedDemo", "demo_sample"]

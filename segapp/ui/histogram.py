@@ -22,6 +22,40 @@ BINS = 40
 DECIDED = 0.1
 
 
+def share_texts(counts: tuple[int, ...]) -> tuple[str, ...]:
+    """Whole-number percentages of ``counts`` that add up to 100 (largest remainders), never
+    negative; a share that is not zero but rounds to 0 reads ``"<1%"`` and one short of all
+    ``">99%"``, so that "0%" and "100%" mean none and all.
+
+    Parameters
+    ----------
+    counts : tuple of int
+        Non-negative counts.
+
+    Returns
+    -------
+    tuple of str
+        ``("48%", "3%", "49%")``; all ``"0%"`` when the counts are all 0.
+    """
+    total = sum(counts)
+    if total <= 0:
+        return tuple("0%" for _ in counts)
+    exact = [100.0 * c / total for c in counts]
+    whole = [int(np.floor(v)) for v in exact]
+    order = sorted(range(len(counts)), key=lambda i: exact[i] - whole[i], reverse=True)
+    for i in order[:100 - sum(whole)]:
+        whole[i] += 1
+    out = []
+    for c, v in zip(counts, whole):
+        if 0 < c and v == 0:
+            out.append("<1%")
+        elif c < total and v == 100:
+            out.append(">99%")
+        else:
+            out.append(f"{v}%")
+    return tuple(out)
+
+
 def frame_values(probs: np.ndarray) -> np.ndarray:
     """The values a histogram counts in a frame of ``(H, W, K)`` label weights: label 1's
     weight for K = 2 (the solver's variable), every label's weight for K > 2."""
@@ -40,6 +74,7 @@ class MassHistogram(QWidget):
         self.edges: np.ndarray | None = None
         self.iteration: int | None = None
         self.caption = ""
+        self.k = 0  # labels of the frame shown (0: none)
         #: What the widget says while it has no frame.
         self.note = "Run ADMM to see where the mass goes"
 
@@ -48,20 +83,48 @@ class MassHistogram(QWidget):
         (None: clear)."""
         if probs is None:
             self.counts = self.edges = None
+            self.k = 0
         else:
             self.counts, self.edges = mass_histogram(frame_values(probs), BINS)
+            self.k = int(np.shape(probs)[-1])
         self.iteration, self.caption = iteration, caption
         self.update()
 
-    def fractions(self) -> tuple[float, float, float]:
-        """Shares of the values below ``DECIDED``, between, and above ``1 − DECIDED``."""
-        if self.counts is None or self.counts.sum() == 0:
-            return (0.0, 0.0, 0.0)
-        total = float(self.counts.sum())
+    def _split(self) -> tuple[int, int, int]:
+        """How many values lie below ``DECIDED``, between, and above ``1 − DECIDED``."""
+        if self.counts is None:
+            return (0, 0, 0)
+        counts = np.asarray(self.counts).astype(np.int64)
         centres = (self.edges[:-1] + self.edges[1:]) / 2
-        low = float(self.counts[centres < DECIDED].sum()) / total
-        high = float(self.counts[centres > 1 - DECIDED].sum()) / total
-        return low, 1.0 - low - high, high
+        low = int(counts[centres < DECIDED].sum())
+        high = int(counts[centres > 1 - DECIDED].sum())
+        return low, int(counts.sum()) - low - high, high
+
+    def fractions(self) -> tuple[float, float, float]:
+        """Shares of the values below ``DECIDED``, between, and above ``1 − DECIDED`` (from
+        whole counts: each in [0, 1], summing to 1)."""
+        parts = self._split()
+        total = sum(parts)
+        if total == 0:
+            return (0.0, 0.0, 0.0)
+        return tuple(p / total for p in parts)  # type: ignore[return-value]
+
+    def percentages(self) -> tuple[str, str, str]:
+        """The three shares as the summary line shows them (:func:`share_texts`)."""
+        return share_texts(self._split())
+
+    def summary(self) -> str:
+        """The line under the bars: ``"< 0.1: 48%    between: 3%    > 0.9: 49%"``."""
+        low, mid, high = self.percentages()
+        return (f"< {DECIDED:g}: {low}    between: {mid}    > {1 - DECIDED:g}: {high}")
+
+    def title(self) -> str:
+        """The line over the bars: whose values, and at which iteration ("x, label 1's
+        weight, at iteration 40"; for K > 2 every label's weight is counted)."""
+        whose = {0: "x", 2: "x, label 1's weight,"}.get(self.k, "x, every label's weight,")
+        if self.iteration is None:
+            return f"Values of {whose.rstrip(',')}"
+        return f"Values of {whose} at iteration {self.iteration}"
 
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
         p = QPainter(self)
@@ -70,8 +133,7 @@ class MassHistogram(QWidget):
         f.setPointSizeF(9.0)
         p.setFont(f)
         p.setPen(TEXT)
-        title = "Values of x" + (
-            f" at iteration {self.iteration}" if self.iteration is not None else "")
+        title = self.title()
         p.drawText(QPointF(8, 15), title + (f" {self.caption}" if self.caption else ""))
         r = QRectF(34, 24, self.width() - 44, self.height() - 58)
         if self.counts is None:
@@ -95,12 +157,10 @@ class MassHistogram(QWidget):
                        f"{v:g}")
         p.drawText(QRectF(0, r.top() - 2, 32, 14), Qt.AlignmentFlag.AlignRight,
                    f"{top * 100:.0f}%")
-        low, mid, high = self.fractions()
         p.setPen(TEXT)
         p.drawText(QRectF(r.left(), r.bottom() + 18, r.width(), 14), Qt.AlignmentFlag.AlignLeft,
-                   f"< {DECIDED:g}: {low * 100:.0f}%    between: {mid * 100:.0f}%    "
-                   f"> {1 - DECIDED:g}: {high * 100:.0f}%")
+                   self.summary())
         p.end()
 
 
-__all__ = ["MassHistogram", "frame_values"]
+__all__ = ["MassHistogram", "frame_values", "share_texts"]

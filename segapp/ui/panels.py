@@ -220,7 +220,10 @@ class ParamsPanel(QWidget):
         ("rho_growth", "ρ growth", 0.01, "Factor by which ρ grows; faster growth converges "
          "sooner to a binary x, possibly a worse one."),
         ("gamma", "γ", 0.1, "Step size of the dual (multiplier) updates, in (0, 2)."),
-        ("max_iter", "max iterations", 100, "Stop after this many ADMM iterations."),
+        ("max_iter", "max iterations", 100, "Stop after this many ADMM iterations, on each "
+         "level: a large photo is solved coarse to fine, each level of its pyramid with at most "
+         "this many iterations, and the status bar and the results count the iterations across "
+         "the levels (the level and its own iteration are named while it runs)."),
         ("tol", "tolerance", 1e-4, "Stop when the primal residuals, relative to ‖x‖, fall "
          "below this."),
     )
@@ -341,6 +344,43 @@ def replay_memory_text(frames: int, nbytes: int) -> str:
     return f"{frames} frame{'s' if frames != 1 else ''} kept, {_megabytes(nbytes)}"
 
 
+def iterations_text(total: int, per_level: list[int] | None = None,
+                    rounds: tuple[int, int] = (0, 0)) -> str:
+    """How a run's ``total`` iterations divide, for the results panel's "of which" row (the
+    iterations row gives the total, as the plot's axis and the status bar count it; the
+    Parameters tab's max iterations bounds each solve and level): ``"412 + 301 + 130 + 82 over
+    4 levels, coarsest first"`` for a coarse-to-fine solve, ``"120 in 3 colour-model rounds,
+    28 in the final solve"`` after re-estimation rounds in the window's view.
+
+    Parameters
+    ----------
+    total : int
+        The run's iterations.
+    per_level : list of int, optional
+        The final solve's iterations by level, coarsest first.
+    rounds : (int, int)
+        The rounds seen and their iterations.
+
+    Returns
+    -------
+    str
+        ``""`` where the run is one solve of one level, or where the parts do not add up to
+        ``total``.
+    """
+    n_rounds, in_rounds = rounds
+    final = sum(per_level or [])
+    levels = ""
+    if per_level and len(per_level) > 1:
+        levels = (" + ".join(map(str, per_level)) + f" over {len(per_level)} levels, "
+                  "coarsest first")
+    if n_rounds and in_rounds and in_rounds + final == total:
+        return (f"{in_rounds} in {n_rounds} colour-model round{'s' if n_rounds != 1 else ''}, "
+                f"{final} in the final solve" + (f" ({levels})" if levels else ""))
+    if levels and final == total:
+        return levels
+    return ""
+
+
 def _fmt(v: float | None, spec: str = ".6g") -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
@@ -408,7 +448,13 @@ class ResultsPanel(QWidget):
                  "final polish (ICM, region moves, fusion with level sets and TV proposals), "
                  "and its gap to the reference: what the polish added"),
                 ("disagree", "disagreeing px", "Pixels labelled differently by ADMM and reference"),
-                ("iterations", "iterations", "ADMM iterations run"),
+                ("iterations", "iterations", "ADMM iterations run, numbered across the levels of "
+                 "a coarse-to-fine solve (a large photo: the coarsest level first) and the "
+                 "colour models' re-estimation rounds; the Parameters tab's max iterations "
+                 "bounds each solve and level"),
+                ("parts", "of which", "How the iterations divide between the re-estimation "
+                 "rounds and the final solve, and between the final solve's pyramid levels "
+                 "(each at most the max iterations)"),
                 ("time", "time", "Wall-clock time of the run and of each phase: building the model "
                  "(colour models, edge weights), the reference, and ADMM with its polish. The "
                  "reference solves in its own process beside ADMM, so the phases overlap and "
@@ -423,13 +469,13 @@ class ResultsPanel(QWidget):
             lab = QLabel("—")
             lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             lab.setToolTip(tip)
-            if key in ("backend", "time"):
-                lab.setWordWrap(True)  # (a fallback's reason; the phases' line)
+            if key in ("backend", "time", "parts"):
+                lab.setWordWrap(True)  # (a fallback's reason; the phases' line; the parts)
             f.addRow(text, lab)
             self.fields[key] = lab
         self._show_constraint_rows(False)
         self._form.setRowVisible(self.fields["unpolished"], False)  # (an ADMM run's only)
-        lay.addWidget(box)
+        self._form.setRowVisible(self.fields["parts"], False)  # (a run of several parts')
         view = QGroupBox("View")
         v = QFormLayout(view)
         self.view = QComboBox()
@@ -448,7 +494,6 @@ class ResultsPanel(QWidget):
         v.addRow("show", self.view)
         v.addRow("opacity", self.opacity)
         v.addRow("", self.strokes)
-        lay.addWidget(view)
         rep = QGroupBox("Replay")
         rv = QVBoxLayout(rep)
         r = QHBoxLayout()
@@ -465,7 +510,12 @@ class ResultsPanel(QWidget):
         self.replay_memory = QLabel("")
         self.replay_memory.setStyleSheet("color: #9a9aa4;")
         rv.addWidget(self.replay_memory)
+        # the replay first: what a person drags after a run (and the guided demo asks for)
+        # stays in view at 1440 x 900 however many rows the run's numbers take (below them, it
+        # was under the fold, to be scrolled to)
         lay.addWidget(rep)
+        lay.addWidget(box)
+        lay.addWidget(view)
         #: The replay's :class:`segapp.ui.frames.FrameStore`, whose memory the panel reports
         #: (None: the window's ``frames``, where it has one).
         self.frame_store = None
@@ -484,7 +534,9 @@ class ResultsPanel(QWidget):
         for lab in self.fields.values():
             lab.setText("—")
         self._form.setRowVisible(self.fields["unpolished"], False)
+        self._form.setRowVisible(self.fields["parts"], False)
         self.set_replay_count(0)
+        self._fit_wrapped()
 
     def show_outcome(self, energy: float, reference: float | None, ref_name: str,
                      disagree: int | None, iterations: int, time_s: float, status: str,
@@ -493,14 +545,18 @@ class ResultsPanel(QWidget):
                      reference_s: float | None = None,
                      warnings: list[str] | None = None,
                      unpolished: float | None = None,
-                     total_s: float | None = None) -> None:
+                     total_s: float | None = None,
+                     per_level: list[int] | None = None,
+                     rounds: tuple[int, int] = (0, 0)) -> None:
         """Fill in the numbers of a finished run (``constraints``: its
         :class:`solver.mrf.ConstraintReport` list; ``bound``: the yardstick's lower bound;
         ``time_s``: ADMM's with its polish, ``build_s`` and ``reference_s``: building the model
         and the reference, shown as phases with their total; ``warnings``: the run's, e.g. a
         GPU fallback, shown with the backend; ``unpolished``: the energy of ADMM's own labels
         before the final polish, shown with its gap where there is a reference, its row hidden
-        when None; ``total_s``: the run's wall time, see :func:`phase_times`)."""
+        when None; ``total_s``: the run's wall time, see :func:`phase_times`; ``per_level``:
+        the final solve's iterations by pyramid level, coarsest first, and ``rounds``: the
+        re-estimation rounds and their iterations, see :func:`iterations_text`)."""
         self.fields["energy"].setText(_fmt(energy))
         self.fields["reference"].setText(f"{_fmt(reference)}  ({ref_name})" if reference
                                          is not None else "—")
@@ -516,6 +572,9 @@ class ResultsPanel(QWidget):
         self._form.setRowVisible(self.fields["unpolished"], unpolished is not None)
         self.fields["disagree"].setText("—" if disagree is None else f"{disagree:,}")
         self.fields["iterations"].setText(str(iterations))
+        parts = iterations_text(iterations, per_level, rounds)
+        self.fields["parts"].setText(parts or "—")
+        self._form.setRowVisible(self.fields["parts"], bool(parts))
         self.fields["time"].setText(phase_times(time_s, build_s, reference_s, total_s))
         self.fields["status"].setText(status)
         self.fields["backend"].setText("\n".join([backend, *map(warning_line, warnings or [])]))
@@ -523,6 +582,22 @@ class ResultsPanel(QWidget):
         self.fields["constraints"].setText(
             "\n".join(constraint_line(r) for r in constraints) if constraints else "—")
         self._show_constraint_rows(bool(constraints))
+        self._fit_wrapped()
+
+    def _fit_wrapped(self) -> None:
+        """Give each wrapping field the height its text takes at its width: the form gave it
+        its unwrapped height, and a line wrapped at the panel's width ("… ADMM 10.76" then
+        "s") was cut off."""
+        for key in ("backend", "time", "parts"):
+            lab = self.fields[key]
+            if lab.width() > 0:
+                need = lab.heightForWidth(lab.width())
+                if need > 0 and need != lab.minimumHeight():
+                    lab.setMinimumHeight(need)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit_wrapped()
 
     def _show_constraint_rows(self, shown: bool) -> None:
         """The lower bound and constraint rows, only for a run that had constraints."""

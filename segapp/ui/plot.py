@@ -106,6 +106,9 @@ class TitleRowLegend:
         height = float(np.ceil(self.text.boundingRect().height()))
         if self.item.layout.rowMinimumHeight(0) != height:
             self.item.layout.setRowFixedHeight(0, height)
+            # at once, not at the next layout pass: until then the view box, still at the old
+            # row's height, ran under the text's new line (a busy event loop showed it so)
+            self.item.layout.activate()
 
     def scene_rect(self):
         """Where the title row's text (title and legend) is drawn, in scene coordinates."""
@@ -160,11 +163,30 @@ class EnergyPlot(QWidget):
         self.c_sph = self.resid.plot([], [], pen=pg.mkPen(C_SPH, width=1.5))
         self._rleg.add(self.c_box, "‖x − z₁‖ box", C_BOX)
         self._rleg.add(self.c_sph, "‖x − z₂‖ sphere", C_SPH)
-        # the area bounds' and apart rows' residual, in the legend only when a run has them
+        # the constraint rows' residual, in the legend only when a run has them: the area
+        # bounds and apart rows the person set, or for K > 2 the one-hot rows
+        # (:meth:`set_constraint_curve`)
         self.c_con = self.resid.plot([], [], pen=pg.mkPen(C_CON, width=1.5), connect="finite")
+        self._con_name: str | None = "constraints"
         lay.addWidget(self.energy, 3)
         lay.addWidget(self.resid, 2)
         self.reset()
+
+    def set_constraint_curve(self, name: str | None) -> None:
+        """Name the constraint residual's curve for the next run (``"constraints"`` for the
+        person's area bounds and apart pairs, ``"one-hot Σₖxₖ = 1"`` for K > 2 without them), or
+        ``None``: the run has no constraint rows the person would know of, and no curve is
+        drawn (a residual the solver reports is then not the person's constraints')."""
+        self._con_name = name
+        if name is None:
+            self.c_con.setData([], [])
+            self._rleg.remove(self.c_con)
+        elif self._rleg.has(self.c_con):
+            self._rleg.add(self.c_con, name, C_CON)
+
+    def residual_names(self) -> list[str]:
+        """The residual plot's legend entries."""
+        return self._rleg.names()
 
     def legends(self) -> list[TitleRowLegend]:
         """The energy plot's and the residual plot's legends."""
@@ -261,14 +283,14 @@ class EnergyPlot(QWidget):
         self.c_box.setData(it, np.log10(np.asarray(self._rb)))
         self.c_sph.setData(it, np.log10(np.asarray(self._rs)))
         logs = self._rb + self._rs
-        if any(v > 0 for v in self._rc):
+        if self._con_name is not None and any(v > 0 for v in self._rc):
             # an iterate on the constraints exactly (residual 0) leaves a gap in the curve
             rc = np.asarray(self._rc)
             with np.errstate(divide="ignore"):
                 self.c_con.setData(it, np.where(rc > 0, np.log10(np.where(rc > 0, rc, 1.0)),
                                                 np.nan))
             if not self._rleg.has(self.c_con):
-                self._rleg.add(self.c_con, "constraints", C_CON)
+                self._rleg.add(self.c_con, self._con_name, C_CON)
             logs = logs + [v for v in self._rc if v > 1e-12]
         self._fit_y()
         lr = np.log10(np.asarray(logs))

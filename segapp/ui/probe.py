@@ -24,8 +24,37 @@ VALUE_RANGE = (-0.5, 1.5)
 CURVES = (("x", C_X, "x"), ("z1", C_Z1, "z₁ (box)"), ("z2", C_Z2, "z₂ (sphere)"))
 
 
+def follow_label(series: dict) -> dict:
+    """A :meth:`segapp.core.probe.ProbeStore.series_by_label` series as the chart shows it:
+    the curves of one label (the one the pixel ends with: its largest ``x`` at the last
+    sample), ``"label"`` naming it (1-based), and every label's values in ``"by_label"``
+    (for K = 2 the one column is label 1's weight, the solver's variable: no ``"by_label"``).
+    """
+    x = np.asarray(series["x"])
+    if x.ndim == 1:
+        return {**series, "label": 1, "by_label": None}
+    followed = int(np.argmax(x[-1])) if x.shape[1] > 1 else 0
+    out = {"iteration": series["iteration"], "pixel": series.get("pixel"),
+           "label": followed + 1,
+           "by_label": {k: np.asarray(series[k]) for k, _, _ in CURVES} if x.shape[1] > 1
+           else None}
+    for k, _, _ in CURVES:
+        out[k] = np.asarray(series[k])[:, followed]
+    return out
+
+
+def subscript(n: int) -> str:
+    """``n`` in subscript digits: ``subscript(2)`` is ``"₂"`` (x₂: label 2's x)."""
+    return "".join("₀₁₂₃₄₅₆₇₈₉"[int(d)] for d in str(int(n)))
+
+
 class ProbeChart(QWidget):
-    """``x``, ``z1`` and ``z2`` of one pixel against the iteration, the replay's one marked."""
+    """``x``, ``z1`` and ``z2`` of one pixel against the iteration, the replay's one marked.
+
+    For K = 2 the values are label 1's weight (the solver's one variable a pixel); for K > 2
+    the curves are the label the pixel ends with, named in the header, and the header gives
+    every label's ``x`` at the marked iteration, each named by its label.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -52,6 +81,42 @@ class ProbeChart(QWidget):
         i = int(np.argmin(np.abs(its - iteration)))
         return {k: float(self.series[k][i]) for k, _, _ in CURVES}
 
+    def label_values_at(self, iteration: int) -> dict[str, list[float]] | None:
+        """Every label's values at the stored iteration nearest ``iteration``: ``{"x": [label
+        1's, label 2's, …], …}``; None for K = 2 (one value a pixel)."""
+        by = (self.series or {}).get("by_label")
+        if not by:
+            return None
+        i = int(np.argmin(np.abs(self.series["iteration"] - iteration)))
+        return {k: [float(v) for v in by[k][i]] for k, _, _ in CURVES}
+
+    @property
+    def label(self) -> int:
+        """The label whose values the curves show (1: label 1's weight, for K = 2)."""
+        return int((self.series or {}).get("label", 1) or 1)
+
+    def header_lines(self) -> list[list[tuple[QColor, str]]]:
+        """The header's lines above the curves, each a list of ``(colour, text)`` runs: the
+        pixel and the iteration; at a marked iteration the curves' values, named by their
+        label ("label 2 (the curves): x = …, z₁ = …, z₂ = …"); and for K > 2 every label's
+        ``x`` there, each by its label ("x by label: x₁ 0.051  x₂ 0.912  x₃ 0.037")."""
+        y, x = self.pixel
+        by = (self.series or {}).get("by_label")
+        lines = [[(TEXT, f"Pixel (x {x}, y {y})" + (
+            f", iteration {self.marker}" if self.marker is not None else ""))]]
+        if self.marker is None:
+            return lines
+        v = self.values_at(self.marker)
+        lines.append([(TEXT, f"label {self.label}{' (the curves)' if by else ''}:")]
+                     + [(colour, f"{name.split()[0]} = {v[key]:.3f}")
+                        for key, colour, name in CURVES])
+        if by:
+            xs = self.label_values_at(self.marker)["x"]
+            digits = 3 if len(xs) <= 4 else 2
+            lines.append([(C_X, "x by label: " + "  ".join(
+                f"x{subscript(c + 1)} {val:.{digits}f}" for c, val in enumerate(xs)))])
+        return lines
+
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -66,19 +131,17 @@ class ProbeChart(QWidget):
             p.end()
             return
         its = s["iteration"].astype(np.float64)
-        y, x = self.pixel
-        p.setPen(TEXT)
-        p.drawText(QPointF(8, 15), f"Pixel (x {x}, y {y})" + (
-            f", iteration {self.marker}" if self.marker is not None else ""))
-        if self.marker is not None:
-            v = self.values_at(self.marker)
+        step = p.fontMetrics().height() + 2
+        baseline = 15.0
+        for line in self.header_lines():
             xl = 8.0
-            for key, colour, name in CURVES:
-                text = f"{name.split()[0]} = {v[key]:.3f}"
+            for colour, text in line:
                 p.setPen(colour)
-                p.drawText(QPointF(xl, 31), text)
+                p.drawText(QPointF(xl, baseline), text)
                 xl += p.fontMetrics().horizontalAdvance(text) + 14
-        r = QRectF(40, 40, self.width() - 50, self.height() - 60)
+            baseline += step
+        top = max(40.0, baseline - step + 9)
+        r = QRectF(40, top, self.width() - 50, max(self.height() - top - 20, 10.0))
         lo, hi = VALUE_RANGE
         # iterations on a log scale: the early moves, where the values change most, get room
         t0, t1 = 0.0, max(math.log10(max(float(its.max()), 2.0)), 0.3)

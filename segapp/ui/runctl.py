@@ -10,7 +10,9 @@ from PyQt6.QtCore import QTimer
 from PyQt6.QtWidgets import QLabel, QMessageBox, QProgressBar
 
 from segapp.core.colouring import disagreement_rgba, labels_rgb, palette, probabilities_rgb
+from segapp.core.isolated import release_memory
 from segapp.ui.frames import FrameStore
+from segapp.ui.messages import person_sentence
 from segapp.ui.panels import warning_line
 from segapp.ui.worker import SolveController, SolveJob, WarmUp, compile_text
 
@@ -30,6 +32,113 @@ PHASE_TEXT = {"model": "building the model…",
 POLISH_PAUSE_S = 0.75
 
 log = logging.getLogger(__name__)
+
+
+def level_text(level: int, levels: int) -> str:
+    """A pyramid level as the person counts it, in the order solved: the coarsest is "level 1
+    of 4", the full image (level 0 of the solver) "level 4 of 4"."""
+    return f"level {levels - level} of {levels}"
+
+
+class RunCount:
+    """How a run's iterations divide, as its records arrive: the colour models' re-estimation
+    rounds solved before the final solve (the pipeline names the final solve's phase
+    ``"solve"``), and the final solve's pyramid levels. Every number the window shows about
+    the iterations comes from here, so that they agree: the iteration numbered across all of
+    them (as the plot and the result count it), and the iteration within its solve or level,
+    which the Parameters tab's max iterations limits.
+    """
+
+    def __init__(self) -> None:
+        self.final = False       # the final solve has begun (its phase was named)
+        self.rounds = 0          # re-estimation rounds seen
+        self.round_iterations = 0
+        self.levels: dict[int, int] = {}  # the final solve's iterations by level
+        self.last = None         # the newest record
+        self._within = 0
+
+    def final_solve(self) -> None:
+        """The pipeline named the final solve's phase: the records from now on are its."""
+        self.final = True
+        self._within = 0
+
+    def add(self, records) -> None:
+        """Count a batch of :class:`segapp.ui.worker.Record`."""
+        for r in records:
+            within = int(getattr(r, "level_iteration", 0) or 0)
+            levels = int(getattr(r, "levels", 1) or 1)
+            level = int(getattr(r, "level", 0) or 0)
+            if not self.final:
+                # a solve starts again at iteration 1 of its first (coarsest) level
+                if self.last is None or (within < self._within and level == levels - 1):
+                    self.rounds += 1
+                self.round_iterations += 1
+            else:
+                self.levels[level] = self.levels.get(level, 0) + 1
+            self._within = within
+            self.last = r
+
+    def part(self, record) -> str:
+        """What the solve in progress is: ``"level 2 of 4"``, ``"colour-model round 2"``, ``"the
+        final solve, level 3 of 4"``; ``""`` for a solve that is the whole run."""
+        parts = []
+        if not self.final:
+            parts.append(f"colour-model round {max(self.rounds, 1)}")
+        elif self.rounds:
+            parts.append("the final solve")
+        levels = int(getattr(record, "levels", 1) or 1)
+        if levels > 1:
+            parts.append(level_text(int(getattr(record, "level", 0) or 0), levels))
+        return ", ".join(parts)
+
+    def progress(self, record) -> str:
+        """The status bar's progress while ADMM iterates.
+
+        The iteration is numbered across the rounds and levels, as the plot and the result
+        count it; the limit is the Parameters tab's max iterations, which bounds each solve
+        and level: where the run has more than one, the text names the one in progress and
+        its own iteration, which the limit counts ("ADMM iteration 739: level 3 of 4, its
+        iteration 120 of at most 1000").
+        """
+        it, limit = int(record.iteration), int(getattr(record, "max_iter", 0) or 0)
+        energy = f"   E = {record.energy_rounded:.6g}"
+        part = self.part(record)
+        within = int(getattr(record, "level_iteration", 0) or 0)
+        if not part and (not within or within == it):
+            return f"ADMM iteration {it}" + (f" (limit {limit})" if limit else "") + energy
+        return (f"ADMM iteration {it}: {part or 'this solve'}, its iteration {within}"
+                + (f" of at most {limit}" if limit else "") + energy)
+
+    def pause(self, iteration: int) -> str:
+        """What the window says while the iterations pause after ``iteration``: the polish of
+        a round (and the colour models' refit), of a coarse level (and the next level's
+        set-up), or the final polish."""
+        rec = self.last
+        levels = int(getattr(rec, "levels", 1) or 1)
+        level = int(getattr(rec, "level", 0) or 0)
+        if levels > 1 and level > 0:
+            return (f"polish of {level_text(level, levels)} (after ADMM iteration {iteration}), "
+                    f"then {level_text(level - 1, levels)}…")
+        if not self.final:
+            return (f"polish of colour-model round {max(self.rounds, 1)} (after ADMM iteration "
+                    f"{iteration}), then the colour models refitted…")
+        return f"polish (after ADMM iteration {iteration})…"
+
+    def per_level(self) -> list[int]:
+        """The final solve's iterations by level, coarsest first."""
+        return [self.levels[lv] for lv in sorted(self.levels, reverse=True)]
+
+
+def constraint_bounds(settings) -> list:
+    """The area bounds of ``settings`` that parse (for the unit an error about them uses)."""
+    from segapp.core.constraint_text import parse_area
+    out = []
+    for text in getattr(settings, "area", None) or []:
+        try:
+            out.append(parse_area(text))
+        except ValueError:
+            pass
+    return out
 
 
 def annotation_fingerprint(image: np.ndarray, k: int, strokes: np.ndarray,
@@ -109,6 +218,7 @@ class RunMixin:
         self._polish_timer = QTimer(self)
         self._polish_timer.setSingleShot(True)
         self._polish_timer.timeout.connect(self._on_iterations_paused)
+        self.run_count = RunCount()  # how the run's iterations divide (rounds, levels)
         self._build_run_status()
 
     def _build_run_status(self) -> None:
@@ -174,6 +284,8 @@ class RunMixin:
     def on_phase(self, name: str) -> None:
         """The running solve started a phase: say which in the progress text."""
         self._phase = name
+        if name == "solve":
+            self.run_count.final_solve()
         ref = ""
         if name == "reference" and not (self.doc.settings.area or self.doc.settings.apart):
             ref = " (min-cut)" if self.doc.k == 2 else " (α-expansion)"
@@ -182,7 +294,7 @@ class RunMixin:
     def _on_iterations_paused(self) -> None:
         if self.running and self._phase == "solve" and self.records_received:
             self._polishing = True
-            self.iter_label.setText(f"polish (after ADMM iteration {self._last_iteration})…")
+            self.iter_label.setText(self.run_count.pause(self._last_iteration))
 
     def _end_of_run(self) -> None:
         """Forget what only a running solve needs: its progress text (the status bar then
@@ -214,6 +326,7 @@ class RunMixin:
         self.canvas.set_result(None)
         self.canvas.set_compare(None)
         self.update_actions()
+        release_memory()
 
     def start_run(self) -> bool:
         """Start ADMM on the current document, warm-started from the last run's answer where
@@ -229,7 +342,9 @@ class RunMixin:
                 params.constraints.validate(self.doc.k, self.doc.shape, seeds=seeds,
                                             hard=self.doc.hard)
         except (ValueError, TypeError) as exc:
-            self.error("Bad parameters", str(exc))
+            h, w = self.doc.shape
+            self.error("Cannot run", person_sentence(
+                str(exc), constraint_bounds(self.current_settings()), h * w))
             return False
         self.doc.settings = settings
         hard = self.doc.hard.astype(np.int32) if self.doc.hard.any() else None
@@ -259,7 +374,12 @@ class RunMixin:
         self.frames_received = self.records_received = 0
         self._cancelled = False
         self._max_iter = int(self.doc.settings.admm.get("max_iter", 0) or 0)
+        self.run_count = RunCount()
         self.plot.reset()
+        # the constraint residual's curve: the person's constraints, or for K > 2 the one-hot
+        # rows every pixel's weights keep (no curve for K = 2 without constraints)
+        self.plot.set_constraint_curve("constraints" if params.constraints
+                                       else "one-hot Σₖxₖ = 1" if self.doc.k > 2 else None)
         self.results_panel.clear()
         self.canvas.set_compare(None)
         # Busy (no percentage) for the whole run: how many iterations ADMM takes is not known
@@ -304,10 +424,12 @@ class RunMixin:
         self.records_received += len(batch)
         self.plot.add_records(batch)
         last = batch[-1]
+        self.run_count.add(batch)
         ref = getattr(last, "reference_energy", None)
         if ref is not None:
             self.plot.set_reference(ref, getattr(last, "reference_bound", None))
-        m = last.max_iter or self._max_iter
+        if not getattr(last, "max_iter", 0) and self._max_iter:
+            last.max_iter = self._max_iter
         self._set_compiling("run", False)  # iterating: the kernels it waited for are there
         now = time.monotonic()
         if self._first_record_t is None:
@@ -316,9 +438,7 @@ class RunMixin:
         if not self._cancelled:  # (a cancelled run still sends its last, batched records)
             self._polishing = False
         self._last_iteration = int(last.iteration)
-        self.iter_label.setText(f"ADMM iteration {last.iteration}"
-                                + (f" (limit {m})" if m else "")
-                                + f"   E = {last.energy_rounded:.6g}")
+        self.iter_label.setText(self.run_count.progress(last))
         per_iteration = (now - self._first_record_t) / max(self.records_received, 1)
         self._polish_timer.start(int(1000 * max(POLISH_PAUSE_S, 5 * per_iteration)))
 
@@ -373,6 +493,11 @@ class RunMixin:
                       else f"cancelled at iteration {outcome.iterations}")
         else:  # (a cancel while the run waited for the reference skipped only the reference)
             status = STATUS_TEXT.get(outcome.status, outcome.status)
+            last = self.run_count.last
+            levels = int(getattr(last, "levels", 1) or 1)
+            if outcome.status == "max_iter" and levels > 1:
+                # (the status is the last level's: it ran up to the limit each level has)
+                status += f" ({last.max_iter} iterations on {level_text(0, levels)})"
             if self._cancelled and outcome.reference_energy is None:
                 status += "; reference cancelled"
         if self._warm:
@@ -386,7 +511,9 @@ class RunMixin:
             reference_s=getattr(outcome, "reference_time_s", None),
             warnings=list(getattr(outcome, "warnings", []) or []),
             unpolished=getattr(outcome, "energy_admm", None),
-            total_s=getattr(outcome, "total_time_s", None))
+            total_s=getattr(outcome, "total_time_s", None),
+            per_level=self.run_count.per_level(),
+            rounds=(self.run_count.rounds, self.run_count.round_iterations))
         self.results_panel.set_replay_count(len(self.frames))
         self.results_panel.set_replay_label("final")
         self.side_tabs.setCurrentWidget(self.results_panel)
@@ -398,6 +525,9 @@ class RunMixin:
             msg += " — " + warning_line(outcome.warnings[-1])
         self.statusBar().showMessage(msg)
         self.update_actions()
+        # what the run no longer needs is gone (its solver, states, live frames, continuous
+        # iterate): hand the pages it freed back to the system, or the idle app keeps its peak
+        release_memory()
 
     def on_failed(self, message: str) -> None:
         """Report a failed solve; strokes are untouched. Where the image would fit in memory
@@ -408,14 +538,18 @@ class RunMixin:
         if WITHOUT_REFERENCE in message and self.params_panel.reference.isChecked():
             log.warning("Cannot segment: %s", message)
             answer = QMessageBox.question(
-                self, "Not enough memory", f"{message}.\n\nRun without the reference?",
+                self, "Not enough memory",
+                f"{person_sentence(message)}\n\nRun without the reference?",
                 QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
             self.update_actions()
             if answer == QMessageBox.StandardButton.Yes:
                 self.params_panel.reference.setChecked(False)
                 self.start_run()
             return
-        self.error("Cannot segment", message)
+        params = self._run_params
+        bounds = list(params.constraints.area) if params is not None and params.constraints else []
+        h, w = self.doc.shape if self.doc.has_image else (0, 0)
+        self.error("Cannot segment", person_sentence(message, bounds, h * w or None))
         self.update_actions()
 
     # ---------------------------------------------------------------- views

@@ -20,7 +20,7 @@ from PyQt6.QtWidgets import (
 
 from segapp.core.probe import ProbeStore
 from segapp.ui.histogram import MassHistogram
-from segapp.ui.probe import CanvasClicks, ProbeChart
+from segapp.ui.probe import CanvasClicks, ProbeChart, follow_label
 
 log = logging.getLogger(__name__)
 
@@ -111,9 +111,13 @@ class TeachingPanel(QWidget):
         self._refresh_probe()
 
     def series(self) -> dict | None:
-        """The probed pixel's values over the run (None: no pixel or no samples)."""
+        """The probed pixel's values over the run (None: no pixel or no samples): label 1's
+        weight for K = 2; for K > 2 the label the pixel ends with, and every label's
+        (:func:`segapp.ui.probe.follow_label`)."""
         if self.pixel is None or not len(self.store):
             return None
+        if self.store.labels() > 1:  # K > 2: every label's values, the pixel's label followed
+            return follow_label(self.store.series_by_label(*self.pixel))
         return self.store.series(*self.pixel)
 
     def _refresh_probe(self) -> None:

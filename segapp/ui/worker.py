@@ -36,7 +36,23 @@ PROBE_CHEAP = 0.005           # than this, they take at most a tenth of a run's 
 
 @dataclass
 class Record:
-    """One ADMM iteration as plotted (copied out of the solver's state)."""
+    """One ADMM iteration as plotted (copied out of the solver's state).
+
+    Attributes
+    ----------
+    iteration : int
+        Numbered across the pyramid's levels (and re-estimation rounds), as the plot and the
+        result count them.
+    max_iter : int
+        The iteration limit of one level: ADMM's ``max_iter``, the Parameters tab's "max
+        iterations" (a coarse-to-fine solve's levels each have it; the solver's
+        ``max_iter_total`` is their sum, which no field of the app shows).
+    level, levels : int
+        The pyramid level (0 = full resolution, solved last) and how many levels the solve
+        has (1: solved whole).
+    level_iteration : int
+        The iteration within its level, the number ``max_iter`` limits.
+    """
 
     iteration: int
     energy_continuous: float
@@ -48,6 +64,21 @@ class Record:
     reference_energy: float | None = None
     residual_constraints: float = 0.0
     reference_bound: float | None = None
+    level: int = 0
+    levels: int = 1
+    level_iteration: int = 0
+
+
+def level_numbers(state: Any) -> tuple[int, int, int, int]:
+    """``(per-level limit, level, levels, iteration within the level)`` of a solver state
+    (:class:`solver.mrf.MRFIterationState`; a state without levels: one level)."""
+    inner = getattr(state, "inner", None)
+    limit = int(getattr(inner, "max_iter", 0) or getattr(state, "max_iter", 0) or 0)
+    total = int(getattr(state, "max_iter_total", 0) or 0)
+    levels = max(1, total // limit) if total and limit else 1
+    record = getattr(inner, "record", None)
+    within = int(getattr(record, "iteration", 0) or getattr(state, "iteration", 0) or 0)
+    return limit, int(getattr(state, "level", 0) or 0), levels, within
 
 
 @dataclass
@@ -111,6 +142,10 @@ class SolveWorker(QObject):
         self.frame_interval = frame_interval  # seconds between live frames, at least
         self._cancel = threading.Event()
         self._batch: list[Record] = []
+        # the batch is sent from the solve's thread, and by a timer where the iterations stop
+        # (a level's polish): guarded by a lock
+        self._batch_lock = threading.Lock()
+        self._batch_timer: threading.Timer | None = None
         self._last_frame = 0.0
         self._last_batch = 0.0
         self._last_probe: float | None = 0.0  # (None: sampling failed, none this run)
@@ -136,18 +171,21 @@ class SolveWorker(QObject):
 
     def _callback(self, state: Any) -> bool:
         now = time.monotonic()
+        limit, level, levels, within = level_numbers(state)
         rec = Record(int(state.iteration), float(state.energy_continuous),
                      float(state.energy_rounded), float(state.residual_box),
-                     float(state.residual_sphere), float(state.rho),
-                     int(getattr(state, "max_iter", 0) or 0),
+                     float(state.residual_sphere), float(state.rho), limit,
                      getattr(state, "reference_energy", None),
                      float(getattr(state, "residual_constraints", 0.0) or 0.0),
-                     getattr(state, "reference_bound", None))
-        self._batch.append(rec)
-        last = rec.max_iter and rec.iteration >= rec.max_iter
+                     getattr(state, "reference_bound", None), level, levels, within)
+        with self._batch_lock:
+            self._batch.append(rec)
+        # (a level's last iteration at its limit: the level ends here)
+        last = bool(limit) and within >= limit
         if now - self._last_batch >= RECORD_INTERVAL or last:
             self._flush()
-            self._last_batch = now
+        else:
+            self._flush_later()
         if (now - self._last_frame >= self.frame_interval and self._frame_free.is_set()) or last:
             self._last_frame = now
             try:
@@ -192,9 +230,39 @@ class SolveWorker(QObject):
         self._unsampled = None
 
     def _flush(self) -> None:
-        if self._batch:
+        """Send the records batched so far (from any thread)."""
+        with self._batch_lock:
             batch, self._batch = self._batch, []
-            self.records.emit(batch)
+            self._last_batch = time.monotonic()
+            if batch:
+                self.records.emit(batch)
+
+    def _flush_later(self) -> None:
+        """Send the batch :data:`RECORD_INTERVAL` from now unless an iteration sends it first:
+        the iterations stop where a level ends (its polish, the next level's set-up, the
+        final polish), and the batch's last records, kept until the next iteration, would
+        reach the window only after them; the window's progress then named an iteration
+        before the level's last ("polish after iteration 739" of a run that ended at 925)."""
+        timer = self._batch_timer
+        if timer is not None and timer.is_alive():
+            return
+        timer = threading.Timer(RECORD_INTERVAL, self._flush_stale)
+        timer.daemon = True
+        self._batch_timer = timer
+        timer.start()
+
+    def _flush_stale(self) -> None:
+        with self._batch_lock:
+            stale = bool(self._batch) and (time.monotonic() - self._last_batch
+                                           >= 0.9 * RECORD_INTERVAL)
+        if stale:
+            try:
+                self._flush()
+            except RuntimeError:  # the worker was deleted meanwhile (the window closed)
+                pass
+        elif self._batch:
+            self._batch_timer = None
+            self._flush_later()
 
     def _run(self):
         from segapp.core.pipeline import run_segmentation

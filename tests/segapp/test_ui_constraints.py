@@ -75,7 +75,7 @@ def test_bad_bounds_are_refused_in_a_dialog_and_the_strokes_kept(win, qtbot, mon
     s3[20, 13] = 1
     win.doc.set_layers(strokes=s3)
     assert not win.start_run() and not win.running
-    assert "labels 1 and 3 are apart" in calls[-1][2]
+    assert "Labels 1 and 3 are apart" in calls[-1][2]
     s = s3
     assert np.array_equal(win.doc.strokes, s) and win.act_run.isEnabled()
     assert all("\n" not in c[2] for c in calls)

@@ -115,9 +115,10 @@ def set_view(win, mode: str) -> None:
 def spy_pipeline(monkeypatch) -> dict[str, list[dict]]:
     """Record the arguments the pipeline hands to the solver (``build_problem`` and the ADMM
     ``solve_mrf`` call) while still running them."""
+    import solver.mrf.solve.segment as segment_module
     from segapp.core import pipeline
     calls: dict[str, list[dict]] = {"build": [], "admm": []}
-    real_build, real_solve = pipeline.build_problem, pipeline.solve_mrf
+    real_build, real_solve = segment_module.build_problem, pipeline.solve_mrf
 
     def build(*args, **kw):
         calls["build"].append(kw)
@@ -128,7 +129,7 @@ def spy_pipeline(monkeypatch) -> dict[str, list[dict]]:
             calls["admm"].append(kw)
         return real_solve(problem, method, *args, **kw)
 
-    monkeypatch.setattr(pipeline, "build_problem", build)
+    monkeypatch.setattr(segment_module, "build_problem", build)
     monkeypatch.setattr(pipeline, "solve_mrf", solve)
     return calls
 
@@ -366,7 +367,7 @@ def test_a_failed_run_says_why_in_a_dialog(win, qtbot):
     open_image(win, qtbot, img, np.where(strokes == 2, 0, strokes).astype(np.uint8))
     win.act_run.trigger()
     qtbot.waitUntil(lambda: not win.running, timeout=60000)
-    assert win.errors == [("Cannot segment", "label 2 has no strokes")]
+    assert win.errors == [("Cannot segment", "Label 2 has no strokes.")]
 
 
 EXPORTS = [  # action, method, dialog title, suggested suffix, filter, error title, status word
