@@ -312,3 +312,50 @@ class SolveOptions:
 
 
 DEFAULT_OPTIONS = SolveOptions()
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How the model is made from a person's drawing (:func:`solver.mrf.segment` and
+    :func:`solver.mrf.prepare`; the app and the command line take the same defaults).
+
+    Attributes
+    ----------
+    rect_rounds, stroke_rounds : int
+        GrabCut-style re-estimation rounds (:func:`solver.mrf.reestimate`) with a rectangle,
+        and with strokes alone: the colour models are refitted to the answer this many times.
+    unlabelled : int or None
+        Strokes alone, K = 2: the label whose colour model also takes every unlabelled pixel to
+        begin with (GrabCut's "probably background", so a colour no stroke of the object has is
+        the background's); None: each model is fitted to its strokes alone.
+    fix_strokes : bool
+        Stroke pixels keep their label in the answer (seeds, as in Boykov and Jolly), as well
+        as training its colour model; False: they only train it. Strokes of another label
+        than 2 outside a rectangle only train (the rectangle's outside is label 2).
+    copy_pixels : int
+        Above this many pixels the rounds run on a copy reduced by a whole factor, and the full
+        image is solved once on the copy's final models, warm-started from its answer.
+    tol : float
+        Rounds end once a solve changes at most this fraction of the pixels.
+    """
+
+    rect_rounds: int = 3
+    stroke_rounds: int = 3
+    unlabelled: int | None = 2
+    fix_strokes: bool = True
+    copy_pixels: int = 100_000
+    tol: float = 1e-3
+
+    def rounds_for(self, rect: object | None) -> int:
+        """The rounds a drawing gets: :attr:`rect_rounds` with a rectangle, else
+        :attr:`stroke_rounds`."""
+        return self.rect_rounds if rect is not None else self.stroke_rounds
+
+
+#: The model the app, the command line and :func:`solver.mrf.segment` use by default.
+DEFAULT_MODEL = ModelOptions()
+
+#: The colour models fitted once, each from its own strokes, stroke pixels only training them:
+#: exactly :func:`solver.mrf.build_problem`'s model (for a study of the solver on a fixed MRF).
+ONE_SHOT_MODEL = ModelOptions(rect_rounds=0, stroke_rounds=0, unlabelled=None,
+                              fix_strokes=False)

@@ -2,13 +2,14 @@
 answer, its energy and the yardstick on the final models, the rounds warm-started and, for a
 large photo, run on a reduced copy."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-import segapp.core.pipeline as pipeline
-from segapp.core.pipeline import (SegmentParams, enlarged_labels, reduced_copy,
-                                  run_segmentation)
-from solver.mrf import build_problem, reestimate, refit_models, solve_mrf
+from segapp.core.pipeline import SegmentParams, run_segmentation
+from solver.mrf import DEFAULT_MODEL, build_problem, reestimate, refit_models, solve_mrf
+from solver.mrf.solve.segment import enlarged_labels, reduced_copy
 from solver.mrf.build.graph import image_to_float
 
 
@@ -102,13 +103,14 @@ def test_a_large_photo_is_reestimated_on_a_reduced_copy(monkeypatch):
     """Above ROUNDS_MAX_PIXELS the rounds run on a copy; the full image is solved once on the
     copy's final models, warm-started from its answer, and finds the object as well."""
     img2, truth2, rect = sky_and_rocket(h=120, w=180)
-    monkeypatch.setattr(pipeline, "ROUNDS_MAX_PIXELS", 3000)
+    params = SegmentParams(rounds=3, model=replace(DEFAULT_MODEL, copy_pixels=3000))
     built = []
-    real = pipeline.build_problem
-    monkeypatch.setattr(pipeline, "build_problem",
+    import solver.mrf.solve.segment as segment_module
+    real = segment_module.build_problem
+    monkeypatch.setattr(segment_module, "build_problem",
                         lambda image, *a, **kw: built.append(np.shape(image)[:2])
                         or real(image, *a, **kw))
-    out = run_segmentation(img2, None, SegmentParams(rounds=3), rect=rect, reference=False)
+    out = run_segmentation(img2, None, params, rect=rect, reference=False)
     assert built[0][0] * built[0][1] <= 3000 and built[-1] == (120, 180)
     assert out.rounds >= 1 and out.labels.shape == (120, 180)
     iou = np.sum((out.labels == 1) & truth2) / np.sum((out.labels == 1) | truth2)
@@ -137,5 +139,6 @@ def test_rounds_are_checked():
         SegmentParams(rounds=-1).validated()
     with pytest.raises(ValueError, match="rounds must be an integer"):
         SegmentParams(rounds=1.5).validated()
-    assert SegmentParams().rounds_for((0, 0, 2, 2)) == pipeline.RECT_ROUNDS
-    assert SegmentParams().rounds_for(None) == pipeline.STROKE_ROUNDS
+    assert SegmentParams().rounds_for((0, 0, 2, 2)) == DEFAULT_MODEL.rect_rounds
+    assert SegmentParams().rounds_for(None) == DEFAULT_MODEL.stroke_rounds
+    assert SegmentParams(rounds=0).rounds_for((0, 0, 2, 2)) == 0

@@ -129,6 +129,7 @@ def fit_colour_models(
     model: str = "gmm",
     rect: tuple[int, int, int, int] | None = None,
     seed: int = 0,
+    unlabelled: int | None = None,
 ) -> list[ColourModel]:
     """Fit one colour model per label from labelled seed pixels.
 
@@ -149,6 +150,11 @@ def fit_colour_models(
         :func:`solver.mrf.build_problem`).
     seed : int, default 0
         Random seed for the fits.
+    unlabelled : int, optional
+        Without a rectangle: the label whose model also takes every unlabelled pixel, as
+        GrabCut starts the pixels no hint covers as probable background (then a colour found
+        nowhere in the object's strokes is the background's, wherever it is). None: each label
+        is fitted to its seeds alone.
 
     Returns
     -------
@@ -169,6 +175,10 @@ def fit_colour_models(
         inside[y0 : y0 + rh, x0 : x0 + rw] = True
         seeds[(seeds == 0) & inside] = RECT_OBJECT
         seeds[~inside] = RECT_BACKGROUND
+    elif unlabelled is not None:
+        if not 1 <= int(unlabelled) <= k:
+            raise ValueError(f"unlabelled must be a label from 1 to {k}, got {unlabelled}")
+        seeds[seeds == 0] = int(unlabelled)
     flat = colours.reshape(-1, c)
     seeds = seeds.ravel()
     models = []

@@ -387,6 +387,7 @@ def build_problem(
     seed: int = 0,
     constraints: Constraints | None = None,
     models: Sequence[object] | None = None,
+    unlabelled: int | None = None,
 ) -> MRFProblem:
     """Build the segmentation MRF of an image from strokes, a rectangle and hard constraints.
 
@@ -436,6 +437,10 @@ def build_problem(
         K fitted colour models to take instead of fitting them (e.g. those a GrabCut-style
         re-estimation found on a reduced copy of the image: a model is a density of colour,
         whatever the resolution); the seeds are still checked and recorded.
+    unlabelled : int, optional
+        Without a rectangle, the label whose colour model also takes every pixel no stroke or
+        hard pixel labels (:func:`solver.mrf.build.colour.fit_colour_models`); a re-estimation
+        (:func:`solver.mrf.reestimate`) then refits every model to the answer.
 
     Returns
     -------
@@ -474,7 +479,8 @@ def build_problem(
              if constraints else None)
 
     if models is None:
-        models = fit_colour_models(colours, seeds, k, model=colour_model, rect=rect, seed=seed)
+        models = fit_colour_models(colours, seeds, k, model=colour_model, rect=rect, seed=seed,
+                                   unlabelled=unlabelled)
     elif len(models) != k:
         raise ValueError(f"models: expected {k} colour models (one a label), got {len(models)}")
     problem = problem_from_unary(
