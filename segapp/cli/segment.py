@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("image", help="photo to segment (PNG, JPEG, TIFF, ...)")
     p.add_argument("--strokes", help="single-channel PNG: 0 = none, k = label k (1..K)")
     p.add_argument("--k", type=int, default=2, help="number of labels K (default 2)")
-    p.add_argument("--rect", type=_rect, help="GrabCut-style rectangle X,Y,W,H (K = 2)")
+    p.add_argument("--rect", type=_rect, help="GrabCut-style rectangle X,Y,W,H: outside is "
+                   "label 2, label 1 takes the inside (labels 3..K compete there from strokes)")
     p.add_argument("--hard", help="single-channel PNG of hard constraints: k = fixed to label k")
     p.add_argument("--area", type=_area, action="append", default=[], metavar="K:LO-HI",
                    help="bound label K's area: fractions of the image (1:0.2-0.3) or pixels "
@@ -116,6 +118,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--rho0", type=_finite, help="ADMM starting penalty (relative)")
     p.add_argument("--rho-growth", type=_finite, help="ADMM penalty growth per iteration")
     p.add_argument("--no-polish", action="store_true", help="skip the ICM polish after ADMM")
+    p.add_argument("--rounds", type=_int_at_least(0),
+                   help="GrabCut-style re-estimation rounds of the colour models (default 3; "
+                        "0: the models fitted once)")
+    p.add_argument("--soft-strokes", action="store_true",
+                   help="strokes only train the colour models (by default their pixels also "
+                        "keep their label)")
+    p.add_argument("--one-shot-model", action="store_true",
+                   help="the MRF as build_problem makes it: colour models fitted once, each to "
+                        "its own strokes, which only train them (to study the solver on a "
+                        "fixed model)")
     p.add_argument("--out", required=True,
                    help="label image to write, .png, .tif or .tiff (values 1..K)")
     p.add_argument("--labels-palette", action="store_true",
@@ -206,6 +218,14 @@ def _encode(path: Path, image) -> bytes:
     return buf.tobytes()
 
 
+def _model(args: argparse.Namespace) -> Any:
+    """The :class:`solver.mrf.ModelOptions` that --one-shot-model and --soft-strokes ask for."""
+    from solver.mrf import DEFAULT_MODEL, ONE_SHOT_MODEL  # noqa: PLC0415
+    if args.one_shot_model:
+        return ONE_SHOT_MODEL
+    return replace(DEFAULT_MODEL, fix_strokes=False) if args.soft_strokes else DEFAULT_MODEL
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``segapp segment``; returns the exit status (errors raise, see
     :func:`segapp.cli.main`).
@@ -242,7 +262,8 @@ def run(args: argparse.Namespace) -> int:
     params = SegmentParams(k=args.k, lam=args.lam, beta=args.beta,
                            colour_model=args.colour_model, solver=args.solver,
                            backend=args.backend, seed=args.seed, admm=admm,
-                           polish=not args.no_polish,
+                           polish=not args.no_polish, rounds=args.rounds,
+                           model=_model(args),
                            constraints=Constraints(area=tuple(args.area),
                                                    apart=tuple(args.apart)) or None)
     def note() -> None:  # the first run on a machine compiles for about a minute
@@ -267,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
         "colour_model": args.colour_model, "seed": args.seed,
         "reference_method": out.reference_method,
         "reference_energy": out.reference_energy, "gap": out.gap,
-        "energy_admm": out.energy_admm,
+        "energy_admm": out.energy_admm, "rounds": out.rounds,
         "build_time_s": out.build_time_s, "image": str(args.image),
     }
     if params.constraints:

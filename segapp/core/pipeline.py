@@ -8,13 +8,11 @@ app: ADMM starts at once, and a live plot draws the reference line when it arriv
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import cv2
 import numpy as np
 
 from segapp.core.isolated import IsolatedReference, PendingReference, ReferenceStopped
@@ -29,9 +27,10 @@ from solver.mrf import (
     MRFIterationState,
     MRFProblem,
     auto_backend,
-    build_problem,
+    DEFAULT_MODEL,
+    ModelOptions,
     constrained_variant,
-    reestimate,
+    prepare,
     solve_mrf,
     yardstick_method,
 )
@@ -39,67 +38,9 @@ from solver.names import BACKENDS, COLOUR_MODELS, METHODS
 
 log = logging.getLogger(__name__)
 
-#: GrabCut-style re-estimation rounds by default, with a rectangle and with strokes only
-#: (docs/decisions.md, "Re-estimation"; chosen on the accuracy benchmark's tuning half).
-RECT_ROUNDS = 3
-STROKE_ROUNDS = 0
-#: The most rounds a run takes.
+#: The most re-estimation rounds a run takes.
 MAX_ROUNDS = 20
-#: Rounds end once a solve changes at most this fraction of the pixels.
-ROUNDS_TOL = 1e-3
-#: Above this many pixels the rounds run on a reduced copy of the photo (its colour models are
-#: densities of colour, which a copy estimates as well); the full image is then solved once,
-#: on the final models, warm-started from the copy's answer.
-ROUNDS_MAX_PIXELS = 100_000
 
-
-def reduced_copy(image: np.ndarray, strokes: np.ndarray | None,
-                 rect: tuple[int, int, int, int] | None, hard: np.ndarray | None,
-                 max_pixels: int) -> tuple[np.ndarray, np.ndarray | None,
-                                           tuple[int, int, int, int] | None,
-                                           np.ndarray | None, int]:
-    """The photo and the user's drawing reduced by a whole factor ``f`` to at most
-    ``max_pixels`` pixels: the photo averaged over ``f × f`` blocks, each label of the strokes
-    and hard pixels kept on every block it touches (a thin stroke survives), the rectangle's
-    edges rounded outwards.
-
-    Returns
-    -------
-    image, strokes, rect, hard, f
-        ``f = 1`` returns the inputs themselves.
-    """
-    h, w = np.shape(image)[:2]
-    f = max(1, math.ceil(math.sqrt(h * w / max_pixels)))
-    if f == 1:
-        return image, strokes, rect, hard, 1
-    hs, ws = -(-h // f), -(-w // f)
-    small = cv2.resize(np.asarray(image), (ws, hs), interpolation=cv2.INTER_AREA)
-
-    def labels(layer: np.ndarray | None) -> np.ndarray | None:
-        if layer is None:
-            return None
-        lab = np.asarray(layer)
-        out = np.zeros((hs, ws), np.int32)
-        padded = np.zeros((hs * f, ws * f), lab.dtype)
-        padded[:h, :w] = lab
-        blocks = padded.reshape(hs, f, ws, f)
-        for k in np.unique(lab[lab > 0]):
-            out[(blocks == k).any(axis=(1, 3))] = int(k)  # (a later label wins a shared block)
-        return out
-
-    rect_s = None
-    if rect is not None:
-        x, y, rw, rh = (int(v) for v in rect)
-        x0, y0 = x // f, y // f
-        x1, y1 = min(ws, -(-(x + rw) // f)), min(hs, -(-(y + rh) // f))
-        rect_s = (x0, y0, max(1, x1 - x0), max(1, y1 - y0))
-    return small, labels(strokes), rect_s, labels(hard), f
-
-
-def enlarged_labels(labels: np.ndarray, f: int, shape: tuple[int, int]) -> np.ndarray:
-    """A reduced copy's ``(h, w)`` labels on the full ``shape``, each block's label repeated."""
-    big = np.repeat(np.repeat(np.asarray(labels).reshape(-1, np.shape(labels)[-1]), f, 0), f, 1)
-    return big[:shape[0], :shape[1]]
 
 @dataclass
 class SegmentParams:
@@ -132,6 +73,9 @@ class SegmentParams:
         refitted to the solver's answer and the image solved again, warm-started, up to this
         many times; the answer, its energy and the reference are the final models'. None: the
         default for the input (:meth:`rounds_for`).
+    model : ModelOptions
+        How the model is made from the drawing (:class:`solver.mrf.ModelOptions`: strokes
+        as seeds, the rounds' defaults, the reduced copy).
     """
 
     k: int = 2
@@ -145,13 +89,12 @@ class SegmentParams:
     polish: bool = True
     constraints: Constraints | None = None
     rounds: int | None = None
+    model: ModelOptions = DEFAULT_MODEL
 
     def rounds_for(self, rect: object | None) -> int:
-        """The re-estimation rounds a run makes: ``rounds`` where given, else the default for
-        its input (:data:`RECT_ROUNDS` with a rectangle, :data:`STROKE_ROUNDS` without)."""
-        if self.rounds is not None:
-            return int(self.rounds)
-        return RECT_ROUNDS if rect is not None else STROKE_ROUNDS
+        """The re-estimation rounds a run makes: ``rounds`` where given, else the model's
+        default for its input (:meth:`solver.mrf.ModelOptions.rounds_for`)."""
+        return self.model.rounds_for(rect) if self.rounds is None else int(self.rounds)
 
     def validated(self) -> SegmentParams:
         """Check the choices that are not checked downstream; returns self."""
@@ -264,49 +207,6 @@ class SegmentationResult:
         if self.reference_energy is None or self.reference_energy == 0:
             return None
         return (self.energy - self.reference_energy) / abs(self.reference_energy)
-
-
-def _rounds_on_a_copy(image: np.ndarray, strokes: np.ndarray | None,
-                      rect: tuple[int, int, int, int] | None, hard: np.ndarray | None,
-                      params: SegmentParams, build: dict[str, Any], rounds: int,
-                      step: Callable[[str], None], cancelled: Callable[[], bool] | None):
-    """The re-estimation rounds on a copy of at most :data:`ROUNDS_MAX_PIXELS` pixels
-    (:func:`reduced_copy`), with the run's solver: returns the rounds
-    (:class:`solver.mrf.Reestimation`, None where the copy loses a label's strokes) and the
-    copy's last answer on the full image's grid (None without one)."""
-    small_image, small_strokes, small_rect, small_hard, f = reduced_copy(
-        image, strokes, rect, hard, ROUNDS_MAX_PIXELS)
-    try:
-        small = build_problem(small_image, small_strokes, params.k, rect=small_rect,
-                              hard=small_hard, **build)
-    except ValueError as exc:  # (a label's strokes lost to a later label's in every block)
-        log.info("re-estimation on the full image: the reduced copy %s", exc)
-        return None, None
-
-    def solve(prob: MRFProblem, previous: Any):
-        step(f"colour models, round {len(done) + 1} of {rounds}")
-        done.append(1)
-        if params.solver != "admm":
-            return solve_mrf(prob, params.solver)
-        start = None if previous is None else previous.x_continuous
-        return solve_mrf(prob, "admm", seed=params.seed, x0=start, polish=params.polish,
-                         stop=cancelled, **params.admm)
-
-    done: list[int] = []
-    out = reestimate(small, small_image, solve, rounds, tol=ROUNDS_TOL,
-                     seed=build["seed"], stop=cancelled)
-    log.info("re-estimation on a 1/%d copy (%dx%d): %d refits", f, small.shape[1],
-             small.shape[0], out.rounds)
-    start = None if out.result is None else enlarged_labels(
-        np.asarray(out.result.labels).reshape(small.shape), f, np.shape(image)[:2])
-    if start is not None and hard is not None:  # (the full image's own hard pixels)
-        start = np.where(np.asarray(hard) > 0, hard, start)
-    if start is not None and rect is not None:
-        x, y, rw, rh = (int(v) for v in rect)
-        inside = np.zeros(start.shape, bool)
-        inside[y:y + rh, x:x + rw] = True
-        start = np.where(inside, start, 2)
-    return out, start
 
 
 def resolve_backend(name: str, warn: Callable[[str], None], n: int, k: int) -> str:
@@ -435,28 +335,12 @@ def run_segmentation(
         isolated.start()  # (returns at once: the child's imports overlap the build)
     step("model")
     t0 = time.perf_counter()
-    build = dict(lam=DEFAULT_LAMBDA if params.lam is None else params.lam, beta=params.beta,
-                 colour_model=params.colour_model,
-                 seed=0 if params.seed is None else params.seed)
-    rounds_asked = params.rounds_for(rect)
-    copy_start = None  # the reduced copy's answer on the full image, a warm start
-    models = None
-    copy_rounds = None
-    if rounds_asked and h * w > ROUNDS_MAX_PIXELS and not params.constraints:
-        copy_rounds, copy_start = _rounds_on_a_copy(
-            image, strokes, rect, hard, params, build, rounds_asked, step, cancelled)
-        if copy_rounds is not None:
-            models = copy_rounds.problem.models
-            rounds_asked = 0  # (done on the copy)
-    problem = build_problem(image, strokes, params.k, rect=rect, hard=hard,
-                            constraints=params.constraints, models=models, **build)
-    build_time = time.perf_counter() - t0
     backend = "cpu"
     if params.solver == "admm":
-        backend = resolve_backend(params.backend, warn, problem.n, problem.k)
-        if x0 is not None and np.size(x0) != problem.n * problem.k:
+        backend = resolve_backend(params.backend, warn, h * w, params.k)
+        if x0 is not None and np.size(x0) != h * w * params.k:
             log.info("warm start ignored: it has %d entries, the problem needs %d",
-                     np.size(x0), problem.n * problem.k)
+                     np.size(x0), h * w * params.k)
             x0 = None
 
     offset = 0  # iterations of the rounds before: the live view numbers them across rounds
@@ -497,26 +381,26 @@ def run_segmentation(
         state.reference_energy = state.reference_bound = None  # (a model not yet final)
         return callback(state)
 
-    if copy_start is not None and x0 is None and params.solver == "admm":
-        x0 = np.eye(problem.k)[copy_start.ravel() - 1]
-    t_rounds = time.perf_counter()
-    rounds = reestimate(problem, image,
-                        lambda prob, prev: solve(
-                            prob, x0 if prev is None else prev.x_continuous,
-                            round_callback if callback is not None else None),
-                        rounds_asked, tol=ROUNDS_TOL,
-                        seed=0 if params.seed is None else params.seed,
-                        stop=cancelled) if rounds_asked else None
-    rounds_time = time.perf_counter() - t_rounds
-    previous = None
-    if rounds is not None:
-        problem, previous = rounds.problem, rounds.result
-        if params.solver == "admm" and previous is not None:
-            x0 = previous.x_continuous
-        log.info("re-estimation: %d refits in %.3f s (pixels changed: %s)", rounds.rounds,
-                 rounds_time, ", ".join(f"{100 * c:.2f}%" for c in rounds.changed) or "-")
-    stopped = previous is not None and (previous.status == "cancelled"
-                                        or (cancelled is not None and cancelled()))
+    prep = prepare(
+        image, strokes, params.k, rect=rect, hard=hard,
+        lam=DEFAULT_LAMBDA if params.lam is None else params.lam, beta=params.beta,
+        colour_model=params.colour_model, seed=params.seed, constraints=params.constraints,
+        model=params.model, rounds=params.rounds_for(rect), method=params.solver,
+        solve=lambda prob, prev: solve(prob, x0 if prev is None else prev.x_continuous,
+                                       round_callback if callback is not None else None),
+        stop=cancelled, step=step, polish=params.polish, **params.admm)
+    problem = prep.problem
+    if params.solver == "admm" and prep.x0 is not None and (x0 is None or prep.results):
+        x0 = prep.x0  # (the caller's warm start stands where the rounds ran on a copy)
+    done_rounds = list(prep.results)
+    previous = done_rounds[-1] if done_rounds else None
+    stopped = prep.stopped and previous is not None
+    if stopped and previous is not None:
+        done_rounds = done_rounds[:-1]
+    rounds_solve_s = sum(r.time_s for r in prep.results)
+    build_time = time.perf_counter() - t0 - rounds_solve_s
+    log.info("model: %d refits%s in %.3f s", prep.rounds,
+             f" on a 1/{prep.copy_factor} copy" if prep.copy_factor > 1 else "", prep.time_s)
 
     ref_labels = None
     ref_detail = ""
@@ -584,22 +468,17 @@ def run_segmentation(
     if ref_labels is None and params.solver == ref_method and reference:
         ref_labels, ref_energy, ref_time = res.labels, res.energy, res.time_s
         ref_bound, ref_detail = res.bound, res.detail
-    done_rounds = [] if rounds is None else rounds.results
-    if stopped:
-        done_rounds = done_rounds[:-1]
     return SegmentationResult(
         labels=res.labels, energy=res.energy, method=res.method,
         backend=res.backend, iterations=res.iterations + sum(r.iterations for r in done_rounds),
         time_s=res.time_s + sum(r.time_s for r in done_rounds), status=res.status,
         history=history, reference_labels=ref_labels, reference_energy=ref_energy,
         x_final=res.x_continuous, problem=problem, warnings=warnings,
-        build_time_s=build_time + (rounds_time - sum(r.time_s for r in done_rounds)
-                                   if rounds is not None else 0.0),
+        build_time_s=build_time,
         reference_time_s=ref_time, reference_bound=ref_bound,
         reference_detail=ref_detail, constraints=list(res.constraints), variant=res.detail,
         reference_method=ref_method,
         energy_admm=res.energy_admm if params.solver == "admm" else None,
         total_time_s=time.perf_counter() - t0,
-        rounds=(0 if rounds is None else rounds.rounds)
-        + (0 if copy_rounds is None else copy_rounds.rounds),
+        rounds=prep.rounds,
     )

@@ -13,7 +13,7 @@ import pytest
 from segapp.cli import main
 from segapp.core.io import load_image, save_labels
 from segapp.core.pipeline import SegmentParams, run_segmentation
-from solver.mrf import DEFAULT_LAMBDA, build_problem, solve_mrf
+from solver.mrf import DEFAULT_LAMBDA, build_problem, segment
 from tests.solver._mrf_helpers import shapes_image
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,11 +102,12 @@ def test_hard_constraints_and_rectangle(case, capsys):
 @pytest.mark.parametrize("option, name, value", [("--rho0", "rho0", 0.05),
                                                   ("--rho-growth", "rho_growth", 1.2)])
 def test_admm_penalty_options_reach_the_solver(case, capsys, option, name, value):
-    """--rho0 and --rho-growth change ADMM's run exactly as the library option does."""
+    """--rho0 and --rho-growth change ADMM's run exactly as the library option does (the
+    library's front door, :func:`solver.mrf.segment`: the same model, rounds included)."""
     d, _, strokes, _ = case
-    problem = build_problem(load_image(d / "img.png"), strokes, 2, lam=DEFAULT_LAMBDA)
-    lib = solve_mrf(problem, "admm", polish=False, **{name: value})
-    default = solve_mrf(problem, "admm", polish=False)
+    image = load_image(d / "img.png")
+    lib, _ = segment(image, strokes, 2, lam=DEFAULT_LAMBDA, polish=False, **{name: value})
+    default, _ = segment(image, strokes, 2, lam=DEFAULT_LAMBDA, polish=False)
     assert lib.iterations != default.iterations  # the premise: the option matters here
     code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", option,
                          value, "--no-polish", "--out", d / "l.png", "--report", d / "r.json"],
@@ -134,11 +135,11 @@ def test_report_and_summary_describe_the_run(tmp_path, capsys):
     r = json.loads((d / "r.json").read_text())
     assert (r["width"], r["height"], r["n_pixels"]) == (30, 40, 1200)
     assert r["lam"] == 4 and r["beta"] == 30 and r["image"] == str(d / "img.png")
-    problem = build_problem(load_image(d / "img.png"), strokes, 2, lam=4, beta=30)
-    lib = solve_mrf(problem, "admm")
+    lib, problem = segment(load_image(d / "img.png"), strokes, 2, lam=4, beta=30)
     np.testing.assert_array_equal(cv2.imread(str(d / "l.png"), cv2.IMREAD_UNCHANGED), lib.labels)
     assert r["energy"] == pytest.approx(lib.energy, rel=1e-9)
-    assert problem.energy(lib.labels) != pytest.approx(  # the premise: β matters here
+    assert build_problem(load_image(d / "img.png"), strokes, 2, lam=4, beta=30).energy(
+        lib.labels) != pytest.approx(  # the premise: β matters here
         build_problem(load_image(d / "img.png"), strokes, 2, lam=4).energy(lib.labels), rel=1e-3)
     summary = out.splitlines()[0]
     assert f"{100 * r['gap']:+.3f}% vs mincut" in summary and "1200 pixels, K = 2" in summary
@@ -148,10 +149,11 @@ def test_report_and_summary_describe_the_run(tmp_path, capsys):
                            d / "l2.png"], capsys)
     assert code == 0, err
     assert re.match(r"admm \(cpu\): energy [-\d.e+]+, \d+ iterations, ", out), out
-    # a run stopped early has a gap worth printing; it is the report's, in percent
+    # a run stopped early has a gap worth printing; it is the report's, in percent (no
+    # re-estimation rounds: their answer would warm-start the one iteration close to the end)
     code, out, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--out",
                            d / "l3.png", "--report", d / "r3.json", "--max-iter", 1,
-                           "--no-polish"], capsys)
+                           "--no-polish", "--rounds", 0], capsys)
     assert code == 0, err
     gap = json.loads((d / "r3.json").read_text())["gap"]
     assert gap > 0.01 and f", {100 * gap:+.3f}% vs mincut, " in out

@@ -1,9 +1,12 @@
 """`segapp segment` options reach the solve: --no-polish, --colour-model, --max-iter, --seed.
 
-Each option is checked by what a user relies on (the label PNG and the --report JSON) against a
-direct library call with that option (``build_problem`` + ``solve_mrf``, below the pipeline, so a
-drop anywhere between the command line and the solver shows), and against the output without the
-option, which must differ on the input chosen (each test asserts that premise first).
+Each option is checked by what a user relies on (the label PNG and the --report JSON) against
+the library's front door with that option (:func:`solver.mrf.segment`: the same model, its
+re-estimation rounds included, below the app's pipeline, so a drop anywhere between the command
+line and the solver shows), and against the output without the option, which must differ on the
+input chosen (each test asserts that premise first, through the library). Where the expected
+values are computed from the MRF directly (``build_problem``), the run uses
+:data:`solver.mrf.ONE_SHOT_MODEL`, the model fitted once.
 """
 
 import json
@@ -14,7 +17,8 @@ import pytest
 
 from segapp.core.io import load_image, save_labels
 from segapp.core.pipeline import SegmentParams, run_segmentation
-from solver.mrf import DEFAULT_LAMBDA, build_problem, problem_from_unary, solve_mrf
+from solver.mrf import (DEFAULT_LAMBDA, ONE_SHOT_MODEL, build_problem, problem_from_unary,
+                        segment, solve_mrf)
 from solver.mrf.build.colour import HistogramModel, unary_costs
 from solver.mrf.build.graph import image_to_float
 from tests.segapp.test_cli import _run
@@ -46,20 +50,32 @@ def _problem(image, strokes, k=2, **kw):
     return build_problem(image, strokes, k, lam=DEFAULT_LAMBDA, **kw)
 
 
+def _library(image, strokes, k=2, **kw):
+    """:func:`solver.mrf.segment` with the command line's defaults; returns (result, problem)."""
+    return segment(image, strokes, k, lam=DEFAULT_LAMBDA, **kw)
+
+
+#: The model fitted once (--one-shot-model, :data:`solver.mrf.ONE_SHOT_MODEL`): the tiny noisy
+#: cases below keep their ambiguity there (strokes as seeds and re-estimation settle them), so
+#: an option's effect shows. The library's equivalent is ``SOFT``.
+SOFT_ARGS = ("--one-shot-model",)
+SOFT = dict(model=ONE_SHOT_MODEL)
+
+
 # ---------------------------------------------------------------------------------- --no-polish
 
 def test_no_polish_writes_admm_own_labels(tmp_path, capsys):
     # noisy enough that ADMM's rounded answer leaves work for the polish
     d, image, strokes = _write(tmp_path, size=48, noise=0.2)
-    problem = _problem(image, strokes)
-    polished = solve_mrf(problem, "admm", polish=True)
-    raw = solve_mrf(problem, "admm", polish=False)
+    polished, problem = _library(image, strokes, polish=True, **SOFT)
+    raw, _ = _library(image, strokes, polish=False, **SOFT)
     assert not np.array_equal(polished.labels, raw.labels)  # the premise: the polish matters
     assert polished.energy < raw.energy - 1e-6 * abs(raw.energy)
     assert raw.energy == pytest.approx(polished.energy_admm, rel=1e-9)
+    assert problem.energy(raw.labels) == pytest.approx(raw.energy, rel=1e-9)
 
-    labels_raw, rep_raw = _segment(d, capsys, "raw", "--no-polish")
-    labels_pol, rep_pol = _segment(d, capsys, "pol")
+    labels_raw, rep_raw = _segment(d, capsys, "raw", "--no-polish", *SOFT_ARGS)
+    labels_pol, rep_pol = _segment(d, capsys, "pol", *SOFT_ARGS)
     np.testing.assert_array_equal(labels_raw, raw.labels)
     np.testing.assert_array_equal(labels_pol, polished.labels)
     assert rep_raw["energy"] == pytest.approx(raw.energy, rel=1e-9)
@@ -77,20 +93,22 @@ def test_no_polish_writes_admm_own_labels(tmp_path, capsys):
 
 @pytest.mark.parametrize("k, max_iter", [(2, 7), (2, 20), (3, 12)])
 def test_max_iter_caps_the_iterations(tmp_path, capsys, k, max_iter):
+    """--max-iter caps each ADMM solve; without re-estimation rounds there is one (with them,
+    the report's iterations are every solve's: tests/segapp/test_reestimation.py)."""
     d, image, strokes = _write(tmp_path, k=k, size=40, noise=0.1)
-    problem = _problem(image, strokes, k)
-    free = solve_mrf(problem, "admm", polish=False)
+    free, _ = _library(image, strokes, k, polish=False, rounds=0)
     assert free.iterations > max_iter  # the premise: the cap binds
-    capped = solve_mrf(problem, "admm", polish=False, max_iter=max_iter)
+    capped, _ = _library(image, strokes, k, polish=False, rounds=0, max_iter=max_iter)
     assert capped.iterations <= max_iter and capped.status == "max_iter"
 
-    labels, rep = _segment(d, capsys, "capped", "--max-iter", max_iter, "--no-polish", k=k)
+    labels, rep = _segment(d, capsys, "capped", "--max-iter", max_iter, "--no-polish",
+                           "--rounds", 0, k=k)
     assert rep["iterations"] <= max_iter
     assert rep["iterations"] == capped.iterations
     assert rep["status"] == "max_iter" and rep["converged"] is False
     np.testing.assert_array_equal(labels, capped.labels)
     assert rep["energy"] == pytest.approx(capped.energy, rel=1e-9)
-    _, rep_free = _segment(d, capsys, "free", "--no-polish", k=k)
+    _, rep_free = _segment(d, capsys, "free", "--no-polish", "--rounds", 0, k=k)
     assert rep_free["iterations"] == free.iterations > rep["iterations"]
 
 
@@ -107,15 +125,16 @@ def _histogram_problem(image, strokes, k):
 @pytest.mark.parametrize("k", [2, 3])
 def test_colour_model_reaches_the_unaries(tmp_path, capsys, k):
     d, image, strokes = _write(tmp_path, k=k, size=40, noise=0.2)
-    hist_problem = _histogram_problem(image, strokes, k)
-    gmm_problem = _problem(image, strokes, k)
-    lib_hist = solve_mrf(_problem(image, strokes, k, colour_model="histogram"), "admm")
-    lib_gmm = solve_mrf(gmm_problem, "admm")
+    lib_hist, hist_problem = _library(image, strokes, k, colour_model="histogram", **SOFT)
+    lib_gmm, gmm_problem = _library(image, strokes, k, **SOFT)
+    assert all(isinstance(m, HistogramModel) for m in hist_problem.models)
+    assert not any(isinstance(m, HistogramModel) for m in gmm_problem.models)
     assert not np.array_equal(lib_hist.labels, lib_gmm.labels)  # the premise: the model matters
 
-    labels_hist, rep_hist = _segment(d, capsys, "hist", "--colour-model", "histogram", k=k)
-    labels_gmm, rep_gmm = _segment(d, capsys, "gmm", "--colour-model", "gmm", k=k)
-    labels_default, _ = _segment(d, capsys, "default", k=k)
+    labels_hist, rep_hist = _segment(d, capsys, "hist", "--colour-model", "histogram",
+                                     *SOFT_ARGS, k=k)
+    labels_gmm, rep_gmm = _segment(d, capsys, "gmm", "--colour-model", "gmm", *SOFT_ARGS, k=k)
+    labels_default, _ = _segment(d, capsys, "default", *SOFT_ARGS, k=k)
     np.testing.assert_array_equal(labels_hist, lib_hist.labels)
     np.testing.assert_array_equal(labels_gmm, lib_gmm.labels)
     np.testing.assert_array_equal(labels_default, lib_gmm.labels)
@@ -129,9 +148,10 @@ def test_colour_model_reaches_the_unaries(tmp_path, capsys, k):
 
 def test_pipeline_builds_the_chosen_colour_model():
     image, _, strokes = shapes_image(seed=0, k=2, size=32, noise=0.2)
-    hist = run_segmentation(image, strokes, SegmentParams(k=2, colour_model="histogram",
-                                                          solver="mincut"), reference=False)
-    gmm = run_segmentation(image, strokes, SegmentParams(k=2, solver="mincut"), reference=False)
+    one_shot = dict(k=2, solver="mincut", model=ONE_SHOT_MODEL)
+    hist = run_segmentation(image, strokes, SegmentParams(colour_model="histogram", **one_shot),
+                            reference=False)
+    gmm = run_segmentation(image, strokes, SegmentParams(**one_shot), reference=False)
     expected = _histogram_problem(image, strokes, 2)
     np.testing.assert_allclose(hist.problem.unary, expected.unary, rtol=1e-12, atol=1e-12)
     assert not np.allclose(gmm.problem.unary, expected.unary, rtol=1e-3)
@@ -145,9 +165,9 @@ def _ambiguous(tmp_path):
     min-cut labelling, depends on the fit's seed. Returns (dir, image, strokes, seed, labels of
     seed 0 (= no seed), labels of that seed), the seed being one whose labelling differs."""
     d, image, strokes = _write(tmp_path, size=40, noise=0.2)
-    base = solve_mrf(_problem(image, strokes, seed=0), "mincut").labels
+    base = _library(image, strokes, method="mincut", seed=0, **SOFT)[0].labels
     for seed in range(1, 9):
-        other = solve_mrf(_problem(image, strokes, seed=seed), "mincut").labels
+        other = _library(image, strokes, method="mincut", seed=seed, **SOFT)[0].labels
         if not np.array_equal(other, base):
             return d, image, strokes, seed, base, other
     pytest.fail("no seed in 1..8 changes the GMM fit's min-cut labelling")  # the premise
@@ -156,36 +176,43 @@ def _ambiguous(tmp_path):
 def test_seed_reaches_the_colour_model(tmp_path, capsys):
     d, image, strokes, seed, base, other = _ambiguous(tmp_path)
     # the pipeline: the seed reaches the GMM fit (min-cut: no randomness of its own)
-    out = run_segmentation(image, strokes, SegmentParams(k=2, solver="mincut", seed=seed),
-                           reference=False)
+    out = run_segmentation(image, strokes, SegmentParams(k=2, solver="mincut", seed=seed,
+                                                         **SOFT), reference=False)
     np.testing.assert_array_equal(out.labels, other)
-    np.testing.assert_array_equal(out.problem.unary, _problem(image, strokes, seed=seed).unary)
-    none = run_segmentation(image, strokes, SegmentParams(k=2, solver="mincut"), reference=False)
+    one_shot = run_segmentation(image, strokes, SegmentParams(k=2, solver="mincut", seed=seed,
+                                                              model=ONE_SHOT_MODEL),
+                                reference=False)
+    np.testing.assert_array_equal(one_shot.problem.unary,
+                                  _problem(image, strokes, seed=seed).unary)
+    none = run_segmentation(image, strokes, SegmentParams(k=2, solver="mincut", **SOFT),
+                            reference=False)
     np.testing.assert_array_equal(none.labels, base)
     # the command line
-    labels, rep = _segment(d, capsys, "seeded", "--solver", "mincut", "--seed", seed)
+    labels, rep = _segment(d, capsys, "seeded", "--solver", "mincut", "--seed", seed, *SOFT_ARGS)
     np.testing.assert_array_equal(labels, other)
     assert rep["seed"] == seed
     assert rep["energy"] == pytest.approx(out.energy, rel=1e-9)
-    labels_none, rep_none = _segment(d, capsys, "unseeded", "--solver", "mincut")
+    labels_none, rep_none = _segment(d, capsys, "unseeded", "--solver", "mincut", *SOFT_ARGS)
     np.testing.assert_array_equal(labels_none, base)
     assert rep_none["energy"] != pytest.approx(rep["energy"], rel=1e-9)
 
 
 def test_seed_reaches_admm_and_repeats(tmp_path, capsys):
     d, image, strokes, seed, _, _ = _ambiguous(tmp_path)
-    problem = _problem(image, strokes, seed=seed)
-    lib = solve_mrf(problem, "admm", seed=seed)
+    lib, _ = _library(image, strokes, seed=seed, **SOFT)
+    problem = _problem(image, strokes, seed=seed)  # (one model: only ADMM's start differs)
+    seeded = solve_mrf(problem, "admm", seed=seed)
     half = solve_mrf(problem, "admm")  # no seed: ADMM starts at 1/2
+    assert [r.objective for r in seeded.history] != [r.objective for r in half.history]
     objectives = [r.objective for r in lib.history]
-    assert objectives != [r.objective for r in half.history]  # the premise: the start matters
 
-    out = run_segmentation(image, strokes, SegmentParams(k=2, seed=seed), reference=False)
+    out = run_segmentation(image, strokes, SegmentParams(k=2, seed=seed, **SOFT),
+                           reference=False)
     assert [r.objective for r in out.history] == pytest.approx(objectives, rel=1e-12)
     np.testing.assert_array_equal(out.labels, lib.labels)
 
-    labels, rep = _segment(d, capsys, "a", "--seed", seed)
-    labels2, rep2 = _segment(d, capsys, "b", "--seed", seed)
+    labels, rep = _segment(d, capsys, "a", "--seed", seed, *SOFT_ARGS)
+    labels2, rep2 = _segment(d, capsys, "b", "--seed", seed, *SOFT_ARGS)
     np.testing.assert_array_equal(labels, lib.labels)
     assert rep["energy"] == pytest.approx(lib.energy, rel=1e-9)
     assert rep["iterations"] == lib.iterations
@@ -195,5 +222,5 @@ def test_seed_reaches_admm_and_repeats(tmp_path, capsys):
     assert {k: v for k, v in rep.items() if k not in timing} == \
         {k: v for k, v in rep2.items() if k not in timing}
     # another seed gives another labelling here (the GMM fit moves)
-    labels_none, _ = _segment(d, capsys, "none")
+    labels_none, _ = _segment(d, capsys, "none", *SOFT_ARGS)
     assert not np.array_equal(labels_none, labels)

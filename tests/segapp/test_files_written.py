@@ -35,7 +35,8 @@ from segapp.core.io import ASSETS_DIR, save_labels
 from segapp.core.pipeline import SegmentParams, run_segmentation
 from segapp.core.session import FORMAT, VERSION, load_session, save_session
 from segapp.model.document import Document, SolverSettings
-from solver.mrf import DEFAULT_LAMBDA, AreaBound, Constraints, build_problem, solve_mrf
+from solver.mrf import (DEFAULT_LAMBDA, AreaBound, Constraints, build_problem, segment,
+                        solve_mrf)
 from tests.segapp.conftest import run_to_end
 from tests.segapp.test_roundtrips import PALETTE_RGB, png_bytes, rgb8, write_photo
 from tests.solver._mrf_helpers import shapes_image
@@ -47,7 +48,7 @@ CLI_ALPHA = 0.5
 REPORT_KEYS = {"energy", "solver", "backend", "iterations", "time_s", "n_pixels", "k", "status",
                "converged", "width", "height", "lam", "beta", "colour_model", "seed",
                "reference_method", "reference_energy", "gap", "energy_admm", "build_time_s",
-               "image"}
+               "image", "rounds"}
 CONSTRAINT_KEYS = {"constraints", "feasible", "variant", "reference_variant", "bound"}
 
 
@@ -286,13 +287,15 @@ def test_every_report_field_describes_the_run(tmp_path, capsys, case):
     it, the λ and β it used (λ = 0 given is 0, not the default; β unset is the one estimated
     from the photo), its seed (null when unset), solver, status and iterations, the yardstick's
     energy and the gap to it, and under constraints each bound's pixels and the count in the
-    written labels."""
+    written labels. (The model fitted once, --one-shot-model, so that the energies are computed
+    here from the colour models alone; the default model's report:
+    test_the_default_models_report_is_its_final_models.)"""
     kind, k, options, ref_method, variant, ref_variant = CASES[case]
     photo, strokes, strokes_path = report_inputs(tmp_path, kind)
     photo_path = tmp_path / "photo.png"
     code, err = run_cli(["segment", photo_path, "--strokes", strokes_path, "--k", k, *options,
-                         "--quiet", "--out", tmp_path / "l.png", "--report", tmp_path / "r.json"],
-                        capsys)
+                         "--one-shot-model", "--quiet", "--out", tmp_path / "l.png", "--report",
+                         tmp_path / "r.json"], capsys)
     assert code == 0, err
     r = json.loads((tmp_path / "r.json").read_text())
     labels = read_labels(tmp_path / "l.png")
@@ -346,7 +349,7 @@ def test_every_report_field_describes_the_run(tmp_path, capsys, case):
     else:
         assert r["beta"] == float(beta)
     assert r["colour_model"] == colour_model and r["seed"] == seed
-    assert r["image"] == str(photo_path)
+    assert r["image"] == str(photo_path) and r["rounds"] == 0
     assert r["reference_method"] == ref_method
     assert r["reference_energy"] == pytest.approx(ref.energy, rel=1e-9, abs=1e-9)
     assert r["reference_energy"] == pytest.approx(potts_energy(problem, ref.labels, lam),
@@ -394,6 +397,41 @@ def test_every_report_field_describes_the_run(tmp_path, capsys, case):
     assert r["bound"] <= r["reference_energy"] + 1e-9 * abs(r["reference_energy"])
     if r["feasible"]:
         assert r["bound"] <= r["energy"] + 1e-9 * abs(r["energy"])
+
+
+@pytest.mark.usefixtures("app_launches")
+@pytest.mark.parametrize("rect", [False, True])
+def test_the_default_models_report_is_its_final_models(tmp_path, capsys, rect):
+    """With the default model (strokes as seeds, re-estimation rounds), the report counts the
+    rounds and its energies are the final model's, as the library's front door
+    (:func:`solver.mrf.segment`) gives them: the labels written are its labels, the stroke
+    pixels keep their label, and the energy and yardstick are the final MRF's."""
+    photo, strokes, strokes_path = report_inputs(tmp_path, "colour")
+    if rect:  # (the photo's label 1 is its surround: swapped, label 1 is the object inside)
+        strokes = np.where(strokes > 0, 3 - strokes, 0).astype(strokes.dtype)
+        save_labels(strokes_path, strokes)
+    rect_args, rect_kw = ([], {}) if not rect else (["--rect", "4,4,22,30"],
+                                                     {"rect": (4, 4, 22, 30)})
+    code, err = run_cli(["segment", tmp_path / "photo.png", "--strokes", strokes_path, *rect_args,
+                         "--quiet", "--out", tmp_path / "l.png", "--report", tmp_path / "r.json"],
+                        capsys)
+    assert code == 0, err
+    r = json.loads((tmp_path / "r.json").read_text())
+    labels = read_labels(tmp_path / "l.png")
+    lib, problem = segment(photo, strokes, 2, **rect_kw)
+    np.testing.assert_array_equal(labels, lib.labels)
+    assert r["rounds"] >= 1 and r["iterations"] == lib.iterations
+    assert r["energy"] == pytest.approx(problem.energy(labels), rel=1e-9, abs=1e-9)
+    ref = solve_mrf(problem, "mincut")
+    assert r["reference_energy"] == pytest.approx(ref.energy, rel=1e-9, abs=1e-9)
+    seeds = strokes > 0
+    if rect:  # (outside the rectangle every pixel is label 2; strokes there only train)
+        x, y, w, h = rect_kw["rect"]
+        inside = np.zeros_like(seeds)
+        inside[y:y + h, x:x + w] = True
+        assert np.all(labels[~inside] == 2)
+        seeds &= inside
+    assert seeds.any() and np.all(labels[seeds] == strokes[seeds])
 
 
 # ------------------------------------------------------------------------------- bench --json

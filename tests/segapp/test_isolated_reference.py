@@ -8,6 +8,9 @@ gets a fresh child; a cancel abandons it; closing the window ends it without wai
 
 A child is made to die by swapping :data:`segapp.core.isolated.CHILD_TARGET`, the function the
 child runs, named as ``module:name`` (the child imports it fresh: it is started with spawn).
+The reference is the final model's, solved beside the final solve: the tests of what happens
+then (cancel, a failing solve, the order of the phases) run without re-estimation rounds
+(``rounds=0``), so that what they time and count is that solve.
 """
 from __future__ import annotations
 
@@ -188,7 +191,7 @@ def test_cancel_abandons_the_reference_at_once(runner, monkeypatch):
     runner.start()
     monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:hang")
     t0 = time.monotonic()
-    out = run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+    out = run_segmentation(img, strokes, SegmentParams(k=2, rounds=0), isolate_reference=runner,
                            cancelled=lambda: time.monotonic() - t0 > 0.5,
                            callback=lambda state: True)
     assert time.monotonic() - t0 < 30  # not the 120 s of the reference
@@ -226,10 +229,10 @@ def test_the_answer_is_handed_over_before_the_wait_for_the_reference(runner, mon
     """A reference slower than ADMM: ``solved`` gets ADMM's labels and energy once the solve
     is done, before the run waits for the reference (a front end shows them meanwhile)."""
     img, strokes = bands(2)
-    run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner)  # (child up)
+    run_segmentation(img, strokes, SegmentParams(k=2, rounds=0), isolate_reference=runner)  # (child up)
     monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:late")
     events: list = []
-    out = run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+    out = run_segmentation(img, strokes, SegmentParams(k=2, rounds=0), isolate_reference=runner,
                            phase=events.append,
                            solved=lambda labels, energy: events.append((labels, energy)))
     assert events[:2] == ["model", "solve"] and events[3] == "reference" and len(events) == 4
@@ -239,7 +242,7 @@ def test_the_answer_is_handed_over_before_the_wait_for_the_reference(runner, mon
     # a reference already in by the solve's end leaves nothing to hand over early
     monkeypatch.setattr(isolated, "CHILD_TARGET", "solver.mrf:solve_mrf")
     events.clear()
-    run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+    run_segmentation(img, strokes, SegmentParams(k=2, rounds=0), isolate_reference=runner,
                      callback=lambda state: time.sleep(0.01), phase=events.append,
                      solved=lambda labels, energy: events.append("solved"))
     assert "solved" not in events
@@ -258,12 +261,12 @@ def test_with_memory_for_one_peak_at_a_time_the_reference_solves_first(runner, m
     monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:slow")
     seen: list[float | None] = []
     phases: list[str] = []
-    out = run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+    out = run_segmentation(img, strokes, SegmentParams(k=2, rounds=0), isolate_reference=runner,
                            callback=lambda state: seen.append(state.reference_energy),
                            phase=phases.append)
     assert phases == ["model", "reference", "solve"]
     assert seen and all(e == out.reference_energy for e in seen)
-    same_reference(out, run_segmentation(img, strokes, SegmentParams(k=2)))
+    same_reference(out, run_segmentation(img, strokes, SegmentParams(k=2, rounds=0)))
 
 
 def test_the_child_yields_the_cores_to_the_solve(runner):
@@ -299,7 +302,7 @@ def test_a_solve_that_fails_abandons_the_reference(runner, monkeypatch):
 
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="the solve failed"):
-        run_segmentation(img, strokes, SegmentParams(k=2), isolate_reference=runner,
+        run_segmentation(img, strokes, SegmentParams(k=2, rounds=0), isolate_reference=runner,
                          callback=broken)
     assert time.monotonic() - t0 < 30  # not the 120 s of the reference
     assert runner.pid is None  # its child ended: no stale answer for the next run

@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+import solver.mrf.solve.segment as segment_module
+
 from segapp.cli import main
 from segapp.core import memory, pipeline
 from segapp.core.memory import InsufficientMemoryError, check_memory, estimate_bytes
@@ -46,7 +48,7 @@ def test_the_refusal_says_what_fits():
 
 def test_the_pipeline_checks_before_building(monkeypatch):
     built = []
-    monkeypatch.setattr(pipeline, "build_problem", lambda *a, **kw: built.append(1))
+    monkeypatch.setattr(segment_module, "build_problem", lambda *a, **kw: built.append(1))
     monkeypatch.setattr(memory, "available_bytes", lambda: 1e8)
     monkeypatch.setattr(memory, "_resident_bytes", lambda: 0.0)
     img = np.zeros((300, 400, 3), np.uint8)

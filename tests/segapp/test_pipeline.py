@@ -4,6 +4,8 @@ import logging
 
 import numpy as np
 import pytest
+
+import solver.mrf.solve.segment as segment_module
 import scipy.sparse as sp
 
 import segapp.core.pipeline as pipeline
@@ -29,8 +31,9 @@ class CUDARuntimeError(RuntimeError):
 def test_a_gpu_that_is_missing_or_fails_gives_the_cpu_answer_and_says_so(monkeypatch, request,
                                                                           caplog, when):
     image, _, strokes = shapes_image(seed=1, k=2, size=40)
-    # options that change the answer must survive the fall back to the CPU
-    opts = dict(polish=False, admm={"max_iter": 6})
+    # options that change the answer must survive the fall back to the CPU (one solve: no
+    # colour-model rounds, whose solves the fall back reaches as well)
+    opts = dict(polish=False, admm={"max_iter": 6}, rounds=0)
     want = run_segmentation(image, strokes, SegmentParams(backend="cpu", **opts),
                             reference=False)
     if when == "at the start":
@@ -99,7 +102,7 @@ def test_bad_choices_are_refused_by_name_before_any_work(monkeypatch, change, me
     lists = {"METHODS": ", ".join(METHODS), "BACKENDS": ", ".join(BACKENDS),
              "COLOUR_MODELS": ", ".join(COLOUR_MODELS)}
     built = []
-    monkeypatch.setattr(pipeline, "build_problem", lambda *a, **kw: built.append(a))
+    monkeypatch.setattr(segment_module, "build_problem", lambda *a, **kw: built.append(a))
     image, _, strokes = shapes_image(seed=1, k=3, size=16)
     with pytest.raises(ValueError) as err:
         run_segmentation(image, strokes, SegmentParams(**{"k": 2, **change}))
@@ -153,25 +156,26 @@ def test_auto_backend_is_chosen_for_the_problem_at_hand(monkeypatch):
 def test_warm_start_callback_and_times(caplog):
     """A warm start of the right size reaches ADMM (its first iterate shows it), one of another
     size is ignored with a note in the log; the callback sees every iteration with the
-    yardstick's energy; the build and yardstick times are measured, and zero when skipped."""
+    yardstick's energy; the build and yardstick times are measured, and zero when skipped.
+    (One solve, no colour-model rounds: tests/segapp/test_reestimation.py has those.)"""
     from solver.mrf import solve_mrf
     image, _, strokes = shapes_image(seed=2, k=2, size=32, noise=0.15)
-    cold = run_segmentation(image, strokes, SegmentParams(k=2))
+    cold = run_segmentation(image, strokes, SegmentParams(k=2, rounds=0))
     x0 = np.eye(2)[cold.labels.ravel() % 2]  # the other label everywhere: a start far away
-    warm = run_segmentation(image, strokes, SegmentParams(k=2), x0=x0, reference=False)
+    warm = run_segmentation(image, strokes, SegmentParams(k=2, rounds=0), x0=x0, reference=False)
     lib = solve_mrf(cold.problem, "admm", x0=x0)
     np.testing.assert_array_equal(cold.x_final, solve_mrf(cold.problem, "admm").x_continuous)
     assert [r.objective for r in warm.history] == pytest.approx(
         [r.objective for r in lib.history], rel=1e-12)
     assert warm.history[0].objective != pytest.approx(cold.history[0].objective, rel=1e-6)
     with caplog.at_level(logging.INFO, logger="segapp"):
-        odd = run_segmentation(image, strokes, SegmentParams(k=2), x0=np.zeros(6),
+        odd = run_segmentation(image, strokes, SegmentParams(k=2, rounds=0), x0=np.zeros(6),
                                reference=False)
     assert [r.objective for r in odd.history] == [r.objective for r in cold.history]
     assert f"warm start ignored: it has 6 entries, the problem needs {2 * 32 * 32}" in [
         r.getMessage() for r in caplog.records]
     seen = []
-    out = run_segmentation(image, strokes, SegmentParams(k=2),
+    out = run_segmentation(image, strokes, SegmentParams(k=2, rounds=0),
                            callback=lambda s: seen.append((s.iteration, s.reference_energy)))
     assert [i for i, _ in seen] == list(range(1, out.iterations + 1))
     assert {e for _, e in seen} == {out.reference_energy}

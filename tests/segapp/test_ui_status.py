@@ -181,9 +181,14 @@ def test_progress_names_the_phase_and_results_give_each_phases_time(win, qtbot):
     # ends first and the run waits for it)
     texts = [t for t in texts if t != "waiting for the reference (min-cut)…"]
     assert texts[0].startswith("building the model")
-    assert texts[1].startswith("ADMM")
-    assert texts[2].startswith("ADMM iteration ") and "E = " in texts[2]
-    assert o.build_time_s > 0 and o.reference_time_s > 0
+    # the colour models' rounds (a rectangle's default) come first, each named, then the final
+    # solve's set-up and its iterations
+    assert texts[1].startswith("colour models, round 1 of ")
+    final = max(i for i, t in enumerate(texts) if t.startswith("ADMM: setting up"))
+    assert all(t.startswith(("colour models, round", "ADMM iteration", "polish"))
+               for t in texts[1:final])
+    assert texts[final + 1].startswith("ADMM iteration ") and "E = " in texts[final + 1]
+    assert o.rounds >= 1 and o.build_time_s > 0 and o.reference_time_s > 0
     shown = win.results_panel.fields["time"].text()
     # the run's wall time: at least its build and each overlapping phase, and the text says so
     assert max(o.reference_time_s, o.time_s) + o.build_time_s <= o.total_time_s
@@ -358,7 +363,9 @@ def test_out_of_memory_for_the_reference_offers_a_run_without_it(win, qtbot, mon
     assert win.params_panel.reference.isChecked()
     win.act_run.trigger()
     qtbot.waitUntil(lambda: bool(asked) and not win.running, timeout=300000)
-    assert asked == [(win, "Not enough memory", f"{message}.\n\nRun without the reference?",
+    assert asked == [(win, "Not enough memory",
+                      "This image needs 9 GiB; leave out the reference to need 2 GiB."
+                      "\n\nRun without the reference?",
                       QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)]
     assert f"Cannot segment: {message}" in caplog.text
     assert not win.errors
@@ -375,7 +382,7 @@ def test_a_run_that_fails_while_compiling_takes_the_notice_away(win, qtbot):
     win.on_notice(compile_text())
     assert win.compile_label.isVisible()
     win.on_failed("the solver ran out of patience")
-    assert win.errors == [("Cannot segment", "the solver ran out of patience")]
+    assert win.errors == [("Cannot segment", "The solver ran out of patience.")]
     assert not win.compile_label.isVisible() and not win.compile_bar.isVisible()
 
 
