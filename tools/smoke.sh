@@ -236,8 +236,64 @@ shot recent-menu
 xdotool key Escape Escape
 sleep 0.3
 
-# TODO(model engineer): a rectangle at K = 3 (drag with R, K = 3, a stroke of label 3 inside,
-# Run) once the rectangle's K > 2 meaning lands in the app; not tested here yet.
+# a rectangle at K = 3: a session with K = 3, a rectangle around the man and a stroke of label
+# 3 on his trousers inside it (written here, opened with Ctrl+Shift+O), Run, export the labels:
+# outside the rectangle is label 2, inside labels 1 and 3 both appear, the stroke is label 3
+RECT3="$OUT/rect-k3.json"
+"$PY" - "$RECT3" >> "$LOG" 2>&1 <<'PYEOF' || fail "could not write the K = 3 rectangle session"
+import sys
+import numpy as np
+from segapp.core.io import load_image
+from segapp.core.session import save_session
+from segapp.model.document import Document
+from pathlib import Path
+photo = str(Path("segapp/assets/cameraman.png").resolve())
+doc = Document()
+doc.set_image(load_image(photo), photo)
+doc.set_k(3)
+doc.set_rect((40, 20, 140, 230))
+strokes = np.zeros(doc.shape, np.uint8)
+strokes[200:215, 100:130] = 3
+doc.set_layers(strokes=strokes)
+save_session(sys.argv[1], doc)
+PYEOF
+focus
+xdotool key ctrl+shift+o
+sleep 1.5
+xdotool key ctrl+a
+xdotool type --delay 10 "$RECT3"
+xdotool key Return
+sleep 2
+shot rect-k3-opened
+focus
+xdotool key ctrl+r
+sleep 1
+wait_idle 180
+shot rect-k3-finished
+LABELS3="$OUT/labels-rect-k3.png"
+xdotool key alt+f
+sleep 0.5
+xdotool key l
+sleep 1.5
+xdotool key ctrl+a
+xdotool type --delay 10 "$LABELS3"
+xdotool key Return
+sleep 1.5
+[ -s "$LABELS3" ] || fail "the K = 3 rectangle's labels were not exported to $LABELS3"
+"$PY" - "$LABELS3" >> "$LOG" 2>&1 <<'PYEOF' || fail "the K = 3 rectangle's labels are wrong"
+import sys
+import numpy as np
+from segapp.core.io import load_label_image
+labels = load_label_image(sys.argv[1])
+inside = np.zeros(labels.shape, bool)
+inside[20:250, 40:180] = True
+assert (labels[~inside] == 2).all(), "outside the rectangle is not label 2"
+assert {1, 3} <= set(np.unique(labels[inside]).tolist()), np.unique(labels[inside])
+assert (labels[200:215, 100:130] == 3).all(), "the label 3 stroke lost its label"
+print("smoke: K = 3 rectangle:", {int(v): int(c) for v, c in zip(*np.unique(labels,
+                                                                     return_counts=True))})
+PYEOF
+say "K = 3 rectangle: outside label 2, labels 1 and 3 inside"
 
 # closing during a run: a 4 MP photo (the cameraman at 4x), a stroke of each label, Run, then
 # Ctrl+Q while it runs; the question names the run; Alt+D ("Discard and Quit") must end the

@@ -184,6 +184,8 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         self.act_redo = A("&Redo", self.redo, "Ctrl+Shift+Z", "Redo")
         self.act_clear = A("&Clear annotations", self.doc.clear, None,
                            "Remove all strokes, hard constraints and the rectangle (undoable)")
+        self.act_remove_rect = A("Remove &rectangle", lambda: self.doc.set_rect(None),
+                                 "Shift+R", "Remove the rectangle (undoable); the strokes stay")
         self.act_fit = A("&Fit to window", self.canvas.fit_to_window, "Ctrl+0")
         self.act_1to1 = A("&Actual size (1:1)", self.canvas.actual_size, "Ctrl+1")
         self.act_zin = A("Zoom &in", lambda: self.canvas.set_zoom(self.canvas.zoom() * 1.25),
@@ -216,7 +218,8 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         self.samples_menu = samples
         self.build_samples_menu(samples)
         m = mb.addMenu("&Edit")
-        for a in (self.act_undo, self.act_redo, self.act_clear, self.act_bigger, self.act_smaller):
+        for a in (self.act_undo, self.act_redo, self.act_remove_rect, self.act_clear,
+                  self.act_bigger, self.act_smaller):
             m.addAction(a)
         m = mb.addMenu("&View")
         for a in (self.act_fit, self.act_1to1, self.act_zin, self.act_zout):
@@ -360,6 +363,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         self.act_save_as.setEnabled(has)
         self.act_undo.setEnabled(self.doc.undo_stack.can_undo())
         self.act_redo.setEnabled(self.doc.undo_stack.can_redo())
+        self.act_remove_rect.setEnabled(self.doc.rect is not None and not run)
 
     # ---------------------------------------------------------------- window events
     def dragEnterEvent(self, event) -> None:  # noqa: N802

@@ -91,7 +91,8 @@ class ToolBar(QToolBar):
 
     TOOLS = (("brush", "Brush", "B", "Paint soft strokes (seeds) for the current label"),
              ("eraser", "Eraser", "E", "Erase strokes and hard constraints"),
-             ("rect", "Rectangle", "R", "Drag a GrabCut rectangle: outside is background"),
+             ("rect", "Rectangle", "R", "Drag a GrabCut rectangle: outside is label 2, label 1 "
+              "inside (click once, or Shift+R, to remove it)"),
              ("hard", "Hard constraint", "H",
               "Paint pixels fixed to the current label (hatched); the solution must obey them"))
 

@@ -392,7 +392,7 @@ def test_the_rectangle_follows_undo_redo_and_removal_on_screen(win, qtbot, tmp_p
                                ("undo again", win.undo, None),
                                ("redo", win.redo, first),
                                ("redo again", win.redo, second),
-                               ("removed", lambda: doc.set_rect(None), None),
+                               ("removed", win.act_remove_rect.trigger, None),
                                ("undo removal", win.undo, second),
                                ("clear", win.act_clear.trigger, None),
                                ("undo clear", win.undo, second)):
@@ -401,6 +401,30 @@ def test_the_rectangle_follows_undo_redo_and_removal_on_screen(win, qtbot, tmp_p
         assert doc.rect == want, name
         assert_agrees(win.canvas, doc, name)
         assert_outline_on_screen(grab_viewport(win.canvas), origin, want)
+
+
+def test_remove_rectangle_is_in_the_edit_menu_with_its_key(win, qtbot, tmp_path):
+    """Edit → Remove rectangle (Shift+R) is there to find, enabled only while there is a
+    rectangle, and takes only the rectangle away (the strokes stay; undo brings it back)."""
+    doc = open_photo(win, qtbot, tmp_path)
+    edit = next(a.menu() for a in win.menuBar().actions() if a.text() == "&Edit")
+    assert win.act_remove_rect in edit.actions()
+    assert win.act_remove_rect.shortcut().toString() == "Shift+R"
+    assert not win.act_remove_rect.isEnabled()
+    pick(win, "brush")
+    drag(win, [(5, 5), (15, 5)])
+    strokes = doc.strokes.copy()
+    assert strokes.any()
+    pick(win, "rect")
+    drag(win, [(4, 4), (30, 25)])
+    assert doc.rect is not None and win.act_remove_rect.isEnabled()
+    rect = doc.rect
+    win.act_remove_rect.trigger()
+    assert doc.rect is None and not win.act_remove_rect.isEnabled()
+    np.testing.assert_array_equal(doc.strokes, strokes)
+    assert drawn_state(win.canvas)[1] is None
+    win.undo()
+    assert doc.rect == rect and win.act_remove_rect.isEnabled()
 
 
 def test_strokes_on_screen_are_the_layers_colours_over_the_photo(win, qtbot, tmp_path):
