@@ -240,6 +240,7 @@ def run_segmentation(
     isolate_reference: bool | IsolatedReference = False,
     cancelled: Callable[[], bool] | None = None,
     solved: Callable[[np.ndarray, float], None] | None = None,
+    previous: np.ndarray | None = None,
 ) -> SegmentationResult:
     """Segment ``image`` from strokes / rectangle / hard constraints.
 
@@ -293,6 +294,11 @@ def run_segmentation(
         Called with the solver's ``(H, W)`` labels and their energy when the solve is done and
         the run is about to wait for an isolated reference that is still solving, so that a
         front end can show the answer meanwhile (not called when nothing is left to wait for).
+    previous : numpy.ndarray, optional
+        A correction (:func:`solver.mrf.prepare`): the last answer's ``(H, W)`` labels for the
+        same photo, K, rectangle and constraints. The colour models are fitted once to it, the
+        new strokes at their labels, and the solve starts from it, without rounds (ADMM; the
+        other solvers take only the models). ``x0`` is then ignored.
 
     Returns
     -------
@@ -386,11 +392,13 @@ def run_segmentation(
         lam=DEFAULT_LAMBDA if params.lam is None else params.lam, beta=params.beta,
         colour_model=params.colour_model, seed=params.seed, constraints=params.constraints,
         model=params.model, rounds=params.rounds_for(rect), method=params.solver,
+        previous=previous,
         solve=lambda prob, prev: solve(prob, x0 if prev is None else prev.x_continuous,
                                        round_callback if callback is not None else None),
         stop=cancelled, step=step, polish=params.polish, **params.admm)
     problem = prep.problem
-    if params.solver == "admm" and prep.x0 is not None and (x0 is None or prep.results):
+    if params.solver == "admm" and prep.x0 is not None and (x0 is None or prep.results
+                                                            or previous is not None):
         x0 = prep.x0  # (the caller's warm start stands where the rounds ran on a copy)
     done_rounds = list(prep.results)
     previous = done_rounds[-1] if done_rounds else None

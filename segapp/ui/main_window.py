@@ -198,6 +198,10 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
                           "Start ADMM from the previous continuous solution")
         self.act_warm.setCheckable(True)
         self.act_warm.setChecked(True)
+        self.act_follow = A("&Follow the brush", lambda: None, "F",
+                            "Run again after each stroke, from the last answer (a correction); "
+                            "the last answer stays on screen until the new one is ready")
+        self.act_follow.setCheckable(True)
         self.act_bigger = A("Bigger brush", lambda: self.tools.step_radius(1.25), "]")
         self.act_smaller = A("Smaller brush", lambda: self.tools.step_radius(0.8), "[")
         mb = self.menuBar()
@@ -225,7 +229,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         for a in (self.act_fit, self.act_1to1, self.act_zin, self.act_zout):
             m.addAction(a)
         m = mb.addMenu("&Segment")
-        for a in (self.act_run, self.act_cancel, self.act_warm):
+        for a in (self.act_run, self.act_cancel, self.act_warm, self.act_follow):
             m.addAction(a)
         self.rebuild_recent_menu()
         tb = QToolBar("Main", self)
@@ -254,6 +258,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
         t.k_changed.connect(self._on_k_spin)
         c.cursor_moved.connect(self._on_cursor)
         c.edited.connect(self.update_actions)  # (a finished stroke enables Undo)
+        c.edited.connect(self.follow_stroke)  # (Segment → Follow the brush)
         c.zoom_changed.connect(lambda z: self.zoom_label.setText(f"{z * 100:.0f} %"))
         r.opacity_changed.connect(c.set_result_opacity)
         r.strokes_toggled.connect(c.set_layers_visible)

@@ -167,6 +167,21 @@ def annotation_fingerprint(image: np.ndarray, k: int, strokes: np.ndarray,
     return h.hexdigest()
 
 
+def scene_fingerprint(image: np.ndarray, k: int, rect, constraints) -> str:
+    """A digest of what a correction keeps: the image, K, the rectangle and the constraints.
+    Two runs with the same digest differ at most in strokes, hard pixels and parameters; the
+    last answer is then the start of a correction (:func:`solver.mrf.prepare`'s
+    ``previous``)."""
+    h = hashlib.blake2b(digest_size=16)
+    a = np.ascontiguousarray(image)
+    h.update(f"{a.shape}{a.dtype.str};".encode())
+    h.update(a.data)
+    h.update(f"k={int(k)};".encode())
+    h.update(repr(None if rect is None else tuple(int(v) for v in rect)).encode())
+    h.update(repr(constraints or None).encode())
+    return h.hexdigest()
+
+
 def build_params(k: int, settings):
     """:class:`segapp.core.pipeline.SegmentParams` from the document's settings (ValueError
     for a constraint text that does not parse)."""
@@ -207,9 +222,13 @@ class RunMixin:
         self._solved_labels: np.ndarray | None = None
         self._max_iter = 0
         self._t0 = 0.0
-        self._warm = False
+        self._warm = self._correction = False
         self._run_fingerprint: str | None = None      # of the run in progress
         self._outcome_fingerprint: str | None = None  # of the run that gave self.outcome
+        self._run_scene: str | None = None            # scene_fingerprint of the run
+        self._outcome_scene: str | None = None        # ... and of self.outcome's
+        self._rerun = False       # a stroke came during a following run: run again after it
+        self._following = False   # the run in progress was started by a stroke (follow mode)
         self._run_params = self._outcome_params = None  # the same for their SegmentParams
         self._phase = ""
         self._last_iteration = 0
@@ -317,7 +336,7 @@ class RunMixin:
         if self.running:
             self.solver.shutdown()
         self.outcome = None
-        self._outcome_fingerprint = self._outcome_params = None
+        self._outcome_fingerprint = self._outcome_params = self._outcome_scene = None
         self._end_of_run()
         self.notice_label.hide()
         self.frames.clear()
@@ -329,9 +348,12 @@ class RunMixin:
         release_memory()
 
     def start_run(self) -> bool:
-        """Start ADMM on the current document, warm-started from the last run's answer where
-        that helps: Warm start is checked and only parameters changed since (the annotations'
-        fingerprint matches); otherwise cold, and the status bar says why."""
+        """Start ADMM on the current document, from the last run's answer where that helps
+        (Warm start checked): warm-started where only parameters changed since (the
+        annotations' fingerprint matches); a correction where only strokes or hard pixels
+        changed (the photo, K, rectangle and constraints as they were: the colour models are
+        refitted to the last answer with the new strokes and the solve starts from it);
+        otherwise cold. The status bar says which."""
         if self.running or not self.doc.has_image:
             return False
         try:
@@ -350,12 +372,15 @@ class RunMixin:
         hard = self.doc.hard.astype(np.int32) if self.doc.hard.any() else None
         fingerprint = annotation_fingerprint(self.doc.image, self.doc.k, self.doc.strokes, hard,
                                              self.doc.rect, params.constraints)
-        x0 = None
+        scene = scene_fingerprint(self.doc.image, self.doc.k, self.doc.rect,
+                                  params.constraints)
+        x0 = previous = None
         prev = self.outcome
         start_note = ""
         if self.act_warm.isChecked() and prev is not None:
-            if (fingerprint == self._outcome_fingerprint
-                    and prev.labels.shape == self.doc.shape):
+            if prev.labels.shape != self.doc.shape:
+                start_note = " (cold start: the annotations changed since the last run)"
+            elif (fingerprint == self._outcome_fingerprint):
                 # the answer the user saw (after the polish), not ADMM's continuous iterate:
                 # on a large photo the re-run then solves only a band round its boundaries
                 # and ends no worse than it (docs/algorithm.md, Coarse to fine)
@@ -363,13 +388,21 @@ class RunMixin:
                 start_note = (" (warm start: same annotations, new parameters)"
                               if params != self._outcome_params
                               else " (warm start: from the last answer)")
+            elif scene == self._outcome_scene and (self.doc.strokes.any() or hard is not None):
+                # a correction: strokes or hard pixels changed, the rest did not; the colour
+                # models are refitted to the last answer with the new strokes, and the solve
+                # starts from it (no rounds)
+                previous = prev.labels
+                start_note = " (correction: from the last answer, colours re-learnt)"
             else:
-                start_note = " (cold start: the annotations changed since the last run)"
-        self._warm = x0 is not None
+                start_note = " (cold start: the photo's rectangle, K or constraints changed)"
+        self._warm, self._correction = x0 is not None, previous is not None
         self._run_fingerprint, self._run_params = fingerprint, params
+        self._run_scene = scene
         job = SolveJob(image=self.doc.image, strokes=self.doc.strokes.astype(np.int32),
                        params=params, rect=self.doc.rect, hard=hard,
-                       x0=x0, reference=self.params_panel.reference.isChecked())
+                       x0=x0, reference=self.params_panel.reference.isChecked(),
+                       previous=previous)
         self.frames.clear()
         self.frames_received = self.records_received = 0
         self._cancelled = False
@@ -416,7 +449,8 @@ class RunMixin:
         self.constraints_panel.show_areas(
             np.bincount(np.argmax(probs, axis=2).ravel(), minlength=k).astype(float),
             int(probs.shape[0] * probs.shape[1]))
-        if self.results_panel.view_mode() != "photo":
+        if self.results_panel.view_mode() != "photo" and not self._following:
+            # (a run that follows the brush leaves the last answer on screen until its own)
             self.canvas.set_result(probabilities_rgb(probs, palette(probs.shape[2])))
 
     def on_records(self, batch) -> None:
@@ -460,11 +494,39 @@ class RunMixin:
         self.statusBar().showMessage(f"ADMM's answer: E = {energy:.6g}")
 
     # ---------------------------------------------------------------- done
+    def follow_stroke(self) -> None:
+        """A stroke ended: with Segment → Follow the brush checked, run again (a correction,
+        from the last answer); a run in progress that a stroke started is superseded (it is
+        cancelled, and the new run starts when it has stopped)."""
+        if not self.act_follow.isChecked() or not self.doc.has_image:
+            return
+        if self.running:
+            if self._following:
+                self._rerun = True
+                self.cancel_run()
+            return
+        self._following = self.start_run()
+
+    def _run_again(self) -> bool:
+        """After a run ends: start the run a newer stroke asked for, if one did."""
+        if not self._rerun:
+            self._following = False
+            return False
+        self._rerun = False
+        QTimer.singleShot(0, lambda: setattr(self, "_following", self.start_run()))
+        return True
+
     def on_finished(self, outcome) -> None:
         """Show the outcome: overlay, numbers, compare layer, replay frames."""
         self._end_of_run()
+        if self._rerun and self._cancelled:  # superseded by a newer stroke: not shown
+            self._run_again()
+            self.update_actions()
+            return
+        self._following = False
         self.outcome = outcome
         self._outcome_fingerprint = self._run_fingerprint
+        self._outcome_scene = self._run_scene
         self._outcome_params = self._run_params
         # a warm start takes the labels, so the continuous iterate (n × K floats) is not kept
         outcome.x_final = None
@@ -502,6 +564,8 @@ class RunMixin:
                 status += "; reference cancelled"
         if self._warm:
             status += " (warm start)"
+        elif self._correction:
+            status += " (correction)"
         self.results_panel.show_outcome(
             float(outcome.energy), None if ref is None else float(ref), ref_name, disagree,
             int(outcome.iterations), float(outcome.time_s), status, str(outcome.backend),
@@ -534,6 +598,11 @@ class RunMixin:
         without the reference, offer to run again without it."""
         from segapp.core.memory import WITHOUT_REFERENCE
         self._end_of_run()
+        if self._rerun and self._cancelled:  # (superseded before it had an answer)
+            self._run_again()
+            self.update_actions()
+            return
+        self._rerun = self._following = False
         self.canvas.set_result(None)
         if WITHOUT_REFERENCE in message and self.params_panel.reference.isChecked():
             log.warning("Cannot segment: %s", message)

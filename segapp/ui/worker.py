@@ -92,6 +92,7 @@ class SolveJob:
     hard: np.ndarray | None = None
     x0: np.ndarray | None = None
     reference: bool = True
+    previous: np.ndarray | None = None  # a correction: the last answer's labels
 
 
 class SolveWorker(QObject):
@@ -277,7 +278,8 @@ class SolveWorker(QObject):
                                 notice=self.notice.emit, phase=self.phase.emit,
                                 isolate_reference=(True if self.isolated is None
                                                    else self.isolated),
-                                cancelled=self._cancel.is_set, solved=self.solved.emit)
+                                cancelled=self._cancel.is_set, solved=self.solved.emit,
+                                previous=job.previous)
 
     @pyqtSlot()
     def run(self) -> None:

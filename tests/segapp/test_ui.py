@@ -115,15 +115,15 @@ def test_run_matches_pipeline(win, qtbot):
     win.results_panel.replay.setValue(0)
     win.results_panel.set_view_mode("solution")
     assert not win.canvas.result.pixmap().isNull()
-    # adding a stroke and re-running starts cold (the annotations changed); changing only a
-    # parameter then warm-starts
+    # adding a stroke and re-running is a correction, not a warm start (the annotations
+    # changed); changing only a parameter then warm-starts
     win.act_warm.setChecked(True)
     win.doc.begin_stroke("strokes")
     win.doc.stroke_to((35, 35), (38, 38), 1, 1)
     win.doc.end_stroke()
     with qtbot.waitSignal(win.solver.finished, timeout=60000):
         win.start_run()
-    assert not win._warm and win.outcome is not o
+    assert not win._warm and win._correction and win.outcome is not o
     o = win.outcome
     win.params_panel.lam.setValue(7.5)
     with qtbot.waitSignal(win.solver.finished, timeout=60000):

@@ -58,9 +58,9 @@ def hover_a_status_tip(win, tip: str = "a toolbar button's status tip") -> None:
 
 # ------------------------------------------------------------------------------- warm start
 def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monkeypatch):
-    """Warm start (checked by default) uses the last answer only after a parameter change; a
-    stroke or a hard constraint added or changed since gives a cold start, which the status bar
-    says."""
+    """Warm start (checked by default) starts from the last answer after a parameter change;
+    a stroke or a hard constraint added or changed since makes the run a correction (the last
+    answer's labels, no x0), which the status bar and the results say."""
     x0s = spy_x0(monkeypatch)
     messages: list[str] = []
     win.statusBar().messageChanged.connect(messages.append)
@@ -73,9 +73,11 @@ def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monk
     win.doc.stroke_to((35, 35), (38, 38), 1, 1)
     win.doc.end_stroke()
     second = run(win, qtbot)
-    assert x0s[-1] is None and not win._warm
-    assert any(m.startswith("Solving (cold start") for m in messages), messages
+    assert x0s[-1] is None and not win._warm and win._correction
+    assert any(m.startswith("Solving (correction: from the last answer") for m in messages), \
+        messages
     assert "warm start" not in win.results_panel.fields["status"].text()
+    assert "(correction)" in win.results_panel.fields["status"].text()
     labels = second.labels.copy()
     win.params_panel.lam.setValue(7.5)  # only a parameter changes
     run(win, qtbot)
@@ -87,13 +89,14 @@ def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monk
     run(win, qtbot)  # again, nothing changed: said as it is
     assert x0s[-1] is not None
     assert "Solving (warm start: from the last answer)" in messages, messages
-    # hard constraints are annotations too: painting some, then changing them, starts cold
+    # hard constraints are annotations too: painting some, then changing them, is a
+    # correction each time
     for corner in ((3, 3), (30, 30)):
         win.doc.begin_stroke("hard")
         win.doc.stroke_to(corner, (corner[0] + 2, corner[1] + 2), 1, 2)
         win.doc.end_stroke()
         run(win, qtbot)
-        assert x0s[-1] is None and not win._warm
+        assert x0s[-1] is None and not win._warm and win._correction
 
 
 # ------------------------------------------------------------------------------- notices

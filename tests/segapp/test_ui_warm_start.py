@@ -1,12 +1,14 @@
 """Qt tests (offscreen) of the warm-start decision: every annotation, K, constraint and
 parameter change is covered.
 
-The design (``segapp.ui.runctl.RunMixin.start_run`` and ``annotation_fingerprint``): with
-Segment > Warm start checked, a run starts from the last run's answer (its labels one-hot,
-``SolveJob.x0``) only when what the answer depends on besides the solver's parameters is
-unchanged since that run: the image, K, the strokes, the hard pixels, the rectangle and the
-area / apart constraints. A change of any of those starts cold (``x0`` None): a warm start
-after the annotations changed ends visibly worse than a cold one. A change of parameters only
+The design (``segapp.ui.runctl.RunMixin.start_run``, ``annotation_fingerprint`` and
+``scene_fingerprint``): with Segment > Warm start checked, a run starts from the last run's
+answer (its labels one-hot, ``SolveJob.x0``) when what the answer depends on besides the
+solver's parameters is unchanged since that run: the image, K, the strokes, the hard pixels,
+the rectangle and the area / apart constraints. Where only strokes or hard pixels changed, the
+run is a correction (``SolveJob.previous``, the last answer's labels: the colour models are
+refitted to it with the new strokes, and the solve starts from it). A change of the image, K,
+the rectangle or the constraints starts cold (neither). A change of parameters only
 (λ, β, the colour model, ADMM's ρ₀, ρ growth, γ, iteration limit and tolerance, the seed, the
 backend, the reference check box) keeps the warm start: that is the case it exists for. The
 decision is on content, not history: an edit undone before the next run leaves the annotations
@@ -289,19 +291,36 @@ COLD = [
 ]
 
 
+#: The changes of strokes or hard pixels alone: the next run is a correction.
+CORRECTIONS = {"stroke added", "stroke added with the mouse", "stroke erased",
+               "stroke erased with the mouse", "hard pixel painted", "hard pixel relabelled",
+               "hard pixel erased", "undo of a stroke", "undo of an erase",
+               "undo of a hard pixel", "redo of a stroke", "redo of an erase",
+               "redo of a hard pixel"}
+
+
 @pytest.mark.parametrize("name, k, before, change", COLD, ids=[c[0] for c in COLD])
 def test_a_change_of_the_annotations_starts_the_next_run_cold(window, qtbot, tmp_path, monkeypatch,
                                                               name, k, before, change):
     win = window
-    """After the annotations, K or the constraints change, Run starts cold: a warm start from
-    an answer to other annotations ends visibly worse than a cold one."""
+    """After the strokes or hard pixels alone change, Run is a correction from the last
+    answer; after the image, K, the rectangle or the constraints change (or every stroke is
+    gone), it starts cold: the last answer is an answer to another question."""
+    assert CORRECTIONS <= {c[0] for c in COLD}
     jobs, outcome = finish_a_run(win, qtbot, tmp_path, monkeypatch, k, before)
     assert_warm_from(next_job(win, jobs), outcome)  # the premise: unchanged, it is warm
+    assert next_job(win, jobs).previous is None
     change(win)
     qtbot.wait(1)
     job = next_job(win, jobs)
     assert job.x0 is None, f"{name}: the run starts warm from an answer to other annotations"
-    assert "cold start" in win.statusBar().currentMessage()
+    if name in CORRECTIONS:
+        assert job.previous is not None, f"{name}: not a correction"
+        np.testing.assert_array_equal(job.previous, outcome.labels)
+        assert "(correction: from the last answer" in win.statusBar().currentMessage()
+    else:
+        assert job.previous is None, f"{name}: a correction from an answer to another question"
+        assert "cold start" in win.statusBar().currentMessage()
 
 
 # ---------------------------------------------------------------------- parameters only

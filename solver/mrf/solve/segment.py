@@ -20,7 +20,9 @@ import cv2
 import numpy as np
 
 from solver.mrf.build.checks import RECT_BACKGROUND
+from solver.mrf.build.colour import fit_colour_models
 from solver.mrf.build.constraints import Constraints
+from solver.mrf.build.graph import image_to_float
 from solver.mrf.build.problem import MRFProblem, build_problem
 from solver.mrf.options import DEFAULT_LAMBDA, DEFAULT_MODEL, ModelOptions
 from solver.mrf.solve.dispatch import solve_mrf
@@ -138,6 +140,7 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
             colour_model: str = "gmm", seed: int | None = None,
             constraints: Constraints | None = None, model: ModelOptions = DEFAULT_MODEL,
             rounds: int | None = None, method: str = "admm",
+            previous: np.ndarray | None = None,
             solve: Callable[[MRFProblem, MRFResult | None], MRFResult] | None = None,
             stop: Callable[[], bool] | None = None,
             step: Callable[[str], None] | None = None, **params: Any) -> Prepared:
@@ -160,6 +163,10 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
         Re-estimation rounds (default ``model.rounds_for(rect)``).
     method : str
         The solver of the rounds (:func:`solver.mrf.solve_mrf`'s ``method``).
+    previous : numpy.ndarray, optional
+        A correction: the last answer's ``(H, W)`` labels for the same photo, K and rectangle.
+        The colour models are fitted once to it (the new strokes and hard pixels at their
+        labels) and the final solve starts from it; no rounds are solved.
     solve : callable, optional
         ``solve(problem, previous) -> MRFResult`` for the full image's rounds (default
         :func:`solver.mrf.solve_mrf` with ``method``, ADMM warm-started from ``previous``).
@@ -201,6 +208,9 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
         return run
 
     h, w = np.shape(image)[:2]
+    if previous is not None and np.shape(previous) == (h, w):
+        return _correction(image, strokes, k, rect, hard, constraints, np.asarray(previous),
+                           colour_model, fit_seed, build, t0)
     models = start_labels = None
     copy_rounds, f = None, 1
     if n_rounds and h * w > model.copy_pixels and not constraints:
@@ -243,6 +253,42 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
                     time.perf_counter() - t0)
 
 
+def _correction(image: np.ndarray, strokes: np.ndarray | None, k: int, rect: Rect | None,
+                hard: np.ndarray | None, constraints: Constraints | None,
+                previous: np.ndarray, colour_model: str, fit_seed: int, build: dict,
+                t0: float) -> Prepared:
+    """:func:`prepare` for a correction: one fit of the colour models to ``previous`` with the
+    drawing's seeds (strokes, hard pixels, a rectangle's outside) at their labels, and
+    ``previous`` (seeds forced) as the final solve's start."""
+    h, w = previous.shape
+    seeds = np.zeros((h, w), np.int32)
+    if strokes is not None:
+        seeds = np.asarray(strokes).astype(np.int32)
+    if hard is not None:
+        hd = np.asarray(hard).astype(np.int32)
+        seeds = np.where(hd > 0, hd, seeds)
+    if rect is not None:
+        x, y, rw, rh = (int(v) for v in rect)
+        inside = np.zeros((h, w), bool)
+        inside[max(0, y):y + rh, max(0, x):x + rw] = True
+        seeds = np.where(inside, seeds, RECT_BACKGROUND)
+    start = np.where(seeds > 0, seeds, previous.astype(np.int32))
+    if start.min() < 1 or start.max() > k or np.unique(start).size < k:
+        log.info("correction: the last answer does not hold every label; models from the "
+                 "drawing")
+        return Prepared(build_problem(image, strokes, k, rect=rect, hard=hard,
+                                      constraints=constraints, **build), None,
+                        time_s=time.perf_counter() - t0)
+    models = fit_colour_models(image_to_float(image), start, k, model=colour_model,
+                               seed=fit_seed)
+    problem = build_problem(image, strokes, k, rect=rect, hard=hard, constraints=constraints,
+                            models=models, **build)
+    fixed = problem.hard.reshape(h, w)
+    start = np.where(fixed > 0, fixed, start)
+    x0 = np.eye(problem.k)[start.ravel() - 1]
+    return Prepared(problem, x0, 1, 1, [], False, time.perf_counter() - t0)
+
+
 def segment(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
             rect: Rect | None = None, hard: np.ndarray | None = None,
             method: str = "admm", backend: str = "cpu", seed: int | None = None,
@@ -250,15 +296,16 @@ def segment(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
             callback: Callable[[Any], bool | None] | None = None, polish: bool = True,
             lam: float = DEFAULT_LAMBDA, beta: float | None = None, colour_model: str = "gmm",
             constraints: Constraints | None = None, model: ModelOptions = DEFAULT_MODEL,
-            rounds: int | None = None, stop: Callable[[], bool] | None = None,
+            rounds: int | None = None, previous: np.ndarray | None = None,
+            stop: Callable[[], bool] | None = None,
             **params: Any) -> tuple[MRFResult, MRFProblem]:
     """Segment a photo from a drawing as the app and the command line do: :func:`prepare`,
     then :func:`solver.mrf.solve_mrf` on the final model, warm-started from the rounds.
 
     Parameters
     ----------
-    image, strokes, k, rect, hard, lam, beta, colour_model, constraints, model, rounds
-        As for :func:`prepare`.
+    image, strokes, k, rect, hard, lam, beta, colour_model, constraints, model, rounds, previous
+        As for :func:`prepare` (``previous``: a correction, warm from the last answer).
     method, backend, seed, callback, polish, stop, **params
         As for :func:`solver.mrf.solve_mrf` (``callback`` sees the final solve only).
     x0 : numpy.ndarray, optional
@@ -276,7 +323,7 @@ def segment(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
     admm = dict(polish=polish, backend=backend, **params) if method == "admm" else {}
     prep = prepare(image, strokes, k, rect=rect, hard=hard, lam=lam, beta=beta,
                    colour_model=colour_model, seed=seed, constraints=constraints, model=model,
-                   rounds=rounds, method=method, stop=stop, **admm)
+                   rounds=rounds, method=method, previous=previous, stop=stop, **admm)
     rounds_done = prep.results
     if prep.stopped and rounds_done:
         res, rounds_done = rounds_done[-1], rounds_done[:-1]
