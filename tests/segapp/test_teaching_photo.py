@@ -98,8 +98,8 @@ def test_probe_follows_a_clicked_pixel_without_drawing(win, qtbot, monkeypatch):
     before = win.doc.strokes.copy()
     win.act_probe.setChecked(True)
     assert panel.clicks.active and panel.probe_button.isChecked()
-    click_pixel(win, 20, 20)  # the disc's centre: label 2
-    assert panel.pixel == (20, 20)
+    click_pixel(win, 15, 15)  # inside the disc (label 2), off its stroke (a seed)
+    assert panel.pixel == (15, 15)
     np.testing.assert_array_equal(win.doc.strokes, before)  # the click drew nothing
     s = panel.chart.series
     assert s is not None and len(s["iteration"]) == len(panel.store)
@@ -107,10 +107,10 @@ def test_probe_follows_a_clicked_pixel_without_drawing(win, qtbot, monkeypatch):
     step = panel.store.samples[-1]["step"]
     for k, sample in enumerate(panel.store.samples):
         for name in ("x", "z1", "z2"):
-            assert s[name][k] == float(sample[name][20 // step, 20 // step, 0])
+            assert s[name][k] == float(sample[name][15 // step, 15 // step, 0])
     assert np.all((s["z1"] >= 0) & (s["z1"] <= 1))
     # the answer there is label 2 (x, label 1's weight, at 0): x, z1 and z2 come to 0
-    assert win.outcome.labels[20, 20] == 2
+    assert win.outcome.labels[15, 15] == 2 and win.doc.strokes[15, 15] == 0
     assert s["iteration"][-1] >= win.outcome.iterations - 3  # sampled to the end
     assert abs(s["x"][0]) > 0.1  # the first iterate is far from it
     assert max(abs(s["x"][-1]), abs(s["z1"][-1]), abs(s["z2"][-1])) < 0.02
