@@ -35,6 +35,21 @@ from tests.segapp.conftest import pace_iterations, slow_job
 QUESTION = "A segmentation is running. Quit and stop it?"
 
 
+#: The answering timers of :func:`answer_question` still polling (ended after each test).
+_POLLING: list[dict] = []
+
+
+@pytest.fixture(autouse=True)
+def answers_end_with_the_test():
+    """Each test's answering timer stops with it: left polling, it rejected every message box
+    a later test in the same worker opened (the exception hook's dialog, which then timed out
+    in the full suite)."""
+    yield
+    for state in _POLLING:
+        state["on"] = False
+    _POLLING.clear()
+
+
 @pytest.fixture
 def running(qtbot, monkeypatch, tmp_path):
     """A window that asks before discarding work (as the app's does), with an autosave, an
@@ -62,8 +77,12 @@ def answer_question(button_text: str | None) -> list[dict]:
     """Answer each message box that opens by clicking the button whose text (without its
     mnemonic) is ``button_text``; what each box said."""
     asked: list[dict] = []
+    state = {"on": True}
+    _POLLING.append(state)
 
     def poll() -> None:
+        if not state["on"]:
+            return
         box = QApplication.activeModalWidget()
         if not isinstance(box, QMessageBox):
             QTimer.singleShot(20, poll)
