@@ -10,12 +10,15 @@ alpha onto bundled photos; ground truth = alpha >= 0.5), 24 a half, K = 2 and K 
 3 MP, easy / medium / hard by measured colour overlap, in a tuning and a held-out half fixed by
 source name. Inputs per composite, shaped like real use: ``rect`` (the objects' box enlarged by
 3-10 % a side), ``rect+strokes`` (the rectangle and 1-3 short strokes), ``strokes`` (2-3 short
-strokes a label); K = 3 has ``strokes`` only (segapp's rectangle is K = 2).
+strokes a label); K = 3 has ``strokes`` only (GrabCut's rectangle is K = 2).
 
 Methods, each timed over its whole call (model build included), on the same inputs:
 
 - ``segapp``: the app's path, ``run_segmentation(image, strokes, SegmentParams(k=K), rect=...,
-  reference=False)`` with the defaults, so a change to the model or its defaults shows up here;
+  reference=False)`` with the defaults (:data:`solver.mrf.DEFAULT_MODEL`: strokes keep their
+  label, GrabCut-style re-estimation rounds), so a change to the model or its defaults shows up
+  here; ``segapp-once``: the same with the colour models fitted once
+  (:data:`solver.mrf.ONE_SHOT_MODEL`, the model before re-estimation);
 - ``mincut``: the same model solved exactly, ``SegmentParams(k=K, solver="mincut")`` (K = 3: its
   yardstick, α-expansion);
 - ``grabcut``: OpenCV's ``cv2.grabCut``, 5 iterations, K = 2 (see :func:`grabcut`);
@@ -126,11 +129,22 @@ def boundary_f(pred: np.ndarray, truth: np.ndarray, k: int, tol: float = TOLERAN
 
 def segapp(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     """segapp as the app runs it: ``run_segmentation`` with the default ``SegmentParams(k=K)``,
-    the strokes as drawn (soft: they train the colour models) and the rectangle."""
+    the strokes as drawn (they keep their label and train the colour models) and the
+    rectangle."""
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
     return run_segmentation(image, inp.strokes, SegmentParams(k=k), rect=inp.rect,
                             reference=False).labels
+
+
+def segapp_once(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
+    """segapp with the colour models fitted once, each to its own strokes (and the rectangle's
+    inside and outside), the strokes only training them: the model before re-estimation."""
+    from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
+    from solver.mrf import ONE_SHOT_MODEL  # noqa: PLC0415
+
+    return run_segmentation(image, inp.strokes, SegmentParams(k=k, model=ONE_SHOT_MODEL),
+                            rect=inp.rect, reference=False).labels
 
 
 def segapp_hard(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
@@ -236,13 +250,14 @@ class Method:
 
 METHODS = {
     "segapp": Method("segapp", segapp, lambda inp, k: True),
+    "segapp-once": Method("segapp-once", segapp_once, lambda inp, k: True),
     "mincut": Method("mincut", mincut, lambda inp, k: True),
     "grabcut": Method("grabcut", grabcut, lambda inp, k: k == 2),
     "random_walker": Method("random_walker", random_walker,
                             lambda inp, k: inp.kind == "strokes"),
     "segapp-hard": Method("segapp-hard", segapp_hard, lambda inp, k: inp.strokes is not None),
 }
-DEFAULT_METHODS = ("segapp", "mincut", "grabcut", "random_walker")
+DEFAULT_METHODS = ("segapp", "segapp-once", "mincut", "grabcut", "random_walker")
 
 
 # -- the simulated user ---------------------------------------------------------------------------
@@ -285,15 +300,17 @@ def disk(shape: tuple[int, int], x: int, y: int, radius: int) -> np.ndarray:
 
 class SegappUser:
     """segapp driven by the user: the rectangle, then every correction drawn with the app's
-    stroke tool (``hard=False``: soft strokes, which train the colour models) or its
-    hard-constraint tool (``hard=True``: the pixels are fixed), and the whole run repeated with
-    all of them, as the app does (cold: the app warm-starts only when the annotations are
-    unchanged)."""
+    stroke tool (``hard=False``: the stroke keeps its label and trains the colour models) or
+    its hard-constraint tool (``hard=True``: the pixels are fixed), and the run repeated with
+    all of them as the app does: a correction (``warm``, the app's default) refits the colour
+    models to the last answer with the strokes and solves from it; ``warm=False`` re-runs
+    from the input alone, re-estimation rounds included."""
 
     def __init__(self, image: np.ndarray, rect: data.Box, k: int = 2, solver: str = "admm",
-                 hard: bool = False):
+                 hard: bool = False, warm: bool = True):
         self.image, self.rect, self.k, self.solver, self.hard = image, rect, k, solver, hard
         self.strokes = np.zeros(image.shape[:2], np.uint8)
+        self.warm, self.last = warm, None
 
     def _run(self) -> np.ndarray:
         from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
@@ -301,10 +318,13 @@ class SegappUser:
         params = SegmentParams(k=self.k, solver=self.solver)
         drawn = self.strokes.astype(np.int32) if self.strokes.any() else None
         strokes, hard = (None, drawn) if self.hard else (drawn, None)
-        return run_segmentation(self.image, strokes, params, rect=self.rect, hard=hard,
-                                reference=False).labels
+        self.last = run_segmentation(
+            self.image, strokes, params, rect=self.rect, hard=hard, reference=False,
+            previous=self.last if self.warm else None).labels
+        return self.last
 
     def start(self) -> np.ndarray:
+        self.last = None
         return self._run()
 
     def unchanged_by(self, where: np.ndarray, label: int) -> bool:
@@ -342,10 +362,11 @@ class GrabCutUser:
 USERS: dict[str, Callable] = {
     "segapp": SegappUser,
     "segapp-hard": lambda image, rect, k=2: SegappUser(image, rect, k, hard=True),
+    "segapp-cold": lambda image, rect, k=2: SegappUser(image, rect, k, warm=False),
     "mincut": lambda image, rect, k=2: SegappUser(image, rect, k, solver="mincut"),
     "grabcut": GrabCutUser,
 }
-DEFAULT_USERS = ("segapp", "segapp-hard", "grabcut")
+DEFAULT_USERS = ("segapp", "grabcut")
 
 
 def noc(ious: list[float], level: float, cap: int = USER_STROKES) -> int:
@@ -632,9 +653,11 @@ def markdown(out: Outcome, summ: dict, settings: dict, methods: list[str]) -> st
          "Cells: IoU / BF / s. K = 3 `mincut` is α-expansion (its yardstick); GrabCut is K = 2 "
          "only; the random walker (beta "
          f"{RW_BETA}, chosen on the tuning half) runs on the `strokes` inputs (down-scaled to "
-         f"{RW_MAX_PIXELS / 1e6:g} MP above it). `segapp` gets strokes as the app's stroke tool "
-         "draws them (soft: they train the colour models); `segapp-hard` as its hard-constraint "
-         "tool does (fixed pixels), as GrabCut takes its hints.\n",
+         f"{RW_MAX_PIXELS / 1e6:g} MP above it). `segapp` is the app's default model: strokes "
+         "keep their label and train the colour models, which GrabCut-style rounds re-estimate "
+         "(as GrabCut takes its hints); `segapp-once` fits them once, the strokes only "
+         "training (the model before re-estimation); `segapp-hard` gets the strokes as the "
+         "hard-constraint tool draws them.\n",
          f"Held-out sources: {', '.join(settings['split']['held-out'])}. Tuning sources: "
          f"{', '.join(settings['split']['tuning'])}. Blobs are in both. Tune on the tuning "
          "half only.\n"]

@@ -272,3 +272,18 @@ def test_quick_run_writes_valid_json_markdown_and_figure(tmp_path):
     assert "## Summary" in md and "| tuning | all | 2 |" in md and "NoC@90" in md
     png = (tmp_path / "accuracy.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_corrections_benchmark_times_both_ways_of_each_correction(tmp_path):
+    """benchmarks/corrections.py end to end on one small composite: each correction is re-run
+    cold and as a correction, and the summary is the sessions' own figures."""
+    corr = _load("corrections")
+    assert corr.main(["--split", "tuning", "--pixels", "1e5", "--strokes", "2",
+                      "--max-cases", "1", "--out", str(tmp_path)]) == 0
+    out = json.loads((tmp_path / "corrections.json").read_text())
+    rows = [r for s in out["sessions"] for r in s["strokes"]]
+    assert 1 <= len(rows) <= 2 and out["summary"]["corrections"] == len(rows)
+    assert out["summary"]["cold_median_s"] == pytest.approx(
+        float(np.median([r["cold_s"] for r in rows])))
+    assert all(0 <= r["iou_correction"] <= 1 and r["correction_s"] > 0 for r in rows)
+    assert "| correction (from the last answer) |" in (tmp_path / "corrections.md").read_text()
