@@ -49,7 +49,29 @@ WORK = ROOT / "out" / "mutation"
 GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "cli": (["segapp/cli/__init__.py", "segapp/cli/segment.py"],
             ["tests/segapp/test_cli.py", "tests/segapp/test_cli_options.py",
-             "tests/segapp/test_cli_constraints.py"]),
+             "tests/segapp/test_cli_constraints.py", "tests/segapp/test_cli_outputs.py"]),
+    # (tests/segapp/test_bad_inputs.py runs the installed console script in child processes,
+    # which import the tree the package was installed from, not the scratch copy's mutant: only
+    # its in-process tests are named, and in-process tests cover the rest of what it checks)
+    "io": (["segapp/core/io.py"],
+           ["tests/segapp/test_io_files.py", "tests/segapp/test_roundtrips.py",
+            "tests/segapp/test_cli_outputs.py", "tests/segapp/test_files_written.py",
+            "tests/segapp/test_bad_inputs.py::test_every_exif_orientation_matches_pillows_reading",
+            "tests/segapp/test_mutation_guards_io.py"]),
+    "session": (["segapp/core/session.py"],
+                ["tests/segapp/test_session_validation.py", "tests/segapp/test_roundtrips.py",
+                 "tests/segapp/test_model.py",
+                 "tests/segapp/test_files_written.py::test_a_session_file_holds_the_document",
+                 "tests/segapp/test_mutation_guards_session.py"]),
+    "colour": (["solver/mrf/build/colour.py"],
+               ["tests/solver/test_mrf_colour.py", "tests/solver/test_model_inputs.py",
+                "tests/solver/test_mutation_guards_colour.py"]),
+    "canvas": (["segapp/ui/canvas.py"],
+               # the window tests that look at the canvas (what it draws, zoom, fit, pan), not
+               # the result tests, whose runs take minutes per mutant
+               ["tests/segapp/test_ui_canvas_agrees.py", "tests/segapp/test_ui_fit.py",
+                "tests/segapp/test_ui_window.py", "tests/segapp/test_ui.py",
+                "tests/segapp/test_mutation_guards_canvas.py"]),
     "pipeline": (["segapp/core/pipeline.py"],
                  ["tests/segapp/test_pipeline.py", "tests/segapp/test_cli.py",
                   "tests/segapp/test_cli_options.py", "tests/segapp/test_cli_constraints.py"]),
@@ -91,7 +113,9 @@ SCOPE: dict[str, tuple[str, ...]] = {
 # without the bias of judging the fastest tests' mutants first; the report gives the sample's
 # 95% interval.
 SAMPLE: dict[str, int] = {"segapp/ui/runctl.py": 80, "segapp/ui/frames.py": 30,
-                          "solver/admm/loop.py": 200}
+                          "solver/admm/loop.py": 200, "segapp/core/io.py": 80,
+                          "segapp/core/session.py": 80, "solver/mrf/build/colour.py": 80,
+                          "segapp/ui/canvas.py": 40}
 
 # mutmut's exit-code meanings (mutmut.stats.status_by_exit_code, 3.8)
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests",

@@ -4,24 +4,14 @@ until the new one is ready; a newer stroke supersedes a run in progress it start
 from __future__ import annotations
 
 import numpy as np
-from PyQt6.QtCore import QPointF, Qt
-from PyQt6.QtTest import QTest
 
 from tests.segapp.conftest import disc_image, pace_iterations, run_to_end
+from tests.segapp.test_ui_warm_start import mouse_drag
 
 
 def drag(win, label, points) -> None:
     """A brush stroke with the mouse, in image pixels."""
-    win.tools.tool_actions["brush"].trigger()
-    win.tools.label_actions[label - 1].trigger()
-    win.tools.size_slider.setValue(1)
-    vp = win.canvas.viewport()
-    at = [win.canvas.mapFromScene(QPointF(x + 0.5, y + 0.5)) for x, y in points]
-    left, none = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
-    QTest.mousePress(vp, left, none, at[0])
-    for p in at[1:]:
-        QTest.mouseMove(vp, p)
-    QTest.mouseRelease(vp, left, none, at[-1])
+    mouse_drag(win, "brush", label, points)
 
 
 def opened(win, qtbot):
