@@ -294,6 +294,14 @@ print("smoke: K = 3 rectangle:", {int(v): int(c) for v, c in zip(*np.unique(labe
                                                                      return_counts=True))})
 PYEOF
 say "K = 3 rectangle: outside label 2, labels 1 and 3 inside"
+# back to K = 2 (the saved K = 2 session) for the steps after
+focus
+xdotool key ctrl+shift+o
+sleep 1.5
+xdotool key ctrl+a
+xdotool type --delay 10 "$SESSION"
+xdotool key Return
+sleep 2
 
 # closing during a run: a 4 MP photo (the cameraman at 4x), a stroke of each label, Run, then
 # Ctrl+Q while it runs; the question names the run; Alt+D ("Discard and Quit") must end the

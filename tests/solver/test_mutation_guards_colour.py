@@ -140,3 +140,20 @@ def test_each_label_gets_a_start_of_its_own():
     assert all(isinstance(m, GaussianMixtureModel) for m in models)
     d = unary_costs(twice, models)
     assert not np.allclose(d[:, 0], d[:, 1])
+
+
+def test_the_unlabelled_label_must_be_one_of_the_k():
+    """``unlabelled`` names a label 1..K; the lowest and highest are taken, 0 and K + 1 are
+    refused in one sentence."""
+    rng = np.random.default_rng(0)
+    image = rng.random((12, 12, 3))
+    strokes = np.zeros((12, 12), np.int32)
+    strokes[:2] = 1
+    strokes[-2:] = 2
+    strokes[5, :3] = 3
+    for label in (1, 3):
+        models = fit_colour_models(image, strokes, 3, unlabelled=label, seed=0)
+        assert len(models) == 3
+    for label in (0, 4):
+        with pytest.raises(ValueError, match="unlabelled"):
+            fit_colour_models(image, strokes, 3, unlabelled=label, seed=0)
