@@ -6,7 +6,7 @@ from html import escape
 
 import numpy as np
 import pyqtgraph as pg
-from PyQt6.QtCore import Qt
+from PyQt6.QtCore import QRectF, Qt
 from PyQt6.QtWidgets import QGraphicsTextItem, QVBoxLayout, QWidget
 
 BG = (30, 31, 35)
@@ -24,7 +24,48 @@ C_FINAL = (255, 255, 255)
 SAMPLE = {"solid": "━━", "dash": "╍╍", "dot": "┅┅", "point": "◆"}
 
 
-class LogAxis(pg.AxisItem):
+class SafeAxis(pg.AxisItem):
+    """An axis that asks for no geometry once its view box is gone.
+
+    pyqtgraph's axis measures itself against its linked view box; when a closed window's plot
+    is torn down, the scene can still ask the axis for its bounding rectangle after the view
+    box's C++ side was deleted, and the RuntimeError raised inside that Qt virtual call ended
+    the process (seen in the test suite, where many windows come and go in one process)."""
+
+    def boundingRect(self):  # noqa: N802 - Qt API
+        try:
+            return super().boundingRect()
+        except (RuntimeError, AttributeError):
+            return QRectF()
+
+    def paint(self, *args) -> None:
+        try:
+            super().paint(*args)
+        except (RuntimeError, AttributeError):
+            pass  # (nothing to draw against)
+
+
+class SafeLine(pg.InfiniteLine):
+    """An infinite line that asks for no geometry once its view box is gone (as
+    :class:`SafeAxis`: pyqtgraph's line reads its view box's size, which raised AttributeError
+    inside Qt's call when the box had gone first, and the process ended)."""
+
+    def boundingRect(self):  # noqa: N802 - Qt API
+        try:
+            if self.getViewBox() is None:
+                return QRectF()
+            return super().boundingRect()
+        except (RuntimeError, AttributeError):
+            return QRectF()
+
+
+def _axes(left: pg.AxisItem | None = None) -> dict[str, pg.AxisItem]:
+    """A plot's axes, each a :class:`SafeAxis`."""
+    return {"left": left or SafeAxis("left"), "bottom": SafeAxis("bottom"),
+            "top": SafeAxis("top"), "right": SafeAxis("right")}
+
+
+class LogAxis(SafeAxis):
     """Axis for log10-transformed data: ticks at decades, labelled 10ⁿ."""
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
@@ -130,7 +171,7 @@ class EnergyPlot(QWidget):
         # (a right margin: docked at the window's right edge, the plots ran into it)
         lay.setContentsMargins(0, 0, 10, 0)
         lay.setSpacing(2)
-        self.energy = pg.PlotWidget(background=BG)
+        self.energy = pg.PlotWidget(background=BG, axisItems=_axes())
         self.energy.setLabel("bottom", "iteration")
         self.energy.showGrid(x=True, y=True, alpha=0.15)
         self._leg = TitleRowLegend(self.energy, "Energy")
@@ -139,22 +180,22 @@ class EnergyPlot(QWidget):
         self._leg.add(self.c_cont, "continuous x", C_CONT)
         self._leg.add(self.c_round, "rounded", C_ROUND)
         ref_pen = pg.mkPen(C_REF, width=1.5, style=Qt.PenStyle.DashLine)
-        self.ref_line = pg.InfiniteLine(angle=0, movable=False, pen=ref_pen)
+        self.ref_line = SafeLine(angle=0, movable=False, pen=ref_pen)
         self.ref_line.hide()
         self.energy.addItem(self.ref_line, ignoreBounds=False)
         # a constrained yardstick's lower bound on the optimum, below the reference line
         bound_pen = pg.mkPen(C_BOUND, width=1, style=Qt.PenStyle.DotLine)
-        self.bound_line = pg.InfiniteLine(angle=0, movable=False, pen=bound_pen)
+        self.bound_line = SafeLine(angle=0, movable=False, pen=bound_pen)
         self.bound_line.hide()
         self.energy.addItem(self.bound_line, ignoreBounds=False)
         # the run's answer after ADMM's final polish: a point at the last iteration
         self.final = pg.ScatterPlotItem(symbol="d", size=11, pen=pg.mkPen(BG, width=1.5),
                                         brush=pg.mkBrush(*C_FINAL))
         self.energy.addItem(self.final)
-        self.marker = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(200, 200, 200, 120))
+        self.marker = SafeLine(angle=90, movable=False, pen=pg.mkPen(200, 200, 200, 120))
         self.marker.hide()
         self.energy.addItem(self.marker, ignoreBounds=True)
-        self.resid = pg.PlotWidget(background=BG, axisItems={"left": LogAxis("left")})
+        self.resid = pg.PlotWidget(background=BG, axisItems=_axes(LogAxis("left")))
         self.resid.getAxis("left").setTickSpacing(1, 1)  # decades only (data are log10)
         self.resid.showGrid(x=True, y=True, alpha=0.15)
         self.resid.setXLink(self.energy)
