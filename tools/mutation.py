@@ -57,7 +57,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
            ["tests/segapp/test_io_files.py", "tests/segapp/test_roundtrips.py",
             "tests/segapp/test_cli_outputs.py", "tests/segapp/test_files_written.py",
             "tests/segapp/test_bad_inputs.py::test_every_exif_orientation_matches_pillows_reading",
-            "tests/segapp/test_mutation_guards_io.py"]),
+            "tests/segapp/test_mutation_guards_io.py", "tests/segapp/test_cutout.py"]),
     "session": (["segapp/core/session.py"],
                 ["tests/segapp/test_session_validation.py", "tests/segapp/test_roundtrips.py",
                  "tests/segapp/test_model.py",
