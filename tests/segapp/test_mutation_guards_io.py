@@ -471,3 +471,28 @@ def test_an_overlay_file_is_the_overlay_in_rgb(tmp_path):
     labels[1, 1] = 1
     save_overlay(tmp_path / "o.png", rgb, labels, alpha=0.3)
     assert np.array_equal(np.asarray(Image.open(tmp_path / "o.png")), overlay(rgb, labels, 0.3))
+
+
+def test_a_new_output_gets_the_mode_a_plainly_created_file_gets(tmp_path):
+    """An output written atomically (through a temporary file) ends with the permissions a
+    file opened for writing would have had: 0o666 less the umask, never an executable bit."""
+    plain = tmp_path / "plain.bin"
+    plain.write_bytes(b"x")
+    labels = np.ones((4, 5), np.uint8)
+    save_labels(tmp_path / "labels.png", labels)
+    mode = (tmp_path / "labels.png").stat().st_mode & 0o777
+    assert mode == plain.stat().st_mode & 0o777
+    assert not mode & 0o111
+
+
+def test_only_a_png_header_gives_a_colour_type():
+    """The palette check reads a PNG's IHDR colour type; any other file, however long, has
+    none (a TIFF or JPEG whose 26th byte happens to be 3 is not a palette image)."""
+    png = Image.new("P", (3, 2))
+    buf = bytesio.BytesIO()
+    png.save(buf, format="PNG")
+    assert io._png_colour_type(buf.getvalue()) == 3
+    other = bytearray(b"II*\x00" + bytes(40))
+    other[25] = 3
+    assert io._png_colour_type(bytes(other)) is None
+    assert io._png_colour_type(b"\x89PNG\r\n\x1a\n") is None  # (too short for its IHDR)
