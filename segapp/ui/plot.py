@@ -59,10 +59,15 @@ class SafeLine(pg.InfiniteLine):
             return QRectF()
 
 
-def _axes(left: pg.AxisItem | None = None) -> dict[str, pg.AxisItem]:
-    """A plot's axes, each a :class:`SafeAxis`."""
-    return {"left": left or SafeAxis("left"), "bottom": SafeAxis("bottom"),
-            "top": SafeAxis("top"), "right": SafeAxis("right")}
+def _plot(left: pg.AxisItem | None = None) -> pg.PlotWidget:
+    """A plot whose four axes are :class:`SafeAxis`, the top and right ones hidden (given, a
+    plot shows them)."""
+    widget = pg.PlotWidget(background=BG, axisItems={
+        "left": left or SafeAxis("left"), "bottom": SafeAxis("bottom"),
+        "top": SafeAxis("top"), "right": SafeAxis("right")})
+    for side in ("top", "right"):
+        widget.getPlotItem().hideAxis(side)
+    return widget
 
 
 class LogAxis(SafeAxis):
@@ -171,7 +176,7 @@ class EnergyPlot(QWidget):
         # (a right margin: docked at the window's right edge, the plots ran into it)
         lay.setContentsMargins(0, 0, 10, 0)
         lay.setSpacing(2)
-        self.energy = pg.PlotWidget(background=BG, axisItems=_axes())
+        self.energy = _plot()
         self.energy.setLabel("bottom", "iteration")
         self.energy.showGrid(x=True, y=True, alpha=0.15)
         self._leg = TitleRowLegend(self.energy, "Energy")
@@ -195,7 +200,7 @@ class EnergyPlot(QWidget):
         self.marker = SafeLine(angle=90, movable=False, pen=pg.mkPen(200, 200, 200, 120))
         self.marker.hide()
         self.energy.addItem(self.marker, ignoreBounds=True)
-        self.resid = pg.PlotWidget(background=BG, axisItems=_axes(LogAxis("left")))
+        self.resid = _plot(LogAxis("left"))
         self.resid.getAxis("left").setTickSpacing(1, 1)  # decades only (data are log10)
         self.resid.showGrid(x=True, y=True, alpha=0.15)
         self.resid.setXLink(self.energy)
