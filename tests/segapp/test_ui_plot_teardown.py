@@ -60,3 +60,15 @@ def test_an_axis_without_its_view_box_has_no_geometry(plot):
     with pytest.raises(RuntimeError):
         bare.boundingRect()
     assert axis.boundingRect() == QRectF()
+
+
+def test_the_plots_show_their_left_and_bottom_axes_only(qtbot):
+    p = EnergyPlot()
+    qtbot.addWidget(p)
+    p.show()
+    qtbot.waitExposed(p)
+    for widget in (p.energy, p.resid):
+        item = widget.getPlotItem()
+        shown = {side for side in ("left", "bottom", "top", "right")
+                 if item.getAxis(side).isVisible()}
+        assert shown == {"left", "bottom"}
