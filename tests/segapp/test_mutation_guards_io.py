@@ -496,3 +496,13 @@ def test_only_a_png_header_gives_a_colour_type():
     other[25] = 3
     assert io._png_colour_type(bytes(other)) is None
     assert io._png_colour_type(b"\x89PNG\r\n\x1a\n") is None  # (too short for its IHDR)
+
+
+def test_a_cutout_of_no_label_and_labels_beyond_a_byte_are_refused_in_words():
+    photo = np.zeros((4, 5, 3), np.uint8)
+    labels = np.ones((4, 5), np.int32)
+    with pytest.raises(ValueError, match="^a cut-out needs at least one label to keep$"):
+        io.cutout(photo, labels, [])
+    with pytest.raises(ValueError, match=r"^labels must lie in 0\.\.255 to be saved as an "
+                                         r"8-bit PNG$"):
+        io.palette_png(np.full((2, 2), 300, np.int32))
