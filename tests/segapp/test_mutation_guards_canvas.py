@@ -250,3 +250,11 @@ def test_a_resize_keeps_the_point_at_the_centre_of_the_view(win, qtbot, tmp_path
     after = c.view_to_scene(QPointF(vp.width() / 2, vp.height() / 2))
     assert abs(after.x() - centre.x()) <= 1 / 3 + 1e-9
     assert abs(after.y() - centre.y()) <= 1 / 3 + 1e-9
+
+
+def test_the_rectangle_is_drawn_dashed_two_screen_pixels_wide(win, qtbot):
+    """The rectangle's outline is a dashed line two screen pixels wide at every zoom (a
+    cosmetic pen), so it stands out from the photo without hiding its pixels when zoomed."""
+    pen = win.canvas.rect_item.pen()
+    assert pen.style() == Qt.PenStyle.DashLine
+    assert pen.isCosmetic() and pen.widthF() == 2.0
