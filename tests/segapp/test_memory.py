@@ -10,7 +10,7 @@ import pytest
 import solver.mrf.solve.segment as segment_module
 
 from segapp.cli import main
-from segapp.core import memory, pipeline
+from segapp.core import memory
 from segapp.core.memory import InsufficientMemoryError, check_memory, estimate_bytes
 from segapp.core.pipeline import SegmentParams, run_segmentation
 

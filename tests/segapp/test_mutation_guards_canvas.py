@@ -18,7 +18,7 @@ from PyQt6.QtCore import QEvent, QPoint, QPointF, Qt
 from PyQt6.QtGui import QWheelEvent
 from PyQt6.QtTest import QTest
 
-from tests.segapp.test_ui_canvas_agrees import PHOTO, grab_viewport, open_photo, photo_origin, vpos
+from tests.segapp.test_ui_canvas_agrees import PHOTO, grab_viewport, open_photo, vpos
 
 LEFT, NONE_MOD = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
 
