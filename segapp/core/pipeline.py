@@ -401,9 +401,9 @@ def run_segmentation(
                                                             or previous is not None):
         x0 = prep.x0  # (the caller's warm start stands where the rounds ran on a copy)
     done_rounds = list(prep.results)
-    previous = done_rounds[-1] if done_rounds else None
-    stopped = prep.stopped and previous is not None
-    if stopped and previous is not None:
+    last_round = done_rounds[-1] if done_rounds else None
+    stopped = prep.stopped and last_round is not None
+    if stopped:
         done_rounds = done_rounds[:-1]
     rounds_solve_s = sum(r.time_s for r in prep.results)
     build_time = time.perf_counter() - t0 - rounds_solve_s
@@ -461,7 +461,7 @@ def run_segmentation(
                 state.reference_bound = ref_bound
                 return callback(state)
         if stopped:  # (cancelled during the rounds: their last answer is the run's)
-            res = previous
+            res = last_round
         else:
             res = solve(problem, x0, cb)
         if pending is not None and not pending.done():

@@ -141,37 +141,8 @@ def constraint_bounds(settings) -> list:
     return out
 
 
-def annotation_fingerprint(image: np.ndarray, k: int, strokes: np.ndarray,
-                           hard: np.ndarray | None, rect, constraints) -> str:
-    """A digest of what a run's answer depends on besides the solver's parameters: the image,
-    K, the strokes, the hard constraints, the rectangle and the area/apart constraints. Two runs
-    with the same digest differ at most in parameters (λ, β, ADMM's settings…), the one case
-    where the last answer is a good start (a warm start after the annotations changed ended
-    visibly worse than a cold one: issue 33, item 4)."""
-    h = hashlib.blake2b(digest_size=16)
-
-    def add_array(a) -> None:
-        if a is None:
-            h.update(b"none;")
-            return
-        a = np.ascontiguousarray(a)
-        h.update(f"{a.shape}{a.dtype.str};".encode())
-        h.update(a.data)
-
-    add_array(image)
-    h.update(f"k={int(k)};".encode())
-    add_array(np.asarray(strokes, np.int32))
-    add_array(None if hard is None or not np.any(hard) else np.asarray(hard, np.int32))
-    h.update(repr(None if rect is None else tuple(int(v) for v in rect)).encode())
-    h.update(repr(constraints or None).encode())
-    return h.hexdigest()
-
-
-def scene_fingerprint(image: np.ndarray, k: int, rect, constraints) -> str:
-    """A digest of what a correction keeps: the image, K, the rectangle and the constraints.
-    Two runs with the same digest differ at most in strokes, hard pixels and parameters; the
-    last answer is then the start of a correction (:func:`solver.mrf.prepare`'s
-    ``previous``)."""
+def _scene_hash(image: np.ndarray, k: int, rect, constraints):
+    """A blake2b fed with the image, K, the rectangle and the constraints."""
     h = hashlib.blake2b(digest_size=16)
     a = np.ascontiguousarray(image)
     h.update(f"{a.shape}{a.dtype.str};".encode())
@@ -179,7 +150,40 @@ def scene_fingerprint(image: np.ndarray, k: int, rect, constraints) -> str:
     h.update(f"k={int(k)};".encode())
     h.update(repr(None if rect is None else tuple(int(v) for v in rect)).encode())
     h.update(repr(constraints or None).encode())
-    return h.hexdigest()
+    return h
+
+
+def fingerprints(image: np.ndarray, k: int, strokes: np.ndarray, hard: np.ndarray | None,
+                 rect, constraints) -> tuple[str, str]:
+    """``(annotation_fingerprint, scene_fingerprint)`` of a document, the image hashed once."""
+    h = _scene_hash(image, k, rect, constraints)
+    scene = h.hexdigest()
+    for a in (np.asarray(strokes, np.int32),
+              None if hard is None or not np.any(hard) else np.asarray(hard, np.int32)):
+        if a is None:
+            h.update(b"none;")
+            continue
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.shape}{a.dtype.str};".encode())
+        h.update(a.data)
+    return h.hexdigest(), scene
+
+
+def annotation_fingerprint(image: np.ndarray, k: int, strokes: np.ndarray,
+                           hard: np.ndarray | None, rect, constraints) -> str:
+    """A digest of what a run's answer depends on besides the solver's parameters: the image,
+    K, the strokes, the hard constraints, the rectangle and the area/apart constraints. Two runs
+    with the same digest differ at most in parameters (λ, β, ADMM's settings…), the one case
+    where the last answer is itself the start (a warm start)."""
+    return fingerprints(image, k, strokes, hard, rect, constraints)[0]
+
+
+def scene_fingerprint(image: np.ndarray, k: int, rect, constraints) -> str:
+    """A digest of what a correction keeps: the image, K, the rectangle and the constraints.
+    Two runs with the same digest differ at most in strokes, hard pixels and parameters; the
+    last answer is then the start of a correction (:func:`solver.mrf.prepare`'s
+    ``previous``)."""
+    return _scene_hash(image, k, rect, constraints).hexdigest()
 
 
 def build_params(k: int, settings):
@@ -370,10 +374,8 @@ class RunMixin:
             return False
         self.doc.settings = settings
         hard = self.doc.hard.astype(np.int32) if self.doc.hard.any() else None
-        fingerprint = annotation_fingerprint(self.doc.image, self.doc.k, self.doc.strokes, hard,
-                                             self.doc.rect, params.constraints)
-        scene = scene_fingerprint(self.doc.image, self.doc.k, self.doc.rect,
-                                  params.constraints)
+        fingerprint, scene = fingerprints(self.doc.image, self.doc.k, self.doc.strokes, hard,
+                                          self.doc.rect, params.constraints)
         x0 = previous = None
         prev = self.outcome
         start_note = ""
@@ -674,4 +676,5 @@ class RunMixin:
         self.show_view()
 
 
-__all__ = ["RunMixin", "annotation_fingerprint", "build_params"]
+__all__ = ["RunMixin", "annotation_fingerprint", "build_params", "fingerprints",
+           "scene_fingerprint"]
