@@ -127,13 +127,16 @@ def boundary_f(pred: np.ndarray, truth: np.ndarray, k: int, tol: float = TOLERAN
 
 # -- methods --------------------------------------------------------------------------------------
 
+#: λ of segapp's model in every segapp method (None: the app's default); ``--lam`` sets it
+LAM: float | None = None
+
 def segapp(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     """segapp as the app runs it: ``run_segmentation`` with the default ``SegmentParams(k=K)``,
     the strokes as drawn (they keep their label and train the colour models) and the
     rectangle."""
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
-    return run_segmentation(image, inp.strokes, SegmentParams(k=k), rect=inp.rect,
+    return run_segmentation(image, inp.strokes, SegmentParams(k=k, lam=LAM), rect=inp.rect,
                             reference=False).labels
 
 
@@ -143,7 +146,7 @@ def segapp_once(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
     from solver.mrf import ONE_SHOT_MODEL  # noqa: PLC0415
 
-    return run_segmentation(image, inp.strokes, SegmentParams(k=k, model=ONE_SHOT_MODEL),
+    return run_segmentation(image, inp.strokes, SegmentParams(k=k, lam=LAM, model=ONE_SHOT_MODEL),
                             rect=inp.rect, reference=False).labels
 
 
@@ -153,7 +156,7 @@ def segapp_hard(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
     hard = None if inp.strokes is None else inp.strokes.astype(np.int32)
-    return run_segmentation(image, None, SegmentParams(k=k), rect=inp.rect, hard=hard,
+    return run_segmentation(image, None, SegmentParams(k=k, lam=LAM), rect=inp.rect, hard=hard,
                             reference=False).labels
 
 
@@ -161,7 +164,7 @@ def mincut(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     """segapp's model solved exactly by min-cut (K = 3: by its yardstick, α-expansion)."""
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
-    params = SegmentParams(k=k, solver="mincut" if k == 2 else "expansion")
+    params = SegmentParams(k=k, lam=LAM, solver="mincut" if k == 2 else "expansion")
     return run_segmentation(image, inp.strokes, params, rect=inp.rect, reference=False).labels
 
 
@@ -315,7 +318,7 @@ class SegappUser:
     def _run(self) -> np.ndarray:
         from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
-        params = SegmentParams(k=self.k, solver=self.solver)
+        params = SegmentParams(k=self.k, lam=LAM, solver=self.solver)
         drawn = self.strokes.astype(np.int32) if self.strokes.any() else None
         strokes, hard = (None, drawn) if self.hard else (drawn, None)
         self.last = run_segmentation(
@@ -919,8 +922,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draw", help="also write each composite with its truth and inputs here")
     ap.add_argument("--cases", help="only these composites (comma-separated names, e.g. "
                                     "T11-blob,H02-shape)")
+    ap.add_argument("--lam", type=float, default=None,
+                    help="λ of segapp's model in its methods and users (default: the app's)")
     ap.add_argument("--list", action="store_true", help="print the cases and exit")
     args = ap.parse_args(argv)
+    global LAM  # noqa: PLW0603 - one setting for every method of this run
+    LAM = args.lam
     split = "held-out" if args.split == "heldout" else args.split
     methods = _names(args.methods, METHODS, "method")
     user_methods = _names(args.user_methods, USERS, "user method")
@@ -977,7 +984,7 @@ def _settings(args: argparse.Namespace, argv: list[str] | None, split: str, meth
         "argv": " ".join(argv if argv is not None else sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M"), "split_run": split, "methods": methods,
         "user_methods": user_methods, "quick": args.quick, "max_pixels": args.max_pixels,
-        "seed": args.seed, "user_max_pixels": args.user_max_pixels,
+        "seed": args.seed, "lam": LAM, "user_max_pixels": args.user_max_pixels,
         "user_strokes": args.user_strokes, "user_stop": USER_STOP, "tolerance_px": TOLERANCE,
         "grabcut_iterations": GRABCUT_ITERS, "rw_max_pixels": RW_MAX_PIXELS, "rw_beta": RW_BETA,
         "warm_up": not args.no_warm_up, "wall_s": round(wall, 1), "complete": done, "split_salt": data.SPLIT_SALT,

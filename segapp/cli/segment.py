@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from solver.mrf.options import DEFAULT_LAMBDA
 from solver.names import BACKENDS, COLOUR_MODELS, METHODS
 
 
@@ -109,7 +110,7 @@ def add_parser(sub: Any) -> None:
                    help="admm (default); mincut, expansion and lp are the yardsticks (under "
                         "--area/--apart: parametric or layered min-cut, Lagrangian swap, LP)")
     p.add_argument("--backend", default="cpu", choices=BACKENDS)
-    p.add_argument("--lam", type=_finite, help="smoothness weight λ (default 10)")
+    p.add_argument("--lam", type=_finite, help=f"smoothness weight λ (default {DEFAULT_LAMBDA:g})")
     p.add_argument("--beta", type=_finite, help="contrast β (default: from the image)")
     p.add_argument("--colour-model", default="gmm", choices=COLOUR_MODELS)
     p.add_argument("--seed", type=_int_at_least(0),
@@ -250,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
     from solver.backend.compile_notice import COMPILE_MESSAGE, first_compile_notice  # noqa: PLC0415
-    from solver.mrf import DEFAULT_LAMBDA, Constraints  # noqa: PLC0415
+    from solver.mrf import Constraints  # noqa: PLC0415
 
     _check_outputs(args)
     image = load_image(args.image)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 #: The smoothness weight λ when none is given (here, a leaf module, so a front end can show it
 #: without loading the model's kernels; :mod:`solver.mrf.build.problem` uses it).
-DEFAULT_LAMBDA: float = 10.0
+DEFAULT_LAMBDA: float = 15.0
 
 #: Iterations (1-based, per ADMM run) whose continuous iterate is kept for the polish's
 #: level-set fusion: dense early, when the iterate is still the smooth relaxation.

@@ -30,7 +30,7 @@ from PIL import Image
 from PyQt6.QtWidgets import QFileDialog
 
 from segapp.cli import main
-from segapp.cli.bench import sample
+from segapp.cli.bench import TABLE1_LAMBDA, sample
 from segapp.core.io import ASSETS_DIR, save_labels
 from segapp.core.pipeline import SegmentParams, run_segmentation
 from segapp.core.session import FORMAT, VERSION, load_session, save_session
@@ -455,7 +455,7 @@ def test_bench_records_are_the_methods_own_results(tmp_path, capsys, k, methods,
     h, w = img.shape[:2]
     assert abs(h * w - size) <= 0.1 * size  # about the pixels asked for, aspect kept
     assert abs(w / h - full_w / full_h) < 0.1
-    problem = build_problem(img, st, k)
+    problem = build_problem(img, st, k, lam=TABLE1_LAMBDA)  # (Table 1's λ)
     assert [(rec["run"], rec["method"]) for rec in records] == [
         (run, m) for run in range(runs) for m in methods]
     for rec in records:
@@ -473,7 +473,7 @@ def test_bench_records_are_the_methods_own_results(tmp_path, capsys, k, methods,
         assert rec["n"] == h * w and rec["k"] == k
         assert rec["energy"] == pytest.approx(lib.energy, rel=1e-9)
         assert rec["energy"] == pytest.approx(
-            potts_energy(problem, lib.labels, DEFAULT_LAMBDA), rel=1e-9)
+            potts_energy(problem, lib.labels, TABLE1_LAMBDA), rel=1e-9)
         assert rec["iterations"] == lib.iterations
         assert isinstance(rec["time_s"], float) and rec["time_s"] > 0
     if k == 2:  # min-cut is exact: no method's energy is below it
