@@ -403,6 +403,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
             if not self.confirm_close_during_run():
                 event.ignore()
                 return
+            self.stop_warm_up()
             self.close_autosave()
             self.closed_during_run = True
             log.info("closing during a run: cancelling it")
@@ -419,6 +420,7 @@ class MainWindow(FileOpsMixin, RunMixin, QMainWindow):
             event.ignore()
             return
         # a clean close: the work was saved, or the person chose to discard it
+        self.stop_warm_up()
         self.close_autosave()
         self.solver.shutdown()
         event.accept()

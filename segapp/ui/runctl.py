@@ -213,6 +213,7 @@ class RunMixin:
         self.solver.notice.connect(self.on_notice)
         self.solver.phase.connect(self.on_phase)
         self.solver.solved.connect(self.on_solved)
+        self.solver.provisional.connect(self.on_provisional)
         self.solver.finished.connect(self.on_finished)
         self.solver.failed.connect(self.on_failed)
         self.solver.running_changed.connect(self.on_running_changed)
@@ -272,14 +273,21 @@ class RunMixin:
         self.compile_bar.setVisible(bool(self._compiling))
 
     def start_warm_up(self):
-        """Compile the solver's kernels in a background thread (returned) while the user opens
-        an image and paints; on the first run on a machine, when that takes about a minute, the
-        status bar says so until they are compiled, then that the solver is ready."""
+        """Compile the solver's kernels in a child process, watched from a background thread
+        (returned), while the user opens an image and paints; on the first run on a machine,
+        when that takes about a minute, the status bar says so until they are compiled, then
+        that the solver is ready."""
         self.kernel_warm_up = WarmUp(self)
         self.kernel_warm_up.compiling.connect(lambda _text: self._set_compiling("warm-up", True))
         self.kernel_warm_up.ready.connect(self._on_warm_up_ready)
         self.kernel_warm_up.failed.connect(lambda: self._set_compiling("warm-up", False))
         return self.kernel_warm_up.start()
+
+    def stop_warm_up(self) -> None:
+        """End the warm-up's child process if it still compiles (the window closes)."""
+        warm = getattr(self, "kernel_warm_up", None)
+        if warm is not None:
+            warm.stop()
 
     def _on_warm_up_ready(self, seconds: float, compiled: bool) -> None:
         self._set_compiling("warm-up", False)
@@ -404,7 +412,10 @@ class RunMixin:
         job = SolveJob(image=self.doc.image, strokes=self.doc.strokes.astype(np.int32),
                        params=params, rect=self.doc.rect, hard=hard,
                        x0=x0, reference=self.params_panel.reference.isChecked(),
-                       previous=previous)
+                       previous=previous,
+                       # the first run on a machine, its kernels compiling: the exact
+                       # solver's cut first (seconds), ADMM's when they are ready
+                       provisional="warm-up" in self._compiling)
         self.frames.clear()
         self.frames_received = self.records_received = 0
         self._cancelled = False
@@ -494,6 +505,15 @@ class RunMixin:
             self.canvas.set_result(labels_rgb(labels, palette(self.doc.k)))
         # (short: the progress text beside it says what the run waits for)
         self.statusBar().showMessage(f"ADMM's answer: E = {energy:.6g}")
+
+    def on_provisional(self, labels: np.ndarray, energy: float, name: str) -> None:
+        """The exact solver's answer to the run's model while ADMM's kernels still compile
+        (the first run on a machine): shown until ADMM's live iterates take its place."""
+        if self.results_panel.view_mode() != "photo":
+            self.canvas.set_result(labels_rgb(labels, palette(self.doc.k)))
+        self.statusBar().showMessage(
+            f"Showing the exact {name} answer (E = {energy:.6g}) while ADMM's kernels compile; "
+            "ADMM's run follows")
 
     # ---------------------------------------------------------------- done
     def follow_stroke(self) -> None:

@@ -13,8 +13,11 @@ faster than the window draws them and a large photo's memory stays bounded.
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +96,9 @@ class SolveJob:
     x0: np.ndarray | None = None
     reference: bool = True
     previous: np.ndarray | None = None  # a correction: the last answer's labels
+    # the solver's kernels are still compiling (the first run on a machine): answer first with
+    # the exact combinatorial solver, which needs few of them, then run ADMM
+    provisional: bool = False
 
 
 class SolveWorker(QObject):
@@ -113,6 +119,10 @@ class SolveWorker(QObject):
     solved(object, float)
         ADMM's ``(H, W)`` labels and energy, when it is done and the run waits for the
         reference (which solves beside it in a child process); ``finished`` follows.
+    provisional(object, float, str)
+        With :attr:`SolveJob.provisional`: the same model's ``(H, W)`` labels, energy and
+        solver's name from the exact solver (min-cut for K = 2, α-expansion above), before
+        ADMM starts; not emitted with constraints, or if that solve fails or is cancelled.
     finished(object)
         The ``SegmentationResult``.
     failed(str)
@@ -130,6 +140,7 @@ class SolveWorker(QObject):
     notice = pyqtSignal(str)
     phase = pyqtSignal(str)
     solved = pyqtSignal(object, float)
+    provisional = pyqtSignal(object, float, str)
     finished = pyqtSignal(object)
     failed = pyqtSignal(str)
     splits = pyqtSignal(int, object)
@@ -281,12 +292,37 @@ class SolveWorker(QObject):
                                 cancelled=self._cancel.is_set, solved=self.solved.emit,
                                 previous=job.previous)
 
+    def _provisional(self) -> None:
+        """The exact solver's answer to the run's model, emitted as ``provisional``. From an
+        empty kernel cache it needs the model's kernels only (seconds to compile, where ADMM
+        and its polish take most of a minute), so the person sees a cut at once."""
+        from dataclasses import replace
+
+        from segapp.core.pipeline import run_segmentation
+        job = self.job
+        if job.params.constraints or self._cancel.is_set():
+            return
+        name = "min-cut" if job.params.k == 2 else "α-expansion"
+        params = replace(job.params, solver="mincut" if job.params.k == 2 else "expansion")
+        try:
+            out = run_segmentation(job.image, job.strokes, params, rect=job.rect, hard=job.hard,
+                                   reference=False, cancelled=self._cancel.is_set,
+                                   previous=job.previous)
+        except Exception:  # noqa: BLE001 - only a preview: ADMM's run follows regardless
+            log.exception("the provisional %s answer failed", name)
+            return
+        if not self._cancel.is_set():
+            self.provisional.emit(out.labels, float(out.energy), name)
+
     @pyqtSlot()
     def run(self) -> None:
         """Solve; emits ``finished`` or ``failed`` exactly once (and ``notice`` if the solve
-        has to wait for kernels to compile, as on the first run on a machine)."""
+        has to wait for kernels to compile, as on the first run on a machine; ``provisional``
+        first where the job asks for it)."""
         from solver.backend.compile_notice import first_compile_notice
         try:
+            if self.job.provisional:
+                self._provisional()
             with first_compile_notice(lambda: self.notice.emit(compile_text())):
                 outcome = self._run()
             self._probe_end()
@@ -308,9 +344,67 @@ def compile_text() -> str:
     return COMPILE_MESSAGE[0].upper() + COMPILE_MESSAGE[1:] + "…"
 
 
+def warm_up_in_child(on_compiling: Callable[[], None], target: str = "solver.mrf:warm_up",
+                     started: Callable[[subprocess.Popen], None] | None = None
+                     ) -> tuple[float, bool]:
+    """Run a warm-up (``MODULE:FUNCTION``, default :func:`solver.mrf.warm_up`) in a child
+    process (``python -m solver.mrf.solve.warmup``) and wait for it.
+
+    The kernels it compiles land in numba's on-disk cache, from which this process loads them
+    in a fraction of a second. In a thread of this process the compile held the interpreter
+    lock for seconds at a time: the window stalled, and a first run started at once took 53 s
+    instead of 46 s and its exact preview 16-18 s instead of 8 (2026-12-02, docs/decisions.md).
+
+    Parameters
+    ----------
+    on_compiling : callable
+        Called once, when the child starts a real compile (not with a warm cache).
+    target : str
+        The warm-up function, as ``module:function``.
+    started : callable, optional
+        Given the child's :class:`subprocess.Popen` once it runs (to stop it early).
+
+    Returns
+    -------
+    seconds : float
+        The warm-up's own time.
+    compiled : bool
+        Whether anything compiled.
+
+    Raises
+    ------
+    RuntimeError
+        The child failed or ended without saying it was ready (its last line of stderr).
+    """
+    proc = subprocess.Popen(  # noqa: S603 - this interpreter, a fixed module
+        [sys.executable, "-m", "solver.mrf.solve.warmup", target], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if started is not None:
+        started(proc)
+    seconds, compiled = None, False
+    try:
+        for line in proc.stdout:
+            word, _, rest = line.strip().partition(" ")
+            if word == "compiling" and not compiled:
+                compiled = True
+                on_compiling()
+            elif word == "ready":
+                seconds = float(rest)
+        err = proc.stderr.read().strip().splitlines()
+        code = proc.wait()
+    finally:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
+    if code != 0 or seconds is None:
+        raise RuntimeError(f"the warm-up process ended with status {code}"
+                           + (f": {err[-1]}" if err else ""))
+    return seconds, compiled
+
+
 class WarmUp(QObject):
-    """Compiles the solver's kernels in a background thread (:func:`solver.mrf.warm_up`) while
-    the user opens an image and paints, and says so when that is the slow first run.
+    """Compiles the solver's kernels in a child process (:func:`warm_up_in_child`, watched
+    from a background thread) while the user opens an image and paints, and says so when that
+    is the slow first run.
 
     Signals
     -------
@@ -327,6 +421,20 @@ class WarmUp(QObject):
     ready = pyqtSignal(float, bool)
     failed = pyqtSignal()
 
+    #: The warm-up the child runs (``module:function``; tests name their own).
+    target = "solver.mrf:warm_up"
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._proc: subprocess.Popen | None = None
+
+    def stop(self) -> None:
+        """End the child if it still compiles (the window closed): what it compiled stays in
+        the cache."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
     def start(self) -> threading.Thread:
         """Start the warm-up thread (a daemon: it never holds up quitting) and return it."""
         thread = threading.Thread(target=self._run, name="segapp-warm-up", daemon=True)
@@ -340,16 +448,15 @@ class WarmUp(QObject):
             pass
 
     def _run(self) -> None:
-        from solver.backend.compile_notice import first_compile_notice
-        from solver.mrf import warm_up
         try:
-            with first_compile_notice(lambda: self._emit(self.compiling, compile_text())) as seen:
-                seconds = warm_up()
+            seconds, compiled = warm_up_in_child(
+                lambda: self._emit(self.compiling, compile_text()), self.target,
+                started=lambda proc: setattr(self, "_proc", proc))
         except Exception:  # noqa: BLE001 - a failed warm-up only means the first run compiles
             log.exception("warm-up failed; the first solve compiles instead")
             self._emit(self.failed)
             return
-        self._emit(self.ready, seconds, seen.fired)
+        self._emit(self.ready, seconds, compiled)
 
 
 # Solves that shutdown() gave up waiting for, kept with their threads until those end: a
@@ -404,6 +511,7 @@ class SolveController(QObject):
     notice = pyqtSignal(str)
     phase = pyqtSignal(str)
     solved = pyqtSignal(object, float)
+    provisional = pyqtSignal(object, float, str)
     finished = pyqtSignal(object)
     failed = pyqtSignal(str)
     running_changed = pyqtSignal(bool)
@@ -442,6 +550,7 @@ class SolveController(QObject):
         worker.notice.connect(self._on_notice)
         worker.phase.connect(self._on_phase)
         worker.solved.connect(self._on_solved)
+        worker.provisional.connect(self._on_provisional)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
         worker.splits.connect(self._on_splits)
@@ -495,6 +604,11 @@ class SolveController(QObject):
     def _on_solved(self, labels: Any, energy: float) -> None:
         if self._current():
             self.solved.emit(labels, energy)
+
+    @pyqtSlot(object, float, str)
+    def _on_provisional(self, labels: Any, energy: float, name: str) -> None:
+        if self._current():
+            self.provisional.emit(labels, energy, name)
 
     @pyqtSlot(object)
     def _on_finished(self, outcome: Any) -> None:

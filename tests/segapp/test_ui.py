@@ -295,16 +295,10 @@ def test_warm_up_says_when_the_first_run_compiles(win, qtbot, monkeypatch, compi
     """The background warm-up compiles for about a minute on a machine's first run: the status
     bar says so (in a permanent label, gone when it is done), then that the solver is ready;
     with numba's cache warm it says nothing."""
-    import numba
-
-    import solver.mrf
-
-    def fake_warm_up():
-        if compiles:
-            numba.njit(lambda x: 2 * x)(3)  # a real compile, as on a cold cache
-        return 42.0
-
-    monkeypatch.setattr(solver.mrf, "warm_up", fake_warm_up)
+    from segapp.ui.worker import WarmUp
+    # (the warm-up runs in a child process: these stand in for solver.mrf.warm_up there)
+    monkeypatch.setattr(WarmUp, "target",
+                        f"tests.segapp._warm_up_targets:{'compiles' if compiles else 'cached'}")
     messages = []
     win.statusBar().messageChanged.connect(messages.append)
     win.start_warm_up().join(60)

@@ -130,18 +130,11 @@ def test_compile_notice_of_a_run_survives_a_status_tip(win, qtbot, monkeypatch):
     assert not win.compile_label.isVisible() and not win.compile_bar.isVisible()
 
 
-def test_compile_notice_of_the_warm_up_survives_a_status_tip(win, qtbot, monkeypatch):
-    import numba
-
-    import solver.mrf
-    release = threading.Event()
-
-    def fake_warm_up():
-        numba.njit(lambda x: 5 * x - 2)(3)
-        release.wait(60)
-        return 42.0
-
-    monkeypatch.setattr(solver.mrf, "warm_up", fake_warm_up)
+def test_compile_notice_of_the_warm_up_survives_a_status_tip(win, qtbot, monkeypatch, tmp_path):
+    from segapp.ui.worker import WarmUp
+    release = tmp_path / "release"
+    monkeypatch.setenv("SEGAPP_TEST_RELEASE", str(release))
+    monkeypatch.setattr(WarmUp, "target", "tests.segapp._warm_up_targets:compiles_then_waits")
     thread = win.start_warm_up()
     try:
         qtbot.waitUntil(lambda: win.compile_label.isVisible(), timeout=20000)
@@ -150,7 +143,7 @@ def test_compile_notice_of_the_warm_up_survives_a_status_tip(win, qtbot, monkeyp
         assert win.compile_label.isVisible() and win.compile_bar.isVisible()
         assert win.compile_label.text().startswith("Compiling the solver's kernels")
     finally:
-        release.set()
+        release.touch()
     thread.join(60)
     qtbot.waitUntil(lambda: not win.compile_label.isVisible(), timeout=5000)
     assert win.statusBar().currentMessage() == "Solver ready (compiled in 42 s)"
@@ -264,15 +257,8 @@ def test_a_finished_run_keeps_no_live_frame(win, qtbot):
 def test_a_failed_warm_up_takes_its_compile_notice_away(win, qtbot, monkeypatch):
     """A warm-up that fails after its kernels began compiling leaves no compile notice behind
     (the first run then compiles, and says so itself)."""
-    import numba
-
-    import solver.mrf
-
-    def failing_warm_up():
-        numba.njit(lambda x: 7 * x - 3)(4)
-        raise RuntimeError("no kernels today")
-
-    monkeypatch.setattr(solver.mrf, "warm_up", failing_warm_up)
+    from segapp.ui.worker import WarmUp
+    monkeypatch.setattr(WarmUp, "target", "tests.segapp._warm_up_targets:fails")
     calls: list[tuple] = []
     real = win._set_compiling
 
@@ -395,8 +381,8 @@ def test_the_warm_up_starts_the_reference_process_when_a_reference_is_wanted(
     """Once the kernels are warm the reference's child process starts too (its imports then
     cost the first run nothing), unless the reference is switched off; the first run then uses
     that very process."""
-    import solver.mrf
-    monkeypatch.setattr(solver.mrf, "warm_up", lambda: 1.0)
+    from segapp.ui.worker import WarmUp
+    monkeypatch.setattr(WarmUp, "target", "tests.segapp._warm_up_targets:quick")
     win.params_panel.reference.setChecked(reference)
     ref = win.solver.reference_process
     assert ref.pid is None
@@ -414,20 +400,16 @@ def test_the_warm_up_starts_the_reference_process_when_a_reference_is_wanted(
 
 
 def test_a_warm_up_that_ends_after_the_window_closed_starts_no_process(win, qtbot,
-                                                                       monkeypatch):
+                                                                       monkeypatch, tmp_path):
     """Closing the window ends its reference process; a warm-up still running then must not
     start a fresh one behind it."""
-    import solver.mrf
-    release = threading.Event()
-
-    def slow_warm_up():
-        release.wait(60)
-        return 1.0
-
-    monkeypatch.setattr(solver.mrf, "warm_up", slow_warm_up)
+    from segapp.ui.worker import WarmUp
+    release = tmp_path / "release"
+    monkeypatch.setenv("SEGAPP_TEST_RELEASE", str(release))
+    monkeypatch.setattr(WarmUp, "target", "tests.segapp._warm_up_targets:waits")
     thread = win.start_warm_up()
     win.close()
-    release.set()
+    release.touch()
     thread.join(60)
     qtbot.wait(50)
     assert win.solver.reference_process.pid is None
