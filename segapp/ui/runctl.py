@@ -337,6 +337,7 @@ class RunMixin:
         self._set_compiling("run", False)
         self._live_probs = None
         self._solved_labels = None
+        self.statusBar().setToolTip("")  # (an exact preview's, see on_provisional)
 
     @property
     def running(self) -> bool:
@@ -511,9 +512,12 @@ class RunMixin:
         (the first run on a machine): shown until ADMM's live iterates take its place."""
         if self.results_panel.view_mode() != "photo":
             self.canvas.set_result(labels_rgb(labels, palette(self.doc.k)))
-        self.statusBar().showMessage(
-            f"Showing the exact {name} answer (E = {energy:.6g}) while ADMM's kernels compile; "
-            "ADMM's run follows")
+        # (short: beside the compile notice and the progress a 1440-pixel window has room for
+        # about 30 characters; the rest is in the tip)
+        self.statusBar().showMessage(f"Exact {name} cut shown; ADMM next")
+        self.statusBar().setToolTip(
+            f"The exact {name} answer to this model (E = {energy:.6g}), shown while ADMM's "
+            "kernels compile (first run only); ADMM's run follows")
 
     # ---------------------------------------------------------------- done
     def follow_stroke(self) -> None:

@@ -41,12 +41,12 @@ def test_while_the_kernels_compile_the_exact_cut_shows_first(win, qtbot, k):
     def shown(labels, energy, name):
         seen.append((labels.copy(), energy, name, win.running,
                      qimage_rgba(win.canvas.result.pixmap().toImage())[:, :, :3],
-                     win.statusBar().currentMessage()))
+                     win.statusBar().currentMessage(), win.statusBar().toolTip()))
 
     win.solver.provisional.connect(shown)
     outcome = run(win, qtbot)
     assert len(seen) == 1
-    labels, energy, name, running, drawn, message = seen[0]
+    labels, energy, name, running, drawn, message, tip = seen[0]
     exact = run_segmentation(image, strokes.astype(np.int32),
                              SegmentParams(k=k, solver="mincut" if k == 2 else "expansion"),
                              reference=False)
@@ -55,9 +55,11 @@ def test_while_the_kernels_compile_the_exact_cut_shows_first(win, qtbot, k):
     assert energy == pytest.approx(exact.energy)
     assert running  # (ADMM's run was still to come)
     np.testing.assert_array_equal(drawn, labels_rgb(labels, palette(k)))
-    assert message.startswith(f"Showing the exact {name} answer")
-    assert "ADMM's run follows" in message
+    assert message == f"Exact {name} cut shown; ADMM next"
+    assert tip.startswith(f"The exact {name} answer to this model (E = {energy:.6g})")
+    assert "ADMM's run follows" in tip
     assert outcome.method == "admm"
+    assert win.statusBar().toolTip() == ""  # (the preview's tip goes with the run)
     # the same model: ADMM's polished answer lands on the exact one's energy
     assert outcome.energy <= energy + 1e-6 * abs(energy)
 
