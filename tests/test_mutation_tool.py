@@ -55,3 +55,21 @@ def test_a_sample_is_fixed_by_the_module_and_leaves_out_help_text():
     assert picked <= set(names)
     assert mutation.sample("app", module, list(reversed(names)), docs) == picked
     assert mutation.sample("cli", "segapp/cli/segment.py", names, docs) is None
+
+
+def test_an_equivalence_judged_on_another_version_of_its_function_lapses(tmp_path, monkeypatch):
+    """Only judgements on the function as mutmut now sees it (its hash in the ``.meta`` file)
+    keep a mutant out of the run; the others are run again, as their mutant may not even be
+    the one judged (mutmut numbers a function's mutants afresh when it changes)."""
+    monkeypatch.setattr(mutation, "WORK", tmp_path)
+    monkeypatch.setitem(mutation.GROUPS, "g", (["pkg/mod.py"], []))
+    meta = tmp_path / "g" / "mutants" / "pkg" / "mod.py.meta"
+    meta.parent.mkdir(parents=True)
+    meta.write_text('{"exit_code_by_key": {}, "hash_by_function_name": '
+                    '{"x_run": "aaa", "x_other": "bbb"}}')
+    judged = {"pkg.mod.x_run__mutmut_3": ("aaa", "same"),
+              "pkg.mod.x_run__mutmut_4": ("old", "judged before a change"),
+              "pkg.mod.x_other__mutmut_1": ("bbb", "same"),
+              "pkg.gone.x_f__mutmut_1": ("ccc", "a module no longer mutated")}
+    assert mutation.fresh_equivalents("g", judged) == {"pkg.mod.x_run__mutmut_3",
+                                                       "pkg.mod.x_other__mutmut_1"}

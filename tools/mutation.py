@@ -249,7 +249,9 @@ def run(groups: list[str], jobs: int, again: bool = False) -> int:
         for module in GROUPS[group][0]:
             picked |= sample(group, module, list(results), skip) or set()
         sampled = tuple(_dotted(m) + "." for m in GROUPS[group][0] if m in SAMPLE)
-        judged = equivalents()  # (an equivalent mutant's verdict does not count)
+        # (an equivalent mutant's verdict does not count; one judged on another version of
+        # its function is run again)
+        judged = fresh_equivalents(group, equivalents())
         todo = [name for name, code in results.items()
                 if code in rerun and name not in skip and name not in judged
                 and (name in picked or not name.startswith(sampled))
@@ -265,6 +267,25 @@ def equivalents() -> dict[str, tuple[str, str]]:
     path = ROOT / "tools" / "mutation_equivalent.json"
     return {k: tuple(v) for k, v in json.loads(path.read_text()).items()} if path.exists() \
         else {}
+
+
+def function_hashes(group: str) -> dict[str, str]:
+    """Hash of each mutated function of the group's modules (mutmut's, in its ``.meta``
+    files), by mutant-name prefix (``segapp.cli.segment.x_run``)."""
+    out: dict[str, str] = {}
+    for module in GROUPS[group][0]:
+        meta = WORK / group / "mutants" / (module + ".meta")
+        if meta.exists():
+            hashes = json.loads(meta.read_text()).get("hash_by_function_name", {})
+            out.update({f"{_dotted(module)}.{func}": h for func, h in hashes.items()})
+    return out
+
+
+def fresh_equivalents(group: str, equivalent: dict[str, tuple[str, str]]) -> set[str]:
+    """The mutants judged equivalent on the version of their function the group now has."""
+    hashes = function_hashes(group)
+    return {name for name, (judged_on, _) in equivalent.items()
+            if hashes.get(name.split("__mutmut_")[0]) == judged_on}
 
 
 def tally(group: str, module: str, equivalent: dict[str, tuple[str, str]],
