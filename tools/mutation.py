@@ -50,7 +50,8 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     "cli": (["segapp/cli/__init__.py", "segapp/cli/segment.py"],
             ["tests/segapp/test_cli.py", "tests/segapp/test_cli_options.py",
              "tests/segapp/test_cli_constraints.py", "tests/segapp/test_cli_outputs.py",
-             "tests/segapp/test_cutout.py", "tests/segapp/test_files_written.py"]),
+             "tests/segapp/test_cutout.py", "tests/segapp/test_files_written.py",
+             "tests/segapp/test_cli_messages.py"]),
     # (tests/segapp/test_bad_inputs.py runs the installed console script in child processes,
     # which import the tree the package was installed from, not the scratch copy's mutant: only
     # its in-process tests are named, and in-process tests cover the rest of what it checks)
