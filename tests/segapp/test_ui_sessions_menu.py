@@ -83,3 +83,21 @@ def test_recent_sessions_are_marked_and_reopen_the_session(win, saved, tmp_path)
     np.testing.assert_array_equal(win.doc.strokes, strokes)
     # opened again, it moves to the top
     assert win.recent_menu.actions()[0].text() == "work.json (session)"
+
+
+@pytest.mark.parametrize("percent", [0, 30, 100])
+def test_the_overlay_opacity_comes_back_with_the_session_even_at_zero(win, tmp_path, percent):
+    """The results' opacity slider is saved with the session and set again on opening it, its
+    ends included (0 % is a value, not "none given": it must not come back as the default)."""
+    rng = np.random.default_rng(1)
+    cv2.imwrite(str(tmp_path / "photo.png"), rng.integers(0, 255, (20, 30, 3), dtype=np.uint8))
+    assert win.open_path(str(tmp_path / "photo.png"))
+    default = win.results_panel.opacity.value()
+    assert default not in (0, 30, 100)  # (else reopening at the default would pass)
+    win.results_panel.opacity.setValue(percent)
+    session = tmp_path / "work.json"
+    assert win.save_session(str(session))
+    win.results_panel.opacity.setValue(default)
+    assert win.open_session(str(session))
+    assert win.errors == []
+    assert win.results_panel.opacity.value() == percent
