@@ -30,14 +30,18 @@ def sky_and_rocket(h=60, w=90, seed=0):
 def test_reestimation_refits_the_models_and_the_answer_follows():
     """scikit-image's rocket (0.13 MP) in a rectangle: the models fitted once from the
     rectangle take a slab of the sky for the object; rounds refit them to the answer and the
-    cut is the rocket, as OpenCV's GrabCut (5 iterations, same rectangle) finds it."""
+    cut is the rocket, as OpenCV's GrabCut (5 iterations, same rectangle) finds it. At λ = 10:
+    at the default λ = 15 one fit already finds the rocket (IoU 0.99 with GrabCut's cut,
+    measured 2026-12-02), so the premise needs the weaker smoothness."""
     import cv2
     from skimage import data
 
     img = cv2.resize(data.rocket(), (448, 298), interpolation=cv2.INTER_AREA)
     rect = (161, 28, 91, 238)
-    once = run_segmentation(img, None, SegmentParams(rounds=0), rect=rect, reference=False)
-    again = run_segmentation(img, None, SegmentParams(rounds=3), rect=rect, reference=False)
+    once = run_segmentation(img, None, SegmentParams(lam=10.0, rounds=0), rect=rect,
+                            reference=False)
+    again = run_segmentation(img, None, SegmentParams(lam=10.0, rounds=3), rect=rect,
+                             reference=False)
     mask = np.zeros(img.shape[:2], np.uint8)
     cv2.grabCut(cv2.cvtColor(img, cv2.COLOR_RGB2BGR), mask, rect, np.zeros((1, 65)),
                 np.zeros((1, 65)), 5, cv2.GC_INIT_WITH_RECT)
