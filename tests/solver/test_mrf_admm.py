@@ -338,7 +338,8 @@ def test_pair_moves_take_a_two_pixel_sliver_icm_keeps():
     from solver.mrf import PolishOptions, SolveOptions
 
     image, _, strokes = _synthetic(10, 2, noise=0.25)
-    p = build_problem(image, strokes, 2)
+    # λ = 10: the λ this input was built and measured at (the default until 2026-12-02)
+    p = build_problem(image, strokes, 2, lam=10.0)
     best = solve_mrf(p, "mincut").energy
     assert solve_mrf(p, "admm").energy <= best + 1e-6 * abs(best)
     bare = PolishOptions(descents=False, edge_snap=False, tv_iterations=0)

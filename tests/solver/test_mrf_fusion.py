@@ -76,7 +76,8 @@ def _square_problem():
     strokes = np.zeros((40, 40), np.int32)
     strokes[20, 16:28] = 1
     strokes[3, 3:37] = 2
-    return build_problem(img, strokes, 2), img
+    # λ = 10: the λ this input was built and measured at (the default until 2026-12-02)
+    return build_problem(img, strokes, 2, lam=10.0), img
 
 
 def test_level_set_fusion_recovers_a_region_no_local_move_can():

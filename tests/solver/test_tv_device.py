@@ -24,15 +24,16 @@ needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")
 
 
 def _cameraman(k: int, size=(90, 80)):
-    """The cameraman resized, with a GrabCut rectangle (K = 2) or a short stroke per label."""
+    """The cameraman resized, with a GrabCut rectangle (K = 2) or a short stroke per label, at
+    λ = 10, the λ these inputs were built and measured at (the default until 2026-12-02)."""
     img = cv2.resize(load_image(ASSETS_DIR / "cameraman.png"), size[::-1],
                      interpolation=cv2.INTER_AREA)
     if k == 2:
-        return build_problem(img, None, 2, rect=(2, 8, 60, 75))
+        return build_problem(img, None, 2, rect=(2, 8, 60, 75), lam=10.0)
     strokes = np.zeros(size, np.int32)
     for c in range(k):
         strokes[10 + 20 * c:12 + 20 * c, 15:45] = c + 1
-    return build_problem(img, strokes, k)
+    return build_problem(img, strokes, k, lam=10.0)
 
 
 def _k2_inputs(problem, start):

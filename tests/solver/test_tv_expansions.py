@@ -199,7 +199,9 @@ def test_nesting_polish_takes_expansion_moves_that_keep_the_margin():
     strokes = load_label_image(ASSETS_DIR / "cameraman_strokes_k3.png", img.shape[:2])
     img = cv2.resize(img, (100, 100), interpolation=cv2.INTER_AREA)
     strokes = cv2.resize(strokes, (100, 100), interpolation=cv2.INTER_NEAREST)
-    problem = build_problem(img, strokes, 3, constraints=Constraints(apart=((1, 3),)))
+    # λ = 10: the λ this input was built and measured at (the default until 2026-12-02)
+    problem = build_problem(img, strokes, 3, lam=10.0,
+                            constraints=Constraints(apart=((1, 3),)))
     ref = solve_mrf(problem, "mincut").energy
     on = solve_mrf(problem, "admm", seed=0)
     off = solve_mrf(problem, "admm", seed=0, options=SolveOptions(

@@ -230,9 +230,12 @@ def _cameraman_with_an_area(side, lo, hi):
     strokes = load_label_image(ASSETS_DIR / "cameraman_strokes_k2.png", img.shape[:2])
     img = cv2.resize(img, (side, side), interpolation=cv2.INTER_AREA)
     strokes = cv2.resize(strokes, (side, side), interpolation=cv2.INTER_NEAREST)
-    share = float((solve_mrf(build_problem(img, strokes, 2), "mincut").labels == 1).mean())
+    # λ = 10: the λ this input was built and measured at (the default until 2026-12-02)
+    lam = 10.0
+    share = float((solve_mrf(build_problem(img, strokes, 2, lam=lam), "mincut").labels == 1)
+                  .mean())
     bound = Constraints(area=(AreaBound(1, lo * share, hi * share),))
-    return build_problem(img, strokes, 2, constraints=bound)
+    return build_problem(img, strokes, 2, lam=lam, constraints=bound)
 
 
 def _cameraman_with_a_raised_area():
