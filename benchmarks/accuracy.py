@@ -129,6 +129,8 @@ def boundary_f(pred: np.ndarray, truth: np.ndarray, k: int, tol: float = TOLERAN
 
 #: λ of segapp's model in every segapp method (None: the app's default); ``--lam`` sets it
 LAM: float | None = None
+#: re-estimation rounds of segapp and min-cut (None: the model's own for the input); ``--rounds``
+ROUNDS: int | None = None
 
 def segapp(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     """segapp as the app runs it: ``run_segmentation`` with the default ``SegmentParams(k=K)``,
@@ -136,7 +138,7 @@ def segapp(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     rectangle."""
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
-    return run_segmentation(image, inp.strokes, SegmentParams(k=k, lam=LAM), rect=inp.rect,
+    return run_segmentation(image, inp.strokes, SegmentParams(k=k, lam=LAM, rounds=ROUNDS), rect=inp.rect,
                             reference=False).labels
 
 
@@ -164,7 +166,8 @@ def mincut(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     """segapp's model solved exactly by min-cut (K = 3: by its yardstick, α-expansion)."""
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
-    params = SegmentParams(k=k, lam=LAM, solver="mincut" if k == 2 else "expansion")
+    params = SegmentParams(k=k, lam=LAM, rounds=ROUNDS,
+                           solver="mincut" if k == 2 else "expansion")
     return run_segmentation(image, inp.strokes, params, rect=inp.rect, reference=False).labels
 
 
@@ -924,10 +927,12 @@ def main(argv: list[str] | None = None) -> int:
                                     "T11-blob,H02-shape)")
     ap.add_argument("--lam", type=float, default=None,
                     help="λ of segapp's model in its methods and users (default: the app's)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="re-estimation rounds of segapp and min-cut (default: the model's)")
     ap.add_argument("--list", action="store_true", help="print the cases and exit")
     args = ap.parse_args(argv)
-    global LAM  # noqa: PLW0603 - one setting for every method of this run
-    LAM = args.lam
+    global LAM, ROUNDS  # noqa: PLW0603 - one setting for every method of this run
+    LAM, ROUNDS = args.lam, args.rounds
     split = "held-out" if args.split == "heldout" else args.split
     methods = _names(args.methods, METHODS, "method")
     user_methods = _names(args.user_methods, USERS, "user method")
@@ -984,7 +989,7 @@ def _settings(args: argparse.Namespace, argv: list[str] | None, split: str, meth
         "argv": " ".join(argv if argv is not None else sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M"), "split_run": split, "methods": methods,
         "user_methods": user_methods, "quick": args.quick, "max_pixels": args.max_pixels,
-        "seed": args.seed, "lam": LAM, "user_max_pixels": args.user_max_pixels,
+        "seed": args.seed, "lam": LAM, "rounds": ROUNDS, "user_max_pixels": args.user_max_pixels,
         "user_strokes": args.user_strokes, "user_stop": USER_STOP, "tolerance_px": TOLERANCE,
         "grabcut_iterations": GRABCUT_ITERS, "rw_max_pixels": RW_MAX_PIXELS, "rw_beta": RW_BETA,
         "warm_up": not args.no_warm_up, "wall_s": round(wall, 1), "complete": done, "split_salt": data.SPLIT_SALT,
