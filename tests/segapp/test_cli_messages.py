@@ -121,3 +121,36 @@ def test_an_image_opencv_cannot_encode_is_one_sentence(tmp_path, monkeypatch, fa
     with pytest.raises(ValueError) as err:
         _encode(path, np.zeros((4, 4, 3), np.uint8))
     assert str(err.value) == f"cannot write '{path}': OpenCV could not encode the image"
+
+
+def test_a_cut_out_without_feather_has_a_hard_edge(inputs):
+    """No --feather: every pixel is wholly kept or wholly transparent."""
+    assert main(["segment", "p.png", "--strokes", "s.png", "--out", "o.png", "--cutout", "c.png",
+                 "--max-iter", "50"]) == 0
+    with Image.open("c.png") as im:
+        alpha = np.asarray(im)[:, :, 3]
+    assert set(np.unique(alpha).tolist()) <= {0, 255} and alpha.max() == 255
+
+
+def test_labels_that_break_a_constraint_are_refused_in_one_sentence(inputs, monkeypatch, capsys):
+    """Where the answer breaks an area bound (which ADMM can leave when no labelling it finds
+    meets it), the run says which and how, writes nothing and exits 1."""
+    from dataclasses import replace
+
+    from solver.mrf.build.constraints import ConstraintReport
+    real = pipeline.run_segmentation
+
+    def broken(image, strokes, params, **kw):
+        out = real(image, strokes, params, **kw)
+        return replace(out, constraints=[ConstraintReport("area", (1,), 100.0, 200.0, 240.0,
+                                                          False)])
+
+    monkeypatch.setattr(pipeline, "run_segmentation", broken)
+    code = main(["segment", "p.png", "--strokes", "s.png", "--area", "1:0.05-0.95", "--out",
+                 "o.png", "--max-iter", "50"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert err[-1] == ("segapp: error: the labels found break a constraint (area of label 1: "
+                       "240 px in [100, 200] VIOLATED); nothing was written (--allow-infeasible "
+                       "writes them)")
+    assert not (inputs / "o.png").exists()
