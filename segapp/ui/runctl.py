@@ -512,9 +512,9 @@ class RunMixin:
         (the first run on a machine): shown until ADMM's live iterates take its place."""
         if self.results_panel.view_mode() != "photo":
             self.canvas.set_result(labels_rgb(labels, palette(self.doc.k)))
-        # (short: beside the compile notice and the progress a 1440-pixel window has room for
-        # about 30 characters; the rest is in the tip)
-        self.statusBar().showMessage(f"Exact {name} cut shown; ADMM next")
+        # (short: beside the compile notice and the progress text a 1440-pixel window has room
+        # for about 25 characters in a real window; which solver and its energy are in the tip)
+        self.statusBar().showMessage("Exact cut shown; ADMM next")
         self.statusBar().setToolTip(
             f"The exact {name} answer to this model (E = {energy:.6g}), shown while ADMM's "
             "kernels compile (first run only); ADMM's run follows")

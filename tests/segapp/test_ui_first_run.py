@@ -55,7 +55,7 @@ def test_while_the_kernels_compile_the_exact_cut_shows_first(win, qtbot, k):
     assert energy == pytest.approx(exact.energy)
     assert running  # (ADMM's run was still to come)
     np.testing.assert_array_equal(drawn, labels_rgb(labels, palette(k)))
-    assert message == f"Exact {name} cut shown; ADMM next"
+    assert message == "Exact cut shown; ADMM next"
     assert tip.startswith(f"The exact {name} answer to this model (E = {energy:.6g})")
     assert "ADMM's run follows" in tip
     assert outcome.method == "admm"
