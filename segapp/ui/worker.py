@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -376,25 +377,29 @@ def warm_up_in_child(on_compiling: Callable[[], None], target: str = "solver.mrf
     RuntimeError
         The child failed or ended without saying it was ready (its last line of stderr).
     """
-    proc = subprocess.Popen(  # noqa: S603 - this interpreter, a fixed module
-        [sys.executable, "-m", "solver.mrf.solve.warmup", target], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if started is not None:
-        started(proc)
-    seconds, compiled = None, False
-    try:
-        for line in proc.stdout:
-            word, _, rest = line.strip().partition(" ")
-            if word == "compiling" and not compiled:
-                compiled = True
-                on_compiling()
-            elif word == "ready":
-                seconds = float(rest)
-        err = proc.stderr.read().strip().splitlines()
-        code = proc.wait()
-    finally:
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            pipe.close()
+    # (stderr goes to a file: numba's warnings there could fill a pipe nobody reads yet and
+    # block the child before it says it is ready)
+    with tempfile.TemporaryFile("w+") as errors:
+        proc = subprocess.Popen(  # noqa: S603 - this interpreter, a fixed module
+            [sys.executable, "-m", "solver.mrf.solve.warmup", target], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=errors, text=True)
+        if started is not None:
+            started(proc)
+        seconds, compiled = None, False
+        try:
+            for line in proc.stdout:
+                word, _, rest = line.strip().partition(" ")
+                if word == "compiling" and not compiled:
+                    compiled = True
+                    on_compiling()
+                elif word == "ready":
+                    seconds = float(rest)
+            code = proc.wait()
+        finally:
+            proc.stdin.close()
+            proc.stdout.close()
+        errors.seek(0)
+        err = errors.read().strip().splitlines()
     if code != 0 or seconds is None:
         raise RuntimeError(f"the warm-up process ended with status {code}"
                            + (f": {err[-1]}" if err else ""))

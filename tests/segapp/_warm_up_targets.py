@@ -50,3 +50,12 @@ def compiles_then_waits() -> float:
 def waits() -> float:
     _wait_for_release()
     return 1.0
+
+
+def talks() -> float:
+    """Writes far more to stderr than a pipe holds before it is ready (as numba's warnings
+    could)."""
+    import sys
+    for _ in range(4000):
+        print("a warning line of some length, " * 4, file=sys.stderr)
+    return 7.0

@@ -114,3 +114,8 @@ def test_a_warm_up_child_ends_when_its_parent_stops_waiting(tmp_path, monkeypatc
     proc.stdin.close()
     assert proc.wait(20) == 0
     proc.stdout.close()
+
+
+def test_a_warm_up_child_that_writes_much_to_stderr_still_finishes():
+    """Half a megabyte on stderr before "ready" (more than a pipe buffers) does not block it."""
+    assert warm_up_in_child(lambda: None, f"{TARGETS}:talks") == (7.0, False)
