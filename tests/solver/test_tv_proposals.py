@@ -587,3 +587,72 @@ def test_with_the_proof_the_rounds_still_end_at_iterations_once_proved(monkeypat
         fuse_tv_into(problem, np.zeros(problem.n, np.int64), 300, 1.0, (0.5,), every=200,
                      proof=proof, proof_iterations=1200)
         assert asked == [200, 100], proof
+
+
+def _rectangle_problem(seed: int, shape=(40, 57), box=(9, 31, 12, 44)):
+    """A K = 2 problem whose pixels outside ``box`` (rows y0..y1-1, columns x0..x1-1) are hard
+    at label 1, as a rectangle's outside is, with a few hard pixels inside too."""
+    from solver.mrf.build.problem import replace_problem
+
+    problem = random_problem(shape, k=2, seed=seed, hard_fraction=0.03)
+    hard = problem.hard.reshape(shape).copy()
+    y0, y1, x0, x1 = box
+    inside = np.zeros(shape, bool)
+    inside[y0:y1, x0:x1] = True
+    hard[~inside] = 1
+    return replace_problem(problem, hard=hard.ravel().astype(np.int32))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_relaxation_on_the_free_pixels_box_is_the_whole_grids_bit_for_bit(seed):
+    """With a rectangle's outside hard, the TV steps run on the box of the free pixels alone
+    (a grid a third of the image here), and give every pixel the value the steps on the whole
+    grid give it, sparse steps and the gap test included. (Where the values stop changing a
+    sparse step sees it at once and ends the call; a step over every pixel goes on unchanged,
+    so the counts of steps may differ, never the values.)"""
+    from solver.mrf.polish.tv import GridRelaxation, grid_terms, movable_box
+
+    problem = _rectangle_problem(seed)
+    box = movable_box(problem)
+    assert box == (8, 32, 11, 45)  # (the free pixels' box, grown by one)
+    guess = np.random.default_rng(seed).integers(1, 3, problem.n)
+    lab = np.where(problem.hard > 0, problem.hard, guess).astype(np.int64) - 1
+    whole = GridRelaxation(problem, lab, grid_terms(problem, 1.0), gap=1e-9)
+    boxed = GridRelaxation(problem, lab, grid_terms(problem, 1.0, box=box), gap=1e-9, box=box)
+    assert boxed.inner.size == (32 - 8) * (45 - 11) < problem.n / 2
+    for block in (25, 100, 75):
+        whole.run(block, 0.0)
+        boxed.run(block, 0.0)
+        assert np.array_equal(whole.s, boxed.s)
+    assert not np.array_equal(whole.s, lab)  # (the steps did move values)
+    assert abs(whole.proven_gap(lab) - boxed.proven_gap(lab)) <= 1e-6
+
+
+def test_the_tv_proposals_take_the_same_regions_on_the_box_as_on_the_whole_grid(monkeypatch):
+    """:func:`fuse_tv_into` on a rectangle problem: the same labels whether its steps run on
+    the free pixels' box (the default) or on the whole grid (the box turned off)."""
+    from solver.mrf.polish import tv
+
+    problem = _rectangle_problem(7, shape=(60, 80), box=(10, 50, 15, 70))
+    start = np.where(problem.hard > 0, problem.hard, 2).astype(np.int64) - 1
+    got = start.copy()
+    tv.fuse_tv_into(problem, got, 300, 1.0, (0.5,), every=100)
+    monkeypatch.setattr(tv, "BOX_BELOW", 0.0)  # (no box is small enough: the whole grid)
+    assert tv.movable_box(problem) is None
+    want = start.copy()
+    tv.fuse_tv_into(problem, want, 300, 1.0, (0.5,), every=100)
+    assert np.array_equal(got, want)
+    assert not np.array_equal(got, start)  # (the steps did take regions)
+
+
+def test_no_box_where_the_free_pixels_span_the_image_or_none_is_free():
+    """The box is only for free pixels that leave most of the image hard."""
+    from solver.mrf.build.problem import replace_problem
+    from solver.mrf.polish.tv import movable_box
+
+    problem = random_problem((20, 30), k=2, seed=1, hard_fraction=0.1)
+    assert movable_box(problem) is None  # (free pixels at the corners)
+    assert movable_box(replace_problem(problem, hard=np.ones(problem.n, np.int32))) is None
+    one = np.ones(problem.n, np.int32)
+    one[5 * 30 + 7] = 0  # a single free pixel: a box of 3 x 3 round it
+    assert movable_box(replace_problem(problem, hard=one)) == (4, 7, 6, 9)

@@ -26,7 +26,7 @@ from solver.backend.threads import threaded
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish import tv_device, tv_kernels
 from solver.mrf.polish.fusion import Snapshot, Workspace, fuse_level_sets_into
-from solver.mrf.polish.stencil import forward_costs, grid_view
+from solver.mrf.polish.stencil import box_forward_costs, forward_costs, grid_offsets, grid_view
 
 log = logging.getLogger(__name__)
 
@@ -50,17 +50,34 @@ class GridRelaxation:
         Also stop once ``lab`` is proved within this fraction of its energy's magnitude of the
         optimum (the duality gap at the start, :func:`tv_kernels.grid_dual_value`, checked
         every 25 steps); None: no such test.
+    box : tuple of int, optional
+        ``(y0, y1, x0, x1)``: the steps run on this box alone, as a grid of its own, ``terms``
+        being the box's (:func:`grid_terms` with ``box``); every pixel outside it, and every
+        pixel on its edge that has a neighbour outside, must be hard (:func:`movable_box`).
+        Then the values are those of the steps on the whole grid: a hard pixel's value never
+        changes and only reaches the free pixels through its edges to them, all in the box.
+
+    Attributes
+    ----------
+    s : numpy.ndarray
+        ``(n,)`` float32 values of the steps so far (label 2's weight), the whole grid's.
     """
 
     def __init__(self, problem: MRFProblem, lab: np.ndarray, terms: tuple,
-                 backend: Any = None, gap: float | None = None) -> None:
+                 backend: Any = None, gap: float | None = None,
+                 box: tuple[int, int, int, int] | None = None) -> None:
         self.cost, self.offsets, self.tau, gamma = terms
         self.sigma = np.float32(0.5 / gamma)
-        self.u = (problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
-        self.free = problem.movable
         self.s = np.asarray(lab, dtype=np.float32).copy()
-        self.p = np.zeros((4, self.s.size), np.float32)
-        self.bar = self.s.copy()
+        self.pixels = None if box is None else box_pixels(problem.shape, box)
+        self.u = self._boxed(problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
+        self.free = self._boxed(problem.movable)
+        self.inner = self._boxed(self.s).copy() if box is not None else self.s
+        if self.inner.size != self.tau.size:
+            raise ValueError(f"the TV terms are for {self.tau.size} pixels, the box has "
+                             f"{self.inner.size}")
+        self.p = np.zeros((4, self.inner.size), np.float32)
+        self.bar = self.inner.copy()
         self.backend = backend
         self.problem = problem
         self.gap = None if gap is None else float(gap)
@@ -83,8 +100,10 @@ class GridRelaxation:
             Whether a stopping test ended the steps before ``iterations``.
         """
         done, sparse = grid_steps(self.backend, self.cost, self.offsets, self.u, self.free,
-                                  self.tau, self.s, self.sigma, int(iterations), float(tol),
+                                  self.tau, self.inner, self.sigma, int(iterations), float(tol),
                                   self.start, self.gap_tol, self.p, self.bar)
+        if self.pixels is not None:
+            self.s[self.pixels] = self.inner
         self.steps += done
         log.debug("TV relaxation: %d steps (%d in all), %d of them sparse", done, self.steps,
                   sparse)
@@ -104,9 +123,9 @@ class GridRelaxation:
         -------
         float
         """
-        value = start_value(self.cost, self.offsets, self.u, lab)
-        bound = threaded(tv_kernels.grid_dual_value, self.offsets, self.u, self.free, self.s,
-                         self.p)
+        value = start_value(self.cost, self.offsets, self.u, self._boxed(lab))
+        bound = threaded(tv_kernels.grid_dual_value, self.offsets, self.u, self.free,
+                         self.inner, self.p)
         return (value - float(bound)) / max(1.0, abs(self.problem.energy(np.asarray(lab) + 1)))
 
     def restart_gap(self, lab: np.ndarray) -> None:
@@ -119,8 +138,13 @@ class GridRelaxation:
             ``(n,)`` 0-based labels with the hard pixels' labels of the start.
         """
         if self.gap is not None:
-            self.start = start_value(self.cost, self.offsets, self.u, lab)
+            self.start = start_value(self.cost, self.offsets, self.u, self._boxed(lab))
             self.gap_tol = self.gap * max(1.0, abs(self.problem.energy(np.asarray(lab) + 1)))
+
+    def _boxed(self, values: np.ndarray) -> np.ndarray:
+        """A whole grid's ``(n,)`` values at the box's pixels (all of them without a box)."""
+        values = np.asarray(values).reshape(-1)
+        return values if self.pixels is None else values[self.pixels]
 
 
 def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
@@ -151,9 +175,10 @@ def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: f
     """
     if problem.k != 2:
         raise ValueError(f"the TV relaxation is for two labels, not K = {problem.k}")
-    terms = grid_terms(problem, step)
+    box = movable_box(problem)
+    terms = grid_terms(problem, step, box=box)
     if terms is not None:
-        relax = GridRelaxation(problem, lab, terms, backend)
+        relax = GridRelaxation(problem, lab, terms, backend, box=box)
         relax.run(iterations, tol)
         return relax.s.astype(np.float64), relax.steps
     # (no grid: the Laplacian's upper triangle, each edge once)
@@ -274,13 +299,14 @@ def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: fl
     int
         Regions taken.
     """
-    terms = grid_terms(problem, step) if problem.k == 2 else None
+    box = movable_box(problem) if problem.k == 2 else None
+    terms = grid_terms(problem, step, box=box) if problem.k == 2 else None
     if terms is None:
         s, steps = tv_relaxation(problem, lab, iterations, step, backend=backend)
         moved = _fuse_levels(problem, lab, s, thresholds, workspace)
         log.debug("TV proposals: %d steps, %d regions taken", steps, moved)
         return moved
-    relax = GridRelaxation(problem, lab, terms, backend, gap)
+    relax = GridRelaxation(problem, lab, terms, backend, gap, box)
     block = iterations if every is None else max(int(every), 1)
     later = block if next_every is None else max(int(next_every), 1)
     proving = proof is not None and every is not None
@@ -464,6 +490,44 @@ def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
     return u, out
 
 
+#: Share of the grid at most that the box of the free pixels may cover for the K = 2 TV steps
+#: to run on it alone (:func:`movable_box`): a rectangle's outside, hard, then costs nothing.
+BOX_BELOW = 0.9
+
+
+def movable_box(problem: MRFProblem) -> tuple[int, int, int, int] | None:
+    """The box ``(y0, y1, x0, x1)`` (rows ``y0 .. y1 - 1``, columns ``x0 .. x1 - 1``) of the
+    free pixels grown by one pixel (clipped to the image): every pixel outside it is hard and
+    so is every pixel on its edge with a neighbour outside. None where no pixel is free, where
+    it covers more than :data:`BOX_BELOW` of the grid, or is under 3 columns wide.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+
+    Returns
+    -------
+    tuple of int or None
+    """
+    h, w = (int(v) for v in problem.shape)
+    free = problem.movable.reshape(h, w)
+    rows = np.flatnonzero(free.any(axis=1))
+    if rows.size == 0:
+        return None
+    cols = np.flatnonzero(free.any(axis=0))
+    y0, y1 = max(int(rows[0]) - 1, 0), min(int(rows[-1]) + 2, h)
+    x0, x1 = max(int(cols[0]) - 1, 0), min(int(cols[-1]) + 2, w)
+    if x1 - x0 < 3 or (y1 - y0) * (x1 - x0) > BOX_BELOW * h * w:
+        return None
+    return y0, y1, x0, x1
+
+
+def box_pixels(shape: tuple[int, int], box: tuple[int, int, int, int]) -> np.ndarray:
+    """The flat indices of a box's pixels in the image, row by row (its own grid's order)."""
+    y0, y1, x0, x1 = (int(v) for v in box)
+    return (np.arange(y0, y1)[:, None] * int(shape[1]) + np.arange(x0, x1)[None, :]).ravel()
+
+
 def kernel_grid(problem: MRFProblem, step: float
                 ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
     """The grid weights and geometry the TV kernels read
@@ -493,19 +557,29 @@ def kernel_grid(problem: MRFProblem, step: float
 
 
 def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | float | None = None,
-               layers: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+               layers: int = 1, box: tuple[int, int, int, int] | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     """Forward-edge costs ``(4, n)`` (float32, 0: no edge), offsets, primal steps and ``gamma``
     of the grid kernel, or None when the problem has no grid view
     (:func:`solver.mrf.polish.stencil.grid_view`) or a negative edge weight. A pixel's primal
     step is ``gamma`` over the entries of its column: its edge count once per layer of the
     relaxation (two for :mod:`solver.mrf.polish.layered`), plus its entry of ``row`` where more
-    constraint rows hold it (an area; a nesting's order rows)."""
+    constraint rows hold it (an area; a nesting's order rows). With ``box``
+    (``(y0, y1, x0, x1)``, :func:`movable_box`) the terms of that box as a grid of its own: its
+    pixels' edges inside it, and their steps from their edge counts in the image."""
     grid = kernel_grid(problem, step)
     if grid is None:
         return None
     gw, geom, two_lam, gamma = grid
-    cost, deg = forward_costs(gw, geom, two_lam)
-    offsets = geom[:8].copy()
+    if box is None:
+        cost, deg = forward_costs(gw, geom, two_lam)
+        offsets = geom[:8].copy()
+    else:
+        y0, y1, x0, x1 = (int(v) for v in box)
+        cost, deg = box_forward_costs(gw, geom, two_lam, y0, y1, x0, x1)
+        offsets = grid_offsets(x1 - x0)
+        if isinstance(row, np.ndarray):
+            row = row.reshape(-1)[box_pixels(problem.shape, box)]
     entries = layers * np.maximum(deg, 1)
     tau = (gamma / (entries if row is None else entries + row)).astype(np.float32)
     return cost, offsets, tau, gamma
