@@ -286,4 +286,8 @@ def test_the_corrections_benchmark_times_both_ways_of_each_correction(tmp_path):
     assert out["summary"]["cold_median_s"] == pytest.approx(
         float(np.median([r["cold_s"] for r in rows])))
     assert all(0 <= r["iou_correction"] <= 1 and r["correction_s"] > 0 for r in rows)
-    assert "| correction (from the last answer) |" in (tmp_path / "corrections.md").read_text()
+    # the gaps to each run's own min-cut: none below it (min-cut is exact), and K = 2 lands on it
+    assert all(-1e-9 <= r[g] <= 1e-4 for r in rows for g in ("gap_cold", "gap_correction"))
+    assert out["summary"]["gap_correction_worst"] == max(r["gap_correction"] for r in rows)
+    md = (tmp_path / "corrections.md").read_text()
+    assert "| correction (from the last answer) |" in md and "worst energy gap" in md
