@@ -131,6 +131,33 @@ def boundary_f(pred: np.ndarray, truth: np.ndarray, k: int, tol: float = TOLERAN
 LAM: float | None = None
 #: re-estimation rounds of segapp and min-cut (None: the model's own for the input); ``--rounds``
 ROUNDS: int | None = None
+#: changes to the model of segapp and min-cut (:class:`solver.mrf.ModelOptions` fields);
+#: ``--model-option NAME=VALUE``
+MODEL_CHANGES: dict = {}
+
+
+def _model():
+    """The model of segapp and min-cut: the default with :data:`MODEL_CHANGES`."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from solver.mrf import DEFAULT_MODEL  # noqa: PLC0415
+    return replace(DEFAULT_MODEL, **MODEL_CHANGES)
+
+
+def _model_option(text: str) -> tuple[str, object]:
+    """``NAME=VALUE`` of a :class:`solver.mrf.ModelOptions` field, the value in its type."""
+    from dataclasses import fields  # noqa: PLC0415
+
+    from solver.mrf import DEFAULT_MODEL  # noqa: PLC0415
+    name, _, value = text.partition("=")
+    known = {f.name: type(getattr(DEFAULT_MODEL, f.name)) for f in fields(DEFAULT_MODEL)}
+    if name not in known or not value:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of "
+                                         f"{', '.join(sorted(known))}, got {text!r}")
+    kind = known[name]
+    if kind is bool:
+        return name, value.lower() in ("1", "true", "yes", "on")
+    return name, None if value == "None" else (int(value) if kind is int else kind(value))
 
 def segapp(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     """segapp as the app runs it: ``run_segmentation`` with the default ``SegmentParams(k=K)``,
@@ -138,8 +165,9 @@ def segapp(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     rectangle."""
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
-    return run_segmentation(image, inp.strokes, SegmentParams(k=k, lam=LAM, rounds=ROUNDS), rect=inp.rect,
-                            reference=False).labels
+    return run_segmentation(image, inp.strokes,
+                            SegmentParams(k=k, lam=LAM, rounds=ROUNDS, model=_model()),
+                            rect=inp.rect, reference=False).labels
 
 
 def segapp_once(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
@@ -166,7 +194,7 @@ def mincut(image: np.ndarray, inp: data.Input, k: int) -> np.ndarray:
     """segapp's model solved exactly by min-cut (K = 3: by its yardstick, α-expansion)."""
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
-    params = SegmentParams(k=k, lam=LAM, rounds=ROUNDS,
+    params = SegmentParams(k=k, lam=LAM, rounds=ROUNDS, model=_model(),
                            solver="mincut" if k == 2 else "expansion")
     return run_segmentation(image, inp.strokes, params, rect=inp.rect, reference=False).labels
 
@@ -321,7 +349,7 @@ class SegappUser:
     def _run(self) -> np.ndarray:
         from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
 
-        params = SegmentParams(k=self.k, lam=LAM, solver=self.solver)
+        params = SegmentParams(k=self.k, lam=LAM, solver=self.solver, model=_model())
         drawn = self.strokes.astype(np.int32) if self.strokes.any() else None
         strokes, hard = (None, drawn) if self.hard else (drawn, None)
         self.last = run_segmentation(
@@ -929,10 +957,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="λ of segapp's model in its methods and users (default: the app's)")
     ap.add_argument("--rounds", type=int, default=None,
                     help="re-estimation rounds of segapp and min-cut (default: the model's)")
+    ap.add_argument("--model-option", action="append", type=_model_option, default=[],
+                    metavar="NAME=VALUE",
+                    help="a change to segapp's model in segapp and min-cut, a field of "
+                         "solver.mrf.ModelOptions (repeatable), e.g. rect_rounds=5")
     ap.add_argument("--list", action="store_true", help="print the cases and exit")
     args = ap.parse_args(argv)
-    global LAM, ROUNDS  # noqa: PLW0603 - one setting for every method of this run
-    LAM, ROUNDS = args.lam, args.rounds
+    global LAM, ROUNDS, MODEL_CHANGES  # noqa: PLW0603 - one setting for every method of this run
+    LAM, ROUNDS, MODEL_CHANGES = args.lam, args.rounds, dict(args.model_option)
     split = "held-out" if args.split == "heldout" else args.split
     methods = _names(args.methods, METHODS, "method")
     user_methods = _names(args.user_methods, USERS, "user method")
@@ -989,7 +1021,8 @@ def _settings(args: argparse.Namespace, argv: list[str] | None, split: str, meth
         "argv": " ".join(argv if argv is not None else sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M"), "split_run": split, "methods": methods,
         "user_methods": user_methods, "quick": args.quick, "max_pixels": args.max_pixels,
-        "seed": args.seed, "lam": LAM, "rounds": ROUNDS, "user_max_pixels": args.user_max_pixels,
+        "seed": args.seed, "lam": LAM, "rounds": ROUNDS, "model_changes": MODEL_CHANGES,
+        "user_max_pixels": args.user_max_pixels,
         "user_strokes": args.user_strokes, "user_stop": USER_STOP, "tolerance_px": TOLERANCE,
         "grabcut_iterations": GRABCUT_ITERS, "rw_max_pixels": RW_MAX_PIXELS, "rw_beta": RW_BETA,
         "warm_up": not args.no_warm_up, "wall_s": round(wall, 1), "complete": done, "split_salt": data.SPLIT_SALT,
