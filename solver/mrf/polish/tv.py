@@ -69,10 +69,12 @@ class GridRelaxation:
         self.cost, self.offsets, self.tau, gamma = terms
         self.sigma = np.float32(0.5 / gamma)
         self.s = np.asarray(lab, dtype=np.float32).copy()
-        self.pixels = None if box is None else box_pixels(problem.shape, box)
-        self.u = self._boxed(problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
+        self.shape = tuple(int(v) for v in problem.shape)
+        self.box = None if box is None else tuple(int(v) for v in box)
+        unary = self._boxed(problem.unary)  # (a copy of the box's rows alone)
+        self.u = np.subtract(unary[:, 1], unary[:, 0], dtype=np.float32, casting="unsafe")
         self.free = self._boxed(problem.movable)
-        self.inner = self._boxed(self.s).copy() if box is not None else self.s
+        self.inner = self._boxed(self.s) if box is not None else self.s
         if self.inner.size != self.tau.size:
             raise ValueError(f"the TV terms are for {self.tau.size} pixels, the box has "
                              f"{self.inner.size}")
@@ -102,8 +104,9 @@ class GridRelaxation:
         done, sparse = grid_steps(self.backend, self.cost, self.offsets, self.u, self.free,
                                   self.tau, self.inner, self.sigma, int(iterations), float(tol),
                                   self.start, self.gap_tol, self.p, self.bar)
-        if self.pixels is not None:
-            self.s[self.pixels] = self.inner
+        if self.box is not None:
+            y0, y1, x0, x1 = self.box
+            self.s.reshape(self.shape)[y0:y1, x0:x1] = self.inner.reshape(y1 - y0, x1 - x0)
         self.steps += done
         log.debug("TV relaxation: %d steps (%d in all), %d of them sparse", done, self.steps,
                   sparse)
@@ -142,9 +145,15 @@ class GridRelaxation:
             self.gap_tol = self.gap * max(1.0, abs(self.problem.energy(np.asarray(lab) + 1)))
 
     def _boxed(self, values: np.ndarray) -> np.ndarray:
-        """A whole grid's ``(n,)`` values at the box's pixels (all of them without a box)."""
-        values = np.asarray(values).reshape(-1)
-        return values if self.pixels is None else values[self.pixels]
+        """A whole grid's ``(n,)`` or ``(n, K)`` values at the box's pixels, row by row (a
+        copy); without a box, all of them (a view)."""
+        values = np.asarray(values)
+        rest = values.shape[1:] if values.ndim == 2 else ()
+        if self.box is None:
+            return values.reshape(-1, *rest)
+        y0, y1, x0, x1 = self.box
+        inside = values.reshape(*self.shape, *rest)[y0:y1, x0:x1]
+        return np.ascontiguousarray(inside).reshape(-1, *rest)
 
 
 def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
