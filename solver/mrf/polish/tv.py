@@ -145,15 +145,8 @@ class GridRelaxation:
             self.gap_tol = self.gap * max(1.0, abs(self.problem.energy(np.asarray(lab) + 1)))
 
     def _boxed(self, values: np.ndarray) -> np.ndarray:
-        """A whole grid's ``(n,)`` or ``(n, K)`` values at the box's pixels, row by row (a
-        copy); without a box, all of them (a view)."""
-        values = np.asarray(values)
-        rest = values.shape[1:] if values.ndim == 2 else ()
-        if self.box is None:
-            return values.reshape(-1, *rest)
-        y0, y1, x0, x1 = self.box
-        inside = values.reshape(*self.shape, *rest)[y0:y1, x0:x1]
-        return np.ascontiguousarray(inside).reshape(-1, *rest)
+        """:func:`boxed` on this relaxation's grid and box."""
+        return boxed(values, self.shape, self.box)
 
 
 def tv_relaxation(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
@@ -532,10 +525,31 @@ def movable_box(problem: MRFProblem) -> tuple[int, int, int, int] | None:
     return y0, y1, x0, x1
 
 
-def box_pixels(shape: tuple[int, int], box: tuple[int, int, int, int]) -> np.ndarray:
-    """The flat indices of a box's pixels in the image, row by row (its own grid's order)."""
+def boxed(values: np.ndarray, shape: tuple[int, int],
+          box: tuple[int, int, int, int] | None) -> np.ndarray:
+    """A grid's ``(n,)`` or ``(n, K)`` values at a box's pixels, row by row (the box's own
+    grid's order; a copy); without a box, all of them (a view).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        ``(n,)`` or ``(n, K)``, ``n = H W``.
+    shape : tuple of int
+        The grid's ``(H, W)``.
+    box : tuple of int or None
+        ``(y0, y1, x0, x1)`` (:func:`movable_box`).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    values = np.asarray(values)
+    rest = values.shape[1:] if values.ndim == 2 else ()
+    if box is None:
+        return values.reshape(-1, *rest)
     y0, y1, x0, x1 = (int(v) for v in box)
-    return (np.arange(y0, y1)[:, None] * int(shape[1]) + np.arange(x0, x1)[None, :]).ravel()
+    inside = values.reshape(int(shape[0]), int(shape[1]), *rest)[y0:y1, x0:x1]
+    return np.ascontiguousarray(inside).reshape(-1, *rest)
 
 
 def kernel_grid(problem: MRFProblem, step: float
@@ -589,7 +603,7 @@ def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | float | None 
         cost, deg = box_forward_costs(gw, geom, two_lam, y0, y1, x0, x1)
         offsets = grid_offsets(x1 - x0)
         if isinstance(row, np.ndarray):
-            row = row.reshape(-1)[box_pixels(problem.shape, box)]
+            row = boxed(row.reshape(-1), problem.shape, box)
     entries = layers * np.maximum(deg, 1)
     tau = (gamma / (entries if row is None else entries + row)).astype(np.float32)
     return cost, offsets, tau, gamma
