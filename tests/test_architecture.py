@@ -118,6 +118,38 @@ def test_only_the_backend_imports_cupy():
     assert all(line.startswith("solver.backend") for line in found), found
 
 
+def own_compilers(root: Path = ROOT) -> list[str]:
+    """Where a module compiles with numba by itself (``numba.njit``, ``numba.jit``, ``njit`` or
+    ``jit`` imported from numba) instead of through :mod:`solver.backend.jit`'s decorators."""
+    found = []
+    for name, path in modules(root).items():
+        if name == "solver.backend.jit":
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr in ("njit", "jit")
+                    and isinstance(node.value, ast.Name) and node.value.id == "numba"):
+                found.append(f"{name}:{node.lineno} numba.{node.attr}")
+            elif (isinstance(node, ast.ImportFrom) and node.module == "numba"
+                  and any(a.name in ("njit", "jit") for a in node.names)):
+                found.append(f"{name}:{node.lineno} from numba import")
+    return sorted(found)
+
+
+def test_every_kernel_compiles_through_the_one_jit_module():
+    assert own_compilers() == []
+
+
+def test_the_jit_check_catches_a_module_of_its_own(tmp_path):
+    for pkg in PACKAGES:
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "solver" / "k.py").write_text("import numba\n_jit = numba.njit(cache=True)\n")
+    (tmp_path / "solver" / "m.py").write_text("from numba import njit\n")
+    (tmp_path / "segapp" / "ok.py").write_text("from solver.backend.jit import jit\n")
+    assert own_compilers(tmp_path) == ["solver.k:2 numba.njit", "solver.m:1 from numba import"]
+
+
 def test_the_checks_catch_a_cycle_and_a_violation(tmp_path):
     for pkg in PACKAGES:
         (tmp_path / pkg).mkdir()

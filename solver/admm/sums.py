@@ -16,17 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
+from solver.backend.jit import jit
+
 
 #: Newton steps before the projection settles for bisection's last bracket (never reached in
 #: practice: a piecewise-linear root takes a handful).
 MAX_STEPS = 100
 
 
-@_jit
+@jit
 def _column_sum(v, k, c, w, theta):  # pragma: no cover
     """``f(theta) = sum_i w_i clip(v_ic - theta w_i, 0, 1)`` and its slope ``-sum w_i^2`` over
     the entries strictly inside the box (four running sums, so the additions overlap; a pass
@@ -56,7 +56,7 @@ def _column_sum(v, k, c, w, theta):  # pragma: no cover
     return (t0 + t1) + (t2 + t3), (s0 + s1) + (s2 + s3)
 
 
-@_jit
+@jit
 def _column_theta(v, k, c, w, lo, hi, guess):  # pragma: no cover
     """The multiplier of column ``c``: 0 if its clipped sum lies in ``[lo, hi]``, else the root of
     ``f(theta) = target`` (``hi`` above, ``lo`` below), by Newton steps from ``guess`` (the last
@@ -92,7 +92,7 @@ def _column_theta(v, k, c, w, lo, hi, guess):  # pragma: no cover
     return theta
 
 
-@_jit
+@jit
 def project_box_sums(v, k, w, lo, hi, guess, out):  # pragma: no cover
     """Project pixel-major ``v`` (``(m * k,)``) onto ``[0, 1]`` with each column's weighted sum
     in ``[lo[c], hi[c]]`` (a column without bounds has ``lo = -inf``, ``hi = inf``); writes
@@ -111,7 +111,7 @@ def project_box_sums(v, k, w, lo, hi, guess, out):  # pragma: no cover
     return thetas
 
 
-@_jit
+@jit
 def _greedy_k2(v, w, x, s, lo, hi, order, drop):  # pragma: no cover
     """The rounding's greedy pass over ``order``: with ``drop``, members (``x == 1``) leave
     while the sum stays at least ``lo``, until it is at most ``hi``; else non-members join
@@ -133,7 +133,7 @@ def _greedy_k2(v, w, x, s, lo, hi, order, drop):  # pragma: no cover
     return s, False
 
 
-@_jit
+@jit
 def _extreme_first(key, pool, count):  # pragma: no cover
     """Indices of ``pool`` (an index array into ``key``) whose keys are among its ``count``
     smallest (every tie of the largest of them too), sorted by key: the head of the pool's
@@ -146,7 +146,7 @@ def _extreme_first(key, pool, count):  # pragma: no cover
     return pool[np.argsort(vals)]
 
 
-@_jit
+@jit
 def round_k2_sums(v, w, lo, hi):  # pragma: no cover
     """Label 1's indicator (``(m,)`` float 0/1) from its weights ``v``: ``v > 1/2``, then the
     largest weights added, or the smallest removed, until ``lo <= sum(w x) <= hi``.
@@ -182,7 +182,7 @@ def round_k2_sums(v, w, lo, hi):  # pragma: no cover
     return x
 
 
-@_jit
+@jit
 def round_onehot_sums(x, k, w, lo, hi):  # pragma: no cover
     """One-hot rounding (``(m * k,)``) of pixel-major weights that keeps each label's weighted
     count within ``[lo, hi]`` where it can: each pixel takes its largest weight, then labels

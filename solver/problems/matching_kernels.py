@@ -24,13 +24,12 @@ Layout: the descent's rows are the smaller side; variable ``(i, c)`` of the desc
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
+from solver.backend.jit import jit
 
 
-@_jit
+@jit
 def _entry(indptr, indices, data, u, v):  # pragma: no cover
     """``M[u, v]`` (0 where not stored) by binary search in row ``u``."""
     lo = indptr[u]
@@ -47,7 +46,7 @@ def _entry(indptr, indices, data, u, v):  # pragma: no cover
     return 0.0
 
 
-@_jit
+@jit
 def diagonal(indptr, indices, data):  # pragma: no cover
     """``M``'s diagonal."""
     n = indptr.size - 1
@@ -57,7 +56,7 @@ def diagonal(indptr, indices, data):  # pragma: no cover
     return out
 
 
-@_jit
+@jit
 def largest_magnitude(data):  # pragma: no cover
     """``max |data|`` (0 when empty)."""
     top = 0.0
@@ -68,7 +67,7 @@ def largest_magnitude(data):  # pragma: no cover
     return top
 
 
-@_jit
+@jit
 def add_columns(indptr, indices, data, g, changed, signs, scratch):  # pragma: no cover
     """``g += M delta`` in place, ``delta`` the ``signs`` (+-1) at the ascending ``changed``.
 
@@ -87,7 +86,7 @@ def add_columns(indptr, indices, data, g, changed, signs, scratch):  # pragma: n
         scratch[r] = 0.0
 
 
-@_jit
+@jit
 def _refresh(indptr, indices, data, partner, sr, sc, i, pair, same, rowp, colp,
              near):  # pragma: no cover
     """Read again the tables' entries that depend on row ``i``'s partner.
@@ -120,7 +119,7 @@ def _refresh(indptr, indices, data, partner, sr, sc, i, pair, same, rowp, colp,
         colp[j, i] = _entry(indptr, indices, data, vja, va)
 
 
-@_jit
+@jit
 def descend(indptr, indices, data, diag, g, partner, n2, sr, sc, tol,
             max_moves):  # pragma: no cover
     """Run the best-improvement descent in place; returns the number of steps.

@@ -17,13 +17,12 @@ stays the reference and the GPU path; the tests hold the two to the same iterate
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True, fastmath=False)
+from solver.backend.jit import jit
 
 
-@_jit
+@jit
 def _apply(indptr, indices, data, diag, a_scale, shift, v, out):  # pragma: no cover
     """``out = a_scale * A @ v + shift * v`` with ``A``'s off-diagonal part in CSR and its
     diagonal apart; returns ``v' out``."""
@@ -43,7 +42,7 @@ def _apply(indptr, indices, data, diag, a_scale, shift, v, out):  # pragma: no c
 ELL_WIDTH = 8
 
 
-@_jit
+@jit
 def padded_split(indptr, indices, data):  # pragma: no cover
     """A square CSR matrix's diagonal and the padded copy of its off-diagonal part, in one pass:
     ``(diag, cols, vals)``, each row's off-diagonal entries in CSR order (explicit zeros
@@ -71,7 +70,7 @@ def padded_split(indptr, indices, data):  # pragma: no cover
     return diag, cols, vals
 
 
-@_jit
+@jit
 def _apply_ell(cols, vals, diag, a_scale, shift, v, out):  # pragma: no cover
     """:func:`_apply` on the padded copy: a fixed, unrolled row of 8, faster than the CSR rows
     (measured: docs/decisions.md, Compiled CPU kernels). The same sum in the same order (a padding
@@ -93,7 +92,7 @@ def _apply_ell(cols, vals, diag, a_scale, shift, v, out):  # pragma: no cover
     return vav
 
 
-@_jit
+@jit
 def _product(indptr, indices, data, cols, vals, diag, a_scale, shift, v,
              out):  # pragma: no cover
     """``out = a_scale * A @ v + shift * v`` from the padded copy when there is one (``cols``
@@ -103,7 +102,7 @@ def _product(indptr, indices, data, cols, vals, diag, a_scale, shift, v,
     return _apply(indptr, indices, data, diag, a_scale, shift, v, out)
 
 
-@_jit
+@jit
 def _pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, b, x, tol, maxiter, r, p, ap,
          have_r):  # pragma: no cover
     """One column of :func:`block_pcg`; returns ``(iterations, relative residual)``."""
@@ -149,7 +148,7 @@ def _pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, b, x, tol, max
     return it, rel
 
 
-@_jit
+@jit
 def quad_from_residual(b, r, x, a_scale, shift):  # pragma: no cover
     """``x' A x`` from a solve of ``(a_scale A + shift I) x = b`` with residual ``r = b - M x``."""
     total = 0.0
@@ -158,7 +157,7 @@ def quad_from_residual(b, r, x, a_scale, shift):  # pragma: no cover
     return total / a_scale
 
 
-@_jit
+@jit
 def block_pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, B, X, tol, maxiter,
               R, P, AP, have_r=False):  # pragma: no cover
     """Solve ``(a_scale A + shift[c] I) X[c] = B[c]`` per row ``c`` by Jacobi-preconditioned CG.
@@ -181,7 +180,7 @@ def block_pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, B, X, tol
     return its, worst
 
 
-@_jit
+@jit
 def quad_form(indptr, indices, data, x, k):  # pragma: no cover
     """``x' (A ⊗ I_k) x`` for pixel-major ``x`` (``x.reshape(-1, k)``), forming no product."""
     total = 0.0
@@ -196,7 +195,7 @@ def quad_form(indptr, indices, data, x, k):  # pragma: no cover
     return total
 
 
-@_jit
+@jit
 def quad_update(indptr, indices, data, k, x_old, x_new, v, q):  # pragma: no cover
     """Move ``x_old`` to ``x_new`` entry by entry, keeping ``v = (A ⊗ I_k) x_old`` and
     ``q = x_old' v`` exact; returns the new ``q``. Costs one pass to find the changed entries
@@ -217,7 +216,7 @@ def quad_update(indptr, indices, data, k, x_old, x_new, v, q):  # pragma: no cov
     return q
 
 
-@_jit
+@jit
 def onehot_split(v, k):  # pragma: no cover
     """Pixel-major ``v`` (``v.reshape(-1, k)``) to the label directions of
     :class:`solver.admm.systems.OneHotKronSystem`: row 0 the mean over labels, row ``c`` (1 .. k-1)
@@ -235,7 +234,7 @@ def onehot_split(v, k):  # pragma: no cover
     return out
 
 
-@_jit
+@jit
 def onehot_merge(B, X, R, shift):  # pragma: no cover
     """Recombine the label directions ``X`` (see :func:`onehot_split`) into pixel-major ``x``
     (``x_c = u + w_c``, the last label ``u - sum_c w_c``) and get ``x' (A ⊗ I_k) x`` from the CG
@@ -246,7 +245,7 @@ def onehot_merge(B, X, R, shift):  # pragma: no cover
     return x, quad
 
 
-@_jit
+@jit
 def merge_pass(B, X, R, shift, x, y2, rho, with_norm):  # pragma: no cover
     """:func:`onehot_merge` into ``x``, pixel by pixel; returns ``(quad, s)``, with ``s`` the
     squared norm of ``x + y2 / rho - 1/2`` (the sphere projection's) if ``with_norm``, else 0.
@@ -277,7 +276,7 @@ def merge_pass(B, X, R, shift, x, y2, rho, with_norm):  # pragma: no cover
     return quad, s
 
 
-@_jit
+@jit
 def group_sums(x, k):  # pragma: no cover
     """``x.reshape(-1, k).sum(axis=1)`` in one pass."""
     n = x.size // k
@@ -290,7 +289,7 @@ def group_sums(x, k):  # pragma: no cover
     return out
 
 
-@_jit
+@jit
 def group_argmax_onehot(x, k):  # pragma: no cover
     """One-hot of each consecutive group of ``k``'s largest entry (the first on ties)."""
     n = x.size // k
@@ -304,7 +303,7 @@ def group_argmax_onehot(x, k):  # pragma: no cover
     return out
 
 
-@_jit
+@jit
 def admm_rhs(z1, z2, y1, y2, b, rho):  # pragma: no cover
     """Right-hand side of the x-update, ``rho (z1 + z2) - b - y1 - y2``, in one pass."""
     out = np.empty(b.size)
@@ -313,7 +312,7 @@ def admm_rhs(z1, z2, y1, y2, b, rho):  # pragma: no cover
     return out
 
 
-@_jit
+@jit
 def box_sphere_update(x, y1, y2, rho, gamma):  # pragma: no cover
     """The z- and y-updates of ℓ2-box ADMM after an x-update, in two passes.
 
@@ -341,7 +340,7 @@ def box_sphere_update(x, y1, y2, rho, gamma):  # pragma: no cover
     return z1, z2, d1, d2, xx
 
 
-@_jit
+@jit
 def box_sphere_entry(xt, y1t, y2t, rho, gamma, scale, has_norm):  # pragma: no cover
     """One entry of :func:`box_sphere_update`'s second pass, from ``x``, ``y1``, ``y2`` there:
     returns ``(z1, z2, y1, y2)`` after the projections and the dual steps. ``scale`` is the
@@ -355,7 +354,7 @@ def box_sphere_entry(xt, y1t, y2t, rho, gamma, scale, has_norm):  # pragma: no c
     return a, c, y1t + gamma * rho * (xt - a), y2t + gamma * rho * (xt - c)
 
 
-@_jit
+@jit
 def split_diagonal(indptr, indices, data):  # pragma: no cover
     """A square CSR matrix as the kernels take it, in one pass: ``(indptr, indices, diag,
     off_indptr, off_indices, off_data)`` with int64 row pointers, uint32 column indices, the

@@ -16,16 +16,14 @@ area bound on label 2, :func:`sums_post` (the box with a bounded weighted sum, a
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from solver.admm.steps.cpu_kernels import box_sphere_entry, merge_pass
 from solver.admm.sums import project_box_sums, round_k2_sums
+from solver.backend.jit import jit
 
-_jit = numba.njit(cache=True, nogil=True, fastmath=False)
 
-
-@_jit
+@jit
 def residual_rows(B, B_prev, R_prev, X, dshift, R):  # pragma: no cover
     """``R[c] = (B[c] - B_prev[c] + R_prev[c]) - dshift[c] X[c]`` row by row: the residual of the
     warm start ``X`` for the new system, from the last solve's (as
@@ -40,7 +38,7 @@ def residual_rows(B, B_prev, R_prev, X, dshift, R):  # pragma: no cover
             r[i] = t - ds * x[i]
 
 
-@_jit
+@jit
 def onehot_rhs(z1, z2, y1, y2, b, y3, d, rho, rc, k, B, R, B_prev, R_prev, X,
                dshift, have_r):  # pragma: no cover
     """The x-update's right-hand side, split into label directions, in one pass.
@@ -70,7 +68,7 @@ def onehot_rhs(z1, z2, y1, y2, b, y3, d, rho, rc, k, B, R, B_prev, R_prev, X,
         residual_rows(B, B_prev, R_prev, X, dshift, R)
 
 
-@_jit
+@jit
 def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pragma: no cover
     """Everything of one iteration after the CG, in two passes.
 
@@ -120,7 +118,7 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
     return x, z1, z2, xr, quad, d1, d2, xx, r3sq, dsq, viol, bx, bxr
 
 
-@_jit
+@jit
 def plain_rhs(z1, z2, y1, y2, b, rho, B, R, B_prev, R_prev, X, dshift,
               have_r):  # pragma: no cover
     """``B[0] = rho (z1 + z2) - b - y1 - y2`` (the x-update's right-hand side with no
@@ -132,7 +130,7 @@ def plain_rhs(z1, z2, y1, y2, b, rho, B, R, B_prev, R_prev, X, dshift,
         residual_rows(B, B_prev, R_prev, X, dshift, R)
 
 
-@_jit
+@jit
 def _solution(B, X, R, a_scale, shift, y2, rho):  # pragma: no cover
     """The first pass after a one-column CG: ``x`` copied out of ``X[0]``, ``x' A x`` from the
     residual, and the norm of ``x + y2 / rho - 1/2`` with the sphere's scale over it
@@ -153,7 +151,7 @@ def _solution(B, X, R, a_scale, shift, y2, rho):  # pragma: no cover
     return x, quad, norm, scale
 
 
-@_jit
+@jit
 def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no cover
     """Everything of one unconstrained iteration after the CG of ``(a_scale A + shift I) x = b``.
 
@@ -189,7 +187,7 @@ def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no co
     return x, z1, z2, xr, quad, d1, d2, xx, bx, bxr
 
 
-@_jit
+@jit
 def sums_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma, w, lo, hi,
               theta):  # pragma: no cover
     """:func:`plain_post` with ``z1`` in the box with a bounded weighted sum ``lo <= w'z1 <=

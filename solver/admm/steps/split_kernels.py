@@ -4,12 +4,10 @@ instead of numpy's temporaries (the same arithmetic)."""
 
 from __future__ import annotations
 
-import numba
-
-_jit = numba.njit(cache=True, nogil=True, fastmath=False)
+from solver.backend.jit import jit
 
 
-@_jit
+@jit
 def pair_prox(v, second, bound, out):  # pragma: no cover
     """``out``: each pair ``(v[2r], v[2r + 1])`` projected on ``s + second[r] t <= bound[r]``."""
     for r in range(bound.size):
@@ -25,7 +23,7 @@ def pair_prox(v, second, bound, out):  # pragma: no cover
     return out
 
 
-@_jit
+@jit
 def pair_excess(x, first, second, bound):  # pragma: no cover
     """``max_r (x[first[r]] + x[second[r]] - bound[r])`` (no second entry where
     ``second[r] < 0``), at least 0."""
@@ -40,7 +38,7 @@ def pair_excess(x, first, second, bound):  # pragma: no cover
     return worst
 
 
-@_jit
+@jit
 def pair_rhs(first, second, z0, y0, r0, rhs):  # pragma: no cover
     """``rhs += C0'(r0 z0 - y0)``, ``C0`` picking ``x[first[r]]`` and ``x[second[r]]``."""
     for r in range(first.size):
@@ -50,7 +48,7 @@ def pair_rhs(first, second, z0, y0, r0, rhs):  # pragma: no cover
             rhs[j] += r0 * z0[2 * r + 1] - y0[2 * r + 1]
 
 
-@_jit
+@jit
 def pair_update(x, first, second, has2, bound, z0, y0, r0, gamma):  # pragma: no cover
     """The split's step after the x-update, in place: ``u = C0 x``, ``z0`` the projection of
     ``u + y0 / r0`` on the half-planes, ``y0 += gamma r0 (u - z0)``. Returns ``(|u - z0|^2,

@@ -14,11 +14,12 @@ import math
 import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
-#: The per-pixel passes of a photo's build run on numba's threads (``NUMBA_NUM_THREADS``, all
-#: cores by default): one long loop per call, unlike ADMM's thousands of short ones (see
-#: "Threads" in the README), with each pixel's arithmetic independent of the split.
-_pjit = numba.njit(cache=True, nogil=True, parallel=True)
+from solver.backend.jit import inline_jit, jit, parallel_jit
+
+# The per-pixel passes of a photo's build run on numba's threads (``parallel_jit``,
+# ``NUMBA_NUM_THREADS``, all cores by default): one long loop per call, unlike ADMM's thousands
+# of short ones (see "Threads" in the README), with each pixel's arithmetic independent of the
+# split.
 
 #: Rows (or pixels) per block of a threaded pass.
 BLOCK = 4096
@@ -28,7 +29,7 @@ BLOCK = 4096
 _NEGLIGIBLE = -40.0
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@inline_jit
 def _log_terms(x, i, means, chol, log_norm, y, terms):  # pragma: no cover
     """``terms[g] = log_norm[g] - |chol[g]^-1 (x_i - means[g])|^2 / 2`` for every component;
     returns the largest. The Mahalanobis distance is a forward substitution per component
@@ -49,7 +50,7 @@ def _log_terms(x, i, means, chol, log_norm, y, terms):  # pragma: no cover
     return top
 
 
-@_pjit
+@parallel_jit
 def gmm_neg_log_likelihood(x, means, chol, log_norm):  # pragma: no cover
     """``-log sum_g exp(log_norm[g] - |chol[g]^-1 (x_i - means[g])|^2 / 2)`` for every row ``x_i``.
 
@@ -82,7 +83,7 @@ def gmm_neg_log_likelihood(x, means, chol, log_norm):  # pragma: no cover
     return out
 
 
-@_jit
+@jit
 def gmm_responsibilities(x, means, chol, log_norm):  # pragma: no cover
     """EM's E-step: ``(m, G)`` posterior component probabilities of every row (the terms of
     :func:`gmm_neg_log_likelihood`, each over their sum; 0 below ``exp(-40)`` of the largest)."""
@@ -103,7 +104,7 @@ def gmm_responsibilities(x, means, chol, log_norm):  # pragma: no cover
     return resp
 
 
-@_jit
+@jit
 def gmm_moments(x, resp, reg):  # pragma: no cover
     """EM's M-step: ``(weights, means, covariances)`` of the components from responsibilities
     ``(m, G)``, each covariance ``sum_i r_ig d d' / n_g + reg I`` with ``d = x_i - mean_g`` (two
@@ -144,7 +145,7 @@ def gmm_moments(x, resp, reg):  # pragma: no cover
     return nk / nk.sum(), means, cov
 
 
-@_jit
+@jit
 def kmeans_assign(x, centres, iters):  # pragma: no cover
     """Lloyd's iterations from ``centres`` (changed in place): each row to its nearest centre,
     then each centre with rows to their mean; returns the last assignment ``(m,)``."""
@@ -176,7 +177,7 @@ def kmeans_assign(x, centres, iters):  # pragma: no cover
     return assign
 
 
-@_jit
+@jit
 def _edge_count(h, w, offsets):  # pragma: no cover
     """Number of edges ``(r, c) -> (r + dr, c + dc)`` inside an ``h x w`` grid over ``offsets``."""
     total = 0
@@ -186,7 +187,7 @@ def _edge_count(h, w, offsets):  # pragma: no cover
     return total
 
 
-@_jit
+@jit
 def _row_blocks(h, w, offsets):  # pragma: no cover
     """For the threaded edge passes: ``(rows, first)``, the edge rows of each offset (prefix
     sums, length D + 1) and the index of each offset's first edge (length D), in the order of
@@ -204,7 +205,7 @@ def _row_blocks(h, w, offsets):  # pragma: no cover
     return rows, first
 
 
-@_jit
+@jit
 def _edge_row(rows, first, offsets, w, t):  # pragma: no cover
     """Edge row ``t`` of :func:`_row_blocks`: ``(dr, dc, r, c0, c1, e)``, the offset, the image
     row, the columns it spans and the index of its first edge."""
@@ -217,7 +218,7 @@ def _edge_row(rows, first, offsets, w, t):  # pragma: no cover
     return dr, dc, r, c0, c1, first[d] + r * (c1 - c0)
 
 
-@_pjit
+@parallel_jit
 def edge_squared_differences(colours, offsets):  # pragma: no cover
     """``||c_p - c_q||^2`` of every grid edge, in the order of
     :func:`solver.mrf.build.graph.grid_edges`.
@@ -241,7 +242,7 @@ def edge_squared_differences(colours, offsets):  # pragma: no cover
     return out
 
 
-@_jit
+@jit
 def grid_edge_list(h, w, offsets):  # pragma: no cover
     """The ends of every grid edge, ``(lo, hi)`` int32, and whether each is diagonal, in the order
     of :func:`edge_squared_differences` (numpy's version builds an index grid and concatenates
@@ -265,7 +266,7 @@ def grid_edge_list(h, w, offsets):  # pragma: no cover
     return lo, hi, diagonal
 
 
-@_pjit
+@parallel_jit
 def contrast_to_weights(contrast, h, w, offsets, beta, diagonal_distance):  # pragma: no cover
     """``exp(-beta * contrast)`` in place, divided by ``sqrt(2)`` on the diagonal edges when
     ``diagonal_distance``: the edge weights from :func:`edge_squared_differences`'s output (same

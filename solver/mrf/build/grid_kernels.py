@@ -12,19 +12,18 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from solver.backend.jit import jit, parallel_jit
 from solver.mrf.build.colour_kernels import _edge_count, _row_blocks
 
-_jit = numba.njit(cache=True, nogil=True)
-#: :func:`grid_laplacian_csr` writes the rows on numba's threads (see
-#: :mod:`solver.mrf.build.colour_kernels`).
-_pjit = numba.njit(cache=True, nogil=True, parallel=True)
+# :func:`grid_laplacian_csr` writes the rows on numba's threads (``parallel_jit``; see
+# :mod:`solver.mrf.build.colour_kernels`).
 
 
 # The four directions of an 8-neighbour grid edge seen from its lower-index end, numbered in the
 # order of the other end's index: 0 east, 1 south-west, 2 south, 3 south-east.
 
 
-@_jit
+@jit
 def _grid_coordinates(shape, factor):  # pragma: no cover
     """Row and column of the ``factor x factor`` block of every pixel of a ``shape`` grid."""
     h, w = shape
@@ -38,7 +37,7 @@ def _grid_coordinates(shape, factor):  # pragma: no cover
     return rows, cols
 
 
-@_jit
+@jit
 def _stencil(i, j, w, rows, cols, width, size):  # pragma: no cover
     """Sum each edge's weight into ``acc[lo, d]``: ``lo`` the lower of its ends' cells (at
     ``rows``, ``cols`` on a grid of ``width`` columns and ``size`` cells) and ``d`` its direction
@@ -65,14 +64,14 @@ def _stencil(i, j, w, rows, cols, width, size):  # pragma: no cover
     return acc, seen, bad
 
 
-@_jit
+@jit
 def _put(indices, data, q, column, value):  # pragma: no cover
     indices[q] = column
     data[q] = value
     return q + 1
 
 
-@_jit
+@jit
 def laplacian_csr(i, j, w, shape):  # pragma: no cover
     """CSR arrays ``(indptr, indices, data, bad)`` of ``L = D - W`` for an 8-neighbour grid graph
     of ``shape`` with edges ``(i[e], j[e], w[e])``; the index arrays are int32 (the caller checks
@@ -135,7 +134,7 @@ def laplacian_csr(i, j, w, shape):  # pragma: no cover
 _GRID_ORDER = np.array(((0, 1), (1, 0), (1, 1), (1, -1)), dtype=np.int64)
 
 
-@_jit
+@jit
 def _is_grid_edge_list(i, j, h, width):  # pragma: no cover
     """Whether ``(i, j)`` is exactly the ``h x width`` grid's edge list in :data:`_GRID_ORDER`."""
     m = _edge_count(h, width, _GRID_ORDER)
@@ -153,7 +152,7 @@ def _is_grid_edge_list(i, j, h, width):  # pragma: no cover
     return True
 
 
-@_pjit
+@parallel_jit
 def grid_laplacian_csr(w, h, width):  # pragma: no cover
     """CSR arrays ``(indptr, indices, data)`` of ``L = D - W`` for weights ``w`` in the order of
     :func:`solver.mrf.build.graph.grid_edges` (check that with :func:`_is_grid_edge_list`).
@@ -246,7 +245,7 @@ def grid_laplacian_csr(w, h, width):  # pragma: no cover
     return indptr, indices, data
 
 
-@_jit
+@jit
 def coarsen_edges(i, j, w, shape, factor):  # pragma: no cover
     """Edges of the grid of ``factor x factor`` blocks of a ``shape`` grid: the fine edges between
     two blocks, weights summed in edge order.
@@ -278,7 +277,7 @@ def coarsen_edges(i, j, w, shape, factor):  # pragma: no cover
     return lo, hi, weight, bad
 
 
-@_jit
+@jit
 def potts_energy(i, j, w, unary, lab, lam):  # pragma: no cover
     """``lam * 2 * sum_{edges, lab_i != lab_j} w + sum_p unary[p, lab_p]`` for 0-based ``lab``.
 
@@ -296,7 +295,7 @@ def potts_energy(i, j, w, unary, lab, lam):  # pragma: no cover
     return lam * (2.0 * cut) + _data_term(unary, lab)
 
 
-@_pjit
+@parallel_jit
 def cheapest_labels(unary):  # pragma: no cover
     """``(n,)`` int8: each row's first smallest entry's column (numpy's ``argmin(axis=1)``, whose
     reductions along a short axis are several times slower), on numba's threads."""
@@ -311,7 +310,7 @@ def cheapest_labels(unary):  # pragma: no cover
     return out
 
 
-@_jit
+@jit
 def _data_block(unary, lab, b):  # pragma: no cover
     """``sum unary[p, lab[p]]`` over block ``b`` of 4096 pixels, in order."""
     part = 0.0
@@ -320,7 +319,7 @@ def _data_block(unary, lab, b):  # pragma: no cover
     return part
 
 
-@_jit
+@jit
 def _data_term(unary, lab):  # pragma: no cover
     """``sum_p unary[p, lab[p]]``, in blocks of 4096 as the cut is (the energies' data term)."""
     data = 0.0
@@ -329,7 +328,7 @@ def _data_term(unary, lab):  # pragma: no cover
     return data
 
 
-@_jit
+@jit
 def grid_potts_energy(w, h, width, unary, lab, lam):  # pragma: no cover
     """:func:`potts_energy` of the ``h x width`` grid's own edge list
     (:func:`solver.mrf.build.graph.grid_edges`, :data:`_GRID_ORDER`), its ends found from the
@@ -352,7 +351,7 @@ def grid_potts_energy(w, h, width, unary, lab, lam):  # pragma: no cover
     return lam * (2.0 * cut) + _data_term(unary, lab)
 
 
-@_pjit
+@parallel_jit
 def grid_potts_energy_threaded(w, h, width, unary, lab, lam):  # pragma: no cover
     """:func:`grid_potts_energy` with its blocks of 4096 terms summed on numba's threads (each
     from its first edge's position), then added in order as the serial loop adds them: the same

@@ -23,20 +23,20 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
-_pjit = numba.njit(cache=True, nogil=True, parallel=True)
+from solver.backend.jit import jit, parallel_jit
+
 
 # slots of a cell's edges to its higher neighbours, in cell order
 EAST, SOUTH_WEST, SOUTH, SOUTH_EAST = 0, 1, 2, 3
 
 
-@_jit
+@jit
 def cell_edge_count(h, w):  # pragma: no cover
     """Edges of a complete ``h x w`` 8-neighbour grid (all rows but the last hold ``4 w - 3``)."""
     return (h - 1) * (4 * w - 3) + (w - 1)
 
 
-@_jit
+@jit
 def _cell_edge(r, c, h, w, slot):  # pragma: no cover
     """Index, in cell order, of the edge in ``slot`` of cell ``(r, c)`` of a complete ``h x w``
     grid (the edge must exist). In a row with a row below, cell 0 has 3 edges (no south-west),
@@ -57,7 +57,7 @@ def _cell_edge(r, c, h, w, slot):  # pragma: no cover
     return e if slot == SOUTH else e + 1
 
 
-@_jit
+@jit
 def is_cell_edge_list(i, j, h, w):  # pragma: no cover
     """Whether ``(i, j)`` is exactly the complete ``h x w`` grid's edge list in cell order."""
     if i.size != cell_edge_count(h, w) or j.size != i.size:
@@ -86,7 +86,7 @@ def is_cell_edge_list(i, j, h, w):  # pragma: no cover
     return True
 
 
-@_pjit
+@parallel_jit
 def cell_laplacian_csr(wt, h, w):  # pragma: no cover
     """CSR arrays ``(indptr, indices, data)`` of ``L = D - W`` for the weights ``wt`` of a
     complete ``h x w`` grid's edges in cell order (check with :func:`is_cell_edge_list`); the
@@ -164,7 +164,7 @@ def cell_laplacian_csr(wt, h, w):  # pragma: no cover
     return indptr, indices, data
 
 
-@_jit
+@jit
 def _add_fine_edge(out, wt, e, r, c, dr, dc, hc, wc):  # pragma: no cover
     """Add fine edge ``e``, from pixel ``(r, c)`` to ``(r + dr, c + dc)``, to the coarse edge
     between their 2 x 2 blocks (nothing when both lie in one block)."""
@@ -177,7 +177,7 @@ def _add_fine_edge(out, wt, e, r, c, dr, dc, hc, wc):  # pragma: no cover
     out[_cell_edge(ra, ca, hc, wc, slot)] += wt[e]
 
 
-@_pjit
+@parallel_jit
 def coarsen_grid_edges(wt, h, w):  # pragma: no cover
     """Edges of the grid of 2 x 2 blocks of a complete ``h x w`` grid whose weights ``wt`` are in
     the order of :func:`solver.mrf.build.graph.grid_edges` (east, south, south-east, south-west
@@ -228,7 +228,7 @@ def coarsen_grid_edges(wt, h, w):  # pragma: no cover
     return lo, hi, out
 
 
-@_pjit
+@parallel_jit
 def coarsen_cells(unary, hard, h, w, factor):  # pragma: no cover
     """A coarse level's data terms and hard labels, for ``factor x factor`` blocks of an
     ``h x w`` grid, on numba's threads (a block row each).

@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import heapq
 
-import numba
 import numpy as np
 
+from solver.backend.jit import jit
 from solver.mrf.polish.icm_kernels import neighbour_weights
 from solver.mrf.polish.stencil import column_at, degree, link_at, neighbour_at, place, row_length
 
-_jit = numba.njit(cache=True, nogil=True)
 
-
-@_jit
+@jit
 def pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i,
                 cost):  # pragma: no cover
     """``cost[c]``: the energy pixel ``i`` contributes with label ``c``, its neighbours fixed."""
@@ -34,7 +32,7 @@ def pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i,
         cost[c] = unary[i, c] + two_lam * (total - cost[c])
 
 
-@_jit
+@jit
 def apart_ok(indptr, indices, gw, geom, lab, apart, i, c):  # pragma: no cover
     """Whether pixel ``i`` may take label ``c``: no neighbour carries a label apart from ``c``."""
     _, flags_t = place(gw, geom, i)
@@ -45,13 +43,13 @@ def apart_ok(indptr, indices, gw, geom, lab, apart, i, c):  # pragma: no cover
     return True
 
 
-@_jit
+@jit
 def _area_ok(w, counts, lo, hi, i, a, c):  # pragma: no cover
     """Whether moving pixel ``i`` from label ``a`` to ``c`` keeps both areas in bounds."""
     return counts[a] - w[i] >= lo[a] and counts[c] + w[i] <= hi[c]
 
 
-@_jit
+@jit
 def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts,
                     lo, hi, apart, max_sweeps, active, pending):  # pragma: no cover
     """ICM that takes a pixel's best label only where the move is feasible. The first sweep
@@ -111,7 +109,7 @@ def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movabl
     return moves
 
 
-@_jit
+@jit
 def _edge_weight(indptr, indices, data, gw, geom, i, j):  # pragma: no cover
     """The weight ``W_ij`` of the edge between pixels ``i`` and ``j``; 0 if they are not
     neighbours."""
@@ -123,7 +121,7 @@ def _edge_weight(indptr, indices, data, gw, geom, i, j):  # pragma: no cover
     return 0.0
 
 
-@_jit
+@jit
 def _on_boundary(indptr, indices, gw, geom, lab, i, c):  # pragma: no cover
     """Whether pixel ``i`` has a neighbour labelled ``c``."""
     _, flags_t = place(gw, geom, i)
@@ -134,7 +132,7 @@ def _on_boundary(indptr, indices, gw, geom, lab, i, c):  # pragma: no cover
     return False
 
 
-@_jit
+@jit
 def swap_rounds(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo, hi,
                 apart, max_rounds):  # pragma: no cover
     """Exchanges between two labels that leave both areas where they were: pixel ``i`` goes
@@ -266,7 +264,7 @@ def swap_rounds(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w
     return total
 
 
-@_jit
+@jit
 def repair_apart(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
                  hi, apart, max_passes):  # pragma: no cover
     """Relabel movable pixels that touch a label they must not until none does: each takes its
@@ -308,7 +306,7 @@ def repair_apart(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
     return left
 
 
-@_jit
+@jit
 def _best_move(indptr, indices, data, gw, geom, unary, two_lam, lab, w, counts, lo, hi, apart, i,
                shrink, target, cost):  # pragma: no cover
     """The cheapest feasible move of pixel ``i`` for :func:`repair_areas`: off label ``target``
@@ -333,7 +331,7 @@ def _best_move(indptr, indices, data, gw, geom, unary, two_lam, lab, w, counts, 
     return cost[target] - cost[a], target
 
 
-@_jit
+@jit
 def repair_areas(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
                  hi, apart, max_passes):  # pragma: no cover
     """Bring every area within its bounds by single-pixel moves, the cheapest first: a label
@@ -400,7 +398,7 @@ def repair_areas(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
     return out
 
 
-@_jit
+@jit
 def _on_boundary_other(indptr, indices, gw, geom, lab, i, target, shrink):  # pragma: no cover
     """Whether pixel ``i`` lies on the boundary of label ``target``: a pixel of it beside
     another label (``shrink``), or a pixel of another label beside it."""
@@ -412,7 +410,7 @@ def _on_boundary_other(indptr, indices, gw, geom, lab, i, target, shrink):  # pr
     return False
 
 
-@_jit
+@jit
 def level_set_seeds(x, lab, movable, t):  # pragma: no cover
     """The movable pixels, in increasing order, where some label other than their own has a
     weight above ``t`` in ``x``: every pixel a run of :func:`fuse_level_set` (or
@@ -433,7 +431,7 @@ def level_set_seeds(x, lab, movable, t):  # pragma: no cover
     return out[:m].copy()
 
 
-@_jit
+@jit
 def fuse_level_set(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
                    hi, apart, x, c, t, seeds, comp, queue):  # pragma: no cover
     """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``" under the constraints.
@@ -527,7 +525,7 @@ def fuse_level_set(indptr, indices, data, gw, geom, unary, two_lam, lab, movable
     return taken
 
 
-@_jit
+@jit
 def region_sums(indptr, indices, data, gw, geom, unary, two_lam, lab, comp, w, movable,
                 nc):  # pragma: no cover
     """Per region ``r`` of ``comp`` (1..nc; 0 is outside every region), in one pass over the

@@ -12,9 +12,9 @@ proposal, so a proposal costs in proportion to its own pixels, not to the image.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from solver.backend.jit import jit
 from solver.mrf.polish.icm_kernels import best_label
 from solver.mrf.polish.region_kernels import (
     _fuse,
@@ -25,8 +25,6 @@ from solver.mrf.polish.region_kernels import (
     index_dtype,
 )
 from solver.mrf.polish.stencil import degree, neighbour_at, place
-
-_jit = numba.njit(cache=True, nogil=True)
 
 
 def descent_scratch(n: int, k: int,
@@ -39,7 +37,7 @@ def descent_scratch(n: int, k: int,
             np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.empty(n, ix), np.zeros(k))
 
 
-@_jit
+@jit
 def _queue_around(indptr, indices, gw, geom, movable, queue, inq, pixels, m, touched,
                   mark):  # pragma: no cover
     """Queue (from the start of ``queue``, at most once each) the movable pixels of
@@ -69,7 +67,7 @@ def _queue_around(indptr, indices, gw, geom, movable, queue, inq, pixels, m, tou
     return count
 
 
-@_jit
+@jit
 def _descend(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, queue, inq,
              count, touched, tlist, nt, agree):  # pragma: no cover
     """ICM over a work queue (a ring over ``queue``, whose first ``count`` entries are queued):
@@ -103,7 +101,7 @@ def _descend(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, queu
     return nt
 
 
-@_jit
+@jit
 def fuse_descents(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, pixels,
                   weights, fixed, extra, thresholds, max_size, scratch):  # pragma: no cover
     """Fuse ``lab`` with every level-set proposal of one snapshot after ICM has carved it.

@@ -21,6 +21,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from solver.backend.jit import jit, parallel_jit
 from solver.mrf.polish.stencil import (
     best_label_grid,
     choose_label,
@@ -32,9 +33,6 @@ from solver.mrf.polish.stencil import (
     place,
     row_length,
 )
-
-_jit = numba.njit(cache=True, nogil=True)
-_pjit = numba.njit(cache=True, nogil=True, parallel=True)
 
 
 def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -70,7 +68,7 @@ def one_based(lab: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.add(lab, 1, dtype=np.int32).reshape(shape)
 
 
-@_jit
+@jit
 def around_changes(indptr, indices, gw, geom, lab, before, movable):  # pragma: no cover
     """Movable pixels whose label differs between ``lab`` and ``before``, and their neighbours:
     the only pixels whose best single-pixel move can differ between the two labellings."""
@@ -86,7 +84,7 @@ def around_changes(indptr, indices, gw, geom, lab, before, movable):  # pragma: 
     return out
 
 
-@_jit
+@jit
 def neighbour_weights(indptr, indices, data, gw, geom, lab, i, agree):  # pragma: no cover
     """The weight of pixel ``i``'s edges (returned) and, in ``agree[c]`` (``(K,)``, written),
     the weight of those to neighbours labelled ``c``: with them, label ``c`` costs
@@ -103,7 +101,7 @@ def neighbour_weights(indptr, indices, data, gw, geom, lab, i, agree):  # pragma
     return total
 
 
-@_jit
+@jit
 def best_label(indptr, indices, data, gw, geom, unary, two_lam, lab, i, agree):  # pragma: no cover
     """Pixel ``i``'s cheapest label given its neighbours' labels, keeping its own unless another
     is cheaper by more than a relative ``1e-12``. ``agree`` is ``(K,)`` scratch."""
@@ -121,7 +119,7 @@ ICM_CHUNK = 4096
 ICM_PARALLEL_CHUNKS = 16
 
 
-@_jit
+@jit
 def _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice, start,
               stop):  # pragma: no cover
     """``choice[q]``: the best label of pixel ``todo[q]`` for ``q`` in ``start:stop``."""
@@ -131,7 +129,7 @@ def _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice
                                agree)
 
 
-@_pjit
+@parallel_jit
 def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, active,
                width, max_sweeps, chunk):  # pragma: no cover
     """Colour-parallel ICM on a grid: sweeps over the four classes ``(row % 2, col % 2)``.
@@ -202,7 +200,7 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
     return moves
 
 
-@_jit
+@jit
 def _count_other(indptr, indices, gw, geom, lab, i):  # pragma: no cover
     """How many of pixel ``i``'s neighbours have another label (> 0: ``i`` is on a boundary)."""
     count = 0
@@ -214,7 +212,7 @@ def _count_other(indptr, indices, gw, geom, lab, i):  # pragma: no cover
     return count
 
 
-@_jit
+@jit
 def _add_border_costs(indptr, indices, data, gw, geom, two_lam, lab, i, skip,
                       cost):  # pragma: no cover
     """Add to ``cost[c]`` what pixel ``i``'s edges (but the one to ``skip``) cost if it takes
@@ -228,7 +226,7 @@ def _add_border_costs(indptr, indices, data, gw, geom, two_lam, lab, i, skip,
                     cost[c] -= two_lam * v
 
 
-@_jit
+@jit
 def _mark_two_steps(indptr, indices, gw, geom, movable, i, mark):  # pragma: no cover
     """Mark the movable pixels within two steps of ``i`` (``i`` and its neighbours too): the
     pairs whose price a move of ``i`` changes (a pair's price reads the neighbours of both its
@@ -245,7 +243,7 @@ def _mark_two_steps(indptr, indices, gw, geom, movable, i, mark):  # pragma: no 
                 mark[q] = True
 
 
-@_jit
+@jit
 def pair_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
                max_sweeps):  # pragma: no cover
     """Move two neighbouring pixels of one label together to another label when that lowers the

@@ -21,14 +21,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
-_pjit = numba.njit(cache=True, nogil=True, parallel=True)
-#: A helper inlined into its callers' code (a call inside a parallel loop made the step 2.5x
-#: slower)
-_inline = numba.njit(cache=True, nogil=True, inline="always")
+from solver.backend.jit import inline_jit, jit, parallel_jit
+
+# The helpers of the steps are inlined into their callers' code (``inline_jit``: a call inside
+# a parallel loop made the step 2.5x slower).
 
 
-@_inline
+@inline_jit
 def _gradients(i, g1, g2, p1, p2, r, o0, o1, o2, o3):  # pragma: no cover
     """Pixel ``i``'s gradients in the two layers: its unary terms, the duals of its edges and
     of the order rows it is in (its own, its backward neighbours', its forward neighbours')."""
@@ -60,7 +59,7 @@ def _gradients(i, g1, g2, p1, p2, r, o0, o1, o2, o3):  # pragma: no cover
     return G1, G2
 
 
-@_pjit
+@parallel_jit
 def dual_value(offsets, g1, g2, free, s1, s2, p1, p2, r):  # pragma: no cover
     """The relaxation's dual objective at the duals ``p1``, ``p2``, ``r`` (feasible: within
     their clips), a lower bound on its minimum: each free pixel's least value of its linear
@@ -95,7 +94,7 @@ def dual_value(offsets, g1, g2, free, s1, s2, p1, p2, r):  # pragma: no cover
 CHUNK = 16
 
 
-@_jit
+@jit
 def _mark(act, lo, hi, chunk):  # pragma: no cover
     """Set ``act`` on the chunks of the pixels ``lo..hi`` (clipped to the image)."""
     nc = act.size
@@ -105,7 +104,7 @@ def _mark(act, lo, hi, chunk):  # pragma: no cover
         act[c] = True
 
 
-@_jit
+@jit
 def _listed(act, out):  # pragma: no cover
     """The chunks set in ``act`` into ``out``; their count."""
     k = 0
@@ -116,7 +115,7 @@ def _listed(act, out):  # pragma: no cover
     return k
 
 
-@_pjit
+@parallel_jit
 def _active_duals(cost, offsets, b1, b2, p1, p2, r, sigma, chunks, nk, chunk,
                   changed):  # pragma: no cover
     """Dual ascent from the extrapolated layers ``b1``, ``b2`` on the edges and rows stored at
@@ -158,7 +157,7 @@ def _active_duals(cost, offsets, b1, b2, p1, p2, r, sigma, chunks, nk, chunk,
         changed[c] = moved
 
 
-@_pjit
+@parallel_jit
 def _active_values(g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, offsets, chunks, nk, chunk,
                    moved, barred):  # pragma: no cover
     """The primal part of a step on the pixels of the listed chunks: per free pixel its
@@ -191,7 +190,7 @@ def _active_values(g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, offsets, chunks
         barred[c] = br
 
 
-@_jit
+@jit
 def layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r,
                  sigma):  # pragma: no cover
     """One step over every pixel, in place (every chunk listed): the duals
@@ -206,7 +205,7 @@ def layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r,
                    flags, flags.copy())
 
 
-@_jit
+@jit
 def _most_moved(u1, u2, o1, o2):  # pragma: no cover
     """The largest change of either layer since ``o1``, ``o2``, which become ``u1``, ``u2``."""
     moved = 0.0
@@ -217,7 +216,7 @@ def _most_moved(u1, u2, o1, o2):  # pragma: no cover
     return moved
 
 
-@_pjit
+@parallel_jit
 def layered_iterate(cost, offsets, g1, g2, free, tau, u1, u2, sigma, iterations, tol,
                     start_value, gap_tol, chunk=CHUNK):  # pragma: no cover
     """At most ``iterations`` steps (:func:`layered_step`) on ``u1``, ``u2`` (float32, in

@@ -10,16 +10,14 @@ of :mod:`solver.mrf.polish.stencil` among them) as :mod:`solver.mrf.polish.const
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from solver.backend.jit import jit
 from solver.mrf.polish.constrained_kernels import apart_ok, pixel_costs
 from solver.mrf.polish.stencil import degree, link_at, neighbour_at, place
 
-_jit = numba.njit(cache=True, nogil=True)
 
-
-@_jit
+@jit
 def _region(indptr, indices, gw, geom, lab, movable, seen, queue, s, cap):  # pragma: no cover
     """Grow the 8-connected region of movable pixels of ``lab[s]`` from ``s`` into ``queue``;
     returns its size, or -1 when it exceeds ``cap`` (the pixels are still marked seen)."""
@@ -40,7 +38,7 @@ def _region(indptr, indices, gw, geom, lab, movable, seen, queue, s, cap):  # pr
     return end if end <= cap else -1
 
 
-@_jit
+@jit
 def _propose(indptr, indices, gw, geom, unary, lab, prop, apart, queue, size,
              c):  # pragma: no cover
     """Set ``prop`` over the region to ``c``, its pixels beside a label apart from ``c`` (outside
@@ -79,7 +77,7 @@ def _propose(indptr, indices, gw, geom, unary, lab, prop, apart, queue, size,
     return True
 
 
-@_jit
+@jit
 def _change(indptr, indices, data, gw, geom, unary, two_lam, lab, prop, apart, mark, stamp,
             queue, size):  # pragma: no cover
     """Energy change of ``lab`` -> ``prop`` over the region (pixels with ``mark == stamp``), or
@@ -102,7 +100,7 @@ def _change(indptr, indices, data, gw, geom, unary, two_lam, lab, prop, apart, m
     return delta
 
 
-@_jit
+@jit
 def _settle_ring(indptr, indices, data, gw, geom, unary, two_lam, prop, apart, queue, start,
                  end, cost):  # pragma: no cover
     """Two sweeps over ``queue[start:end]`` (the pixels around a moved region), each taking
@@ -120,7 +118,7 @@ def _settle_ring(indptr, indices, data, gw, geom, unary, two_lam, prop, apart, q
             prop[i] = best
 
 
-@_jit
+@jit
 def _margin_bound(indptr, indices, data, gw, geom, unary, two_lam, lab, mark, stamp, queue,
                   size, end):  # pragma: no cover
     """A lower bound on the energy change of any margin move of the region ``queue[:size]``
@@ -154,7 +152,7 @@ def _margin_bound(indptr, indices, data, gw, geom, unary, two_lam, lab, mark, st
     return bound
 
 
-@_jit
+@jit
 def margin_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
                  hi, apart, cap):  # pragma: no cover
     """Move whole regions with a margin (see the module docstring), each region of at most
@@ -232,7 +230,7 @@ def margin_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
     return moves
 
 
-@_jit
+@jit
 def _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size):  # pragma: no cover
     """Give each pixel of the region whose proposed label touches one apart from it the
     cheapest label that touches none; False when some pixel has none."""
@@ -267,7 +265,7 @@ def _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size):  # 
     return True
 
 
-@_jit
+@jit
 def fuse_with_margin(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts,
                      lo, hi, apart, x, c, t, seeds, prop, mark, queue, base):  # pragma: no cover
     """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``", region by region,

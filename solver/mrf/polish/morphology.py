@@ -10,13 +10,12 @@ one sweep over the mask (measured: docs/decisions.md, Less set-up and fewer fres
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
+from solver.backend.jit import jit
 
 
-@_jit
+@jit
 def _rows(src, r, full, out):  # pragma: no cover
     """Along each row: ``out = 1`` where the window of half-width ``r`` holds any 1 (``full``
     False: dilation) or only 1s inside the image (``full`` True: erosion, the outside counting
@@ -35,7 +34,7 @@ def _rows(src, r, full, out):  # pragma: no cover
                 s -= src[i, j - r]
 
 
-@_jit
+@jit
 def _columns(src, r, full, out, s):  # pragma: no cover
     """:func:`_rows` along the columns, a row at a time (``s`` holds each column's count)."""
     h, w = src.shape
@@ -55,7 +54,7 @@ def _columns(src, r, full, out, s):  # pragma: no cover
                 s[j] -= src[i - r, j]
 
 
-@_jit
+@jit
 def _square(mask, r, close):  # pragma: no cover
     """Dilation of ``mask`` by the ``(2 r + 1)``-square, then (``close``) erosion by it."""
     h, w = mask.shape

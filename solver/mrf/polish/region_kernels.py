@@ -11,15 +11,13 @@ so all of their moves are independent and taken at once.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from solver.backend.jit import inline_jit, jit
 from solver.mrf.polish.stencil import degree, link_at, neighbour_at, place
 
-_jit = numba.njit(cache=True, nogil=True)
 
-
-@_jit
+@jit
 def _components(indptr, indices, gw, geom, member, seeds, m, region, order,
                 starts):  # pragma: no cover
     """Connected components of the pixels with ``member[i]`` (graph restricted to them), which
@@ -56,7 +54,7 @@ def _components(indptr, indices, gw, geom, member, seeds, m, region, order,
     return nc
 
 
-@_jit
+@jit
 def _mask_components(indptr, indices, gw, geom, mask):  # pragma: no cover
     """Connected components of all the pixels of ``mask``: ``(region, order, starts, count)`` as
     :func:`_components` fills them (``region`` is image-sized, -1 off the mask)."""
@@ -70,12 +68,12 @@ def _mask_components(indptr, indices, gw, geom, mask):  # pragma: no cover
     return region, order, starts, nc
 
 
-@_jit
+@jit
 def _ne(a, b):  # pragma: no cover
     return 1.0 if a != b else 0.0
 
 
-@_jit
+@jit
 def _change(lab, newlab, member, a, c, j):  # pragma: no cover
     """Change in the disagreement of the edge to neighbour ``j`` when a pixel goes from label
     ``a`` to ``c`` with its region (``member``; an edge inside it is seen from both of its ends,
@@ -85,7 +83,7 @@ def _change(lab, newlab, member, a, c, j):  # pragma: no cover
     return _ne(c, lab[j]) - _ne(a, lab[j])
 
 
-@_jit
+@jit
 def _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, m, newlab, member,
           region, order, starts):  # pragma: no cover
     """Take ``newlab[i]`` on each connected region of ``idx[:m]`` where that lowers the energy.
@@ -126,7 +124,7 @@ def _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, m, newlab, 
     return taken
 
 
-@_jit
+@jit
 def fuse_candidate(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, new,
                    scratch):  # pragma: no cover
     """Take label ``new[t]`` at pixel ``idx[t]`` on each connected region of ``idx`` where that
@@ -142,7 +140,7 @@ def fuse_candidate(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, ne
                  newlab, member, region, order, starts)
 
 
-@_jit
+@jit
 def dense_snapshot(pixels, weights, fixed):  # pragma: no cover
     """The ``(n, K)`` float32 label weights of a sparse snapshot: its rows at ``pixels``, a 1 at
     each fixed pixel's label (``fixed``, 1-based; 0 = free), 0 elsewhere."""
@@ -157,7 +155,7 @@ def dense_snapshot(pixels, weights, fixed):  # pragma: no cover
     return out
 
 
-@_jit
+@jit
 def _weight(weights, row, fixed, i, c):  # pragma: no cover
     """Weight of label ``c`` at pixel ``i`` in a sparse snapshot (see :func:`fuse_level_sets`)."""
     q = row[i]
@@ -166,7 +164,7 @@ def _weight(weights, row, fixed, i, c):  # pragma: no cover
     return 1.0 if fixed[i] - 1 == c else 0.0
 
 
-@_jit
+@jit
 def fixed_disagreement(lab, movable, fixed):  # pragma: no cover
     """The movable pixels that a sparse snapshot's solver fixed (``fixed > 0``, 1-based) to a
     label other than ``lab``'s (0-based), in index order: the pixels outside the snapshot that
@@ -182,7 +180,7 @@ def fixed_disagreement(lab, movable, fixed):  # pragma: no cover
     return found[:m].copy()
 
 
-@_jit
+@jit
 def _list_proposable(lab, movable, pixels, weights, fixed, extra, low, span, listed,
                      row):  # pragma: no cover
     """List in ``span`` (marked in ``listed``) the movable pixels some level set of a sparse
@@ -209,7 +207,7 @@ def _list_proposable(lab, movable, pixels, weights, fixed, extra, low, span, lis
     return ns
 
 
-@_jit
+@jit
 def _select(lab, span, ns, weights, row, fixed, c, t, idx, newlab):  # pragma: no cover
     """The proposal "label ``c`` where the weight of ``c`` exceeds ``t``" on the listed pixels:
     writes its pixels to ``idx`` and ``c`` to ``newlab`` there; returns their number."""
@@ -223,7 +221,7 @@ def _select(lab, span, ns, weights, row, fixed, c, t, idx, newlab):  # pragma: n
     return m
 
 
-@_jit
+@jit
 def _unlist(span, ns, listed, pixels, row):  # pragma: no cover
     """Undo :func:`_list_proposable` (and any pixels listed since) in the work arrays."""
     for q in range(ns):
@@ -232,7 +230,7 @@ def _unlist(span, ns, listed, pixels, row):  # pragma: no cover
         row[pixels[q]] = -1
 
 
-@_jit
+@jit
 def fuse_level_sets(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, pixels,
                     weights, fixed, extra, thresholds, max_size, scratch):  # pragma: no cover
     """Fuse ``lab`` with the proposals "label ``c`` wherever its weight exceeds ``t``", for every
@@ -291,7 +289,7 @@ def region_scratch(n: int) -> tuple[np.ndarray, ...]:
     return (np.full(n, -1, ix), np.empty(n, ix), np.empty(n + 1, ix), np.empty(n, ix))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@inline_jit
 def _member(lab, a, prefer, i):  # pragma: no cover
     """Pixel ``i`` is in the mask of the region moves: labelled ``a`` and, unless ``prefer`` is
     empty, ``prefer[i]`` (tested where needed instead of made as an image-sized mask: at 24 MP
@@ -299,7 +297,7 @@ def _member(lab, a, prefer, i):  # pragma: no cover
     return lab[i] == a and (prefer.size == 0 or prefer[i])
 
 
-@_jit
+@jit
 def _capped_components(indptr, indices, gw, geom, lab, a, prefer, seeds, cap, region,
                        order, starts, big):  # pragma: no cover
     """Connected components of the mask (:func:`_member`: pixels labelled ``a``, where
@@ -353,7 +351,7 @@ def _capped_components(indptr, indices, gw, geom, lab, a, prefer, seeds, cap, re
     return nc, nbig
 
 
-@_jit
+@jit
 def move_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, a, prefer, hard,
                  seeds, cap, scratch):  # pragma: no cover
     """Move each connected region of the pixels labelled ``a`` (only those where ``prefer`` is
@@ -412,7 +410,7 @@ def move_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, a, prefer
     return moved
 
 
-@_jit
+@jit
 def _split_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, order, s0, s1,
                b, c, prop, sweeps):  # pragma: no cover
     """ICM restricted to labels ``{b, c}`` on region ``r`` (pixels ``order[s0:s1]``), from each
@@ -444,7 +442,7 @@ def _split_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, 
             break
 
 
-@_jit
+@jit
 def _split_delta(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, order, s0, s1,
                  a, prop):  # pragma: no cover
     """Exact energy change of relabelling region ``r`` (all ``a`` now) to ``prop``."""
@@ -467,7 +465,7 @@ def _split_delta(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r
     return delta
 
 
-@_jit
+@jit
 def _split_bound(indptr, indices, data, gw, geom, unary, two_lam, region, r, order, s0, s1, a,
                  near):  # pragma: no cover
     """A lower bound on the energy change of any relabelling of region ``r`` (all ``a`` now)
@@ -497,7 +495,7 @@ def _split_bound(indptr, indices, data, gw, geom, unary, two_lam, region, r, ord
     return bound
 
 
-@_jit
+@jit
 def split_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, mask, a, hard, min_size,
                   sweeps):  # pragma: no cover
     """Re-split each connected region of ``mask`` (pixels all labelled ``a``) between two other

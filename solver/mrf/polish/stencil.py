@@ -26,11 +26,10 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
-_inline = numba.njit(cache=True, nogil=True, inline="always")
+from solver.backend.jit import inline_jit, jit
+
 
 #: Value :func:`link_at` gives with ``j = -1`` (no edge in that slot).
 NO_EDGE = 1.0
@@ -50,7 +49,6 @@ UP, DOWN, LEFT, RIGHT = 1, 2, 4, 8
 #: by ``id`` of their matrix (scipy's matrices cannot be weak dictionary keys); an entry goes
 #: when its matrix does.
 _CACHE: dict[int, np.ndarray] = {}
-
 
 
 def grid_offsets(width: int) -> np.ndarray:
@@ -98,7 +96,7 @@ def grid_geometry(height: int, width: int) -> np.ndarray:
     return np.array([*grid_offsets(w), h, w, b_s, b_se, b_sw, *base, *sub, *need], np.int64)
 
 
-@_inline
+@inline_jit
 def place(gw, geom, i):  # pragma: no cover
     """Pixel ``i``'s row and flags (:data:`UP` ... :data:`RIGHT`: the sides it has neighbours
     on) on a grid; ``(0, 0)`` without one (``gw`` empty). Each loop over a pixel's slots takes
@@ -121,14 +119,14 @@ def place(gw, geom, i):  # pragma: no cover
     return r, flags
 
 
-@_inline
+@inline_jit
 def _flags(geom, r, c):  # pragma: no cover
     """The :func:`place` flags of the pixel at row ``r``, column ``c``."""
     return np.int64((UP if r > 0 else 0) | (DOWN if r + 1 < geom[HEIGHT] else 0)
                     | (LEFT if c > 0 else 0) | (RIGHT if c + 1 < geom[WIDTH] else 0))
 
 
-@_inline
+@inline_jit
 def _inside(geom, flags, d):  # pragma: no cover
     """Whether direction ``d`` (0..7, the offsets' order) of a pixel with :func:`place` flags
     ``flags`` stays inside the image."""
@@ -136,21 +134,21 @@ def _inside(geom, flags, d):  # pragma: no cover
     return (flags & need) == need
 
 
-@_inline
+@inline_jit
 def _weight_at(gw, geom, i, r, d):  # pragma: no cover
     """The Laplacian's entry for direction ``d`` of pixel ``i`` on row ``r``, that edge inside
     the image: ``-(0.0 + w)``, the CSR's value bit for bit."""
     return -(0.0 + gw[geom[BASE + d] + i - geom[SUB + d] * r])
 
 
-@_inline
+@inline_jit
 def degree(indptr, gw, i):  # pragma: no cover
     """How many slots pixel ``i`` has for :func:`neighbour_at` and :func:`link_at`: 8 on a
     grid, else the entries of its CSR row."""
     return 8 if gw.shape[0] else indptr[i + 1] - indptr[i]
 
 
-@_inline
+@inline_jit
 def link_at(indptr, indices, data, gw, geom, i, r, flags, t):  # pragma: no cover
     """Pixel ``i``'s neighbour in slot ``t`` (``0 <= t < degree``) and the Laplacian's entry
     for it, ``(j, L_ij)``, or ``(-1, NO_EDGE)`` for none (no edge that way on a grid; the
@@ -174,7 +172,7 @@ def link_at(indptr, indices, data, gw, geom, i, r, flags, t):  # pragma: no cove
     return j, v
 
 
-@_inline
+@inline_jit
 def neighbour_at(indptr, indices, gw, geom, i, flags, t):  # pragma: no cover
     """Pixel ``i``'s neighbour in slot ``t`` (``0 <= t < degree``), or -1 for none (as
     :func:`link_at`); ``flags`` from :func:`place`.
@@ -192,14 +190,14 @@ def neighbour_at(indptr, indices, gw, geom, i, flags, t):  # pragma: no cover
     return j
 
 
-@_inline
+@inline_jit
 def row_length(indptr, gw, i):  # pragma: no cover
     """How many slots pixel ``i``'s row has for :func:`column_at`, its diagonal included: 9 on
     a grid, else the entries of its CSR row."""
     return 9 if gw.shape[0] else indptr[i + 1] - indptr[i]
 
 
-@_inline
+@inline_jit
 def column_at(indptr, indices, gw, geom, i, flags, t):  # pragma: no cover
     """The column of slot ``t`` of pixel ``i``'s row (``0 <= t < row_length``), the diagonal
     included (``i`` itself, slot 4 on a grid), or -1 for a grid's missing edge; ``flags`` from
@@ -215,7 +213,7 @@ def column_at(indptr, indices, gw, geom, i, flags, t):  # pragma: no cover
     return j
 
 
-@_inline
+@inline_jit
 def _diagonal(gw, geom, i, r, flags):  # pragma: no cover
     """The Laplacian's diagonal entry of pixel ``i`` (row ``r``, :func:`place` flags), the
     weights of its edges added as :func:`solver.mrf.build.grid_kernels.grid_laplacian_csr` adds
@@ -232,7 +230,7 @@ def _diagonal(gw, geom, i, r, flags):  # pragma: no cover
     return low + high
 
 
-@_inline
+@inline_jit
 def row_value_at(indptr, data, gw, geom, i, r, flags, t):  # pragma: no cover
     """The entry in slot ``t`` of pixel ``i``'s row (as :func:`column_at`; a slot that is
     there), the diagonal included; ``r, flags`` from :func:`place`."""
@@ -243,7 +241,7 @@ def row_value_at(indptr, data, gw, geom, i, r, flags, t):  # pragma: no cover
     return v
 
 
-@_inline
+@inline_jit
 def best_label_grid(gw, geom, unary, two_lam, lab, i, agree):  # pragma: no cover
     """:func:`solver.mrf.polish.icm_kernels.best_label` on a grid: pixel ``i``'s cheapest label
     given its neighbours', keeping its own unless another is cheaper by more than a relative
@@ -261,7 +259,7 @@ def best_label_grid(gw, geom, unary, two_lam, lab, i, agree):  # pragma: no cove
     return choose_label(unary, two_lam, i, lab[i], total, agree)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@inline_jit
 def choose_label(unary, two_lam, i, cur, total, agree):  # pragma: no cover
     """Pixel ``i``'s label given the weight ``total`` of its edges and ``-agree[c]``, the weight
     of those to neighbours labelled ``c``: the cheapest, but ``cur`` (its own) unless another is
@@ -278,7 +276,7 @@ def choose_label(unary, two_lam, i, cur, total, agree):  # pragma: no cover
     return cur
 
 
-@_jit
+@jit
 def weights_from_csr(indptr, indices, data, geom):  # pragma: no cover
     """The weights of a Laplacian's edges in the grid's own order (east, south, south-east,
     south-west blocks; each ``-L_ij``) and whether the matrix is exactly a complete
@@ -318,7 +316,7 @@ def weights_from_csr(indptr, indices, data, geom):  # pragma: no cover
     return out, True
 
 
-@_jit
+@jit
 def forward_costs(gw, geom, two_lam):  # pragma: no cover
     """Each pixel's forward edges' costs ``2 lam w`` as float32 ``(4, n)`` in the order east,
     south-west, south, south-east (0 where the edge leaves the image), and its edge count
@@ -326,7 +324,7 @@ def forward_costs(gw, geom, two_lam):  # pragma: no cover
     return box_forward_costs(gw, geom, two_lam, 0, geom[HEIGHT], 0, geom[WIDTH])
 
 
-@_jit
+@jit
 def box_forward_costs(gw, geom, two_lam, y0, y1, x0, x1):  # pragma: no cover
     """:func:`forward_costs` of the pixels of the box ``[y0, y1) x [x0, x1)`` as a grid of its
     own (pixel ``(r, c)`` of the image at ``(r - y0) (x1 - x0) + c - x0``): 0 where the edge

@@ -14,13 +14,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
-_pjit = numba.njit(cache=True, nogil=True, parallel=True)
-#: A helper inlined into its callers' code (as :mod:`solver.mrf.polish.layered_kernels`')
-_inline = numba.njit(cache=True, nogil=True, inline="always")
+from solver.backend.jit import inline_jit, jit, parallel_jit
+
+# The gradient helper is inlined into its callers' code (``inline_jit``, as in
+# :mod:`solver.mrf.polish.layered_kernels`).
 
 
-@_jit
+@jit
 def _most_moved(s, old):  # pragma: no cover
     """The largest ``|s_i - old_i|``; ``old`` becomes ``s``."""
     moved = 0.0
@@ -32,7 +32,7 @@ def _most_moved(s, old):  # pragma: no cover
     return moved
 
 
-@_jit
+@jit
 def tv_iterate(ei, ej, c, u, free, s, p, gamma, iterations, tol):  # pragma: no cover
     """Run at most ``iterations`` primal-dual steps on the TV relaxation, in place.
 
@@ -88,8 +88,7 @@ def tv_iterate(ei, ej, c, u, free, s, p, gamma, iterations, tol):  # pragma: no 
     return done
 
 
-
-@_jit
+@jit
 def _dual(p, cost, bar, q, i, j, sigma):  # pragma: no cover
     """One dual step on edge ``(i, j)`` (pixel ``i``'s ``q``-th forward edge); whether it moved."""
     c = cost[q, i]
@@ -100,7 +99,7 @@ def _dual(p, cost, bar, q, i, j, sigma):  # pragma: no cover
     return True
 
 
-@_jit
+@jit
 def _touch(touched, tl, nt, i):  # pragma: no cover
     """Mark pixel ``i`` changed in this step (listed in ``tl`` once); the new count."""
     if not touched[i]:
@@ -110,7 +109,7 @@ def _touch(touched, tl, nt, i):  # pragma: no cover
     return nt
 
 
-@_inline
+@inline_jit
 def _gradient(i, u, p, extra, o0, o1, o2, o3):  # pragma: no cover
     """Pixel ``i``'s gradient ``u_i + (D'p)_i``: its forward edges' duals, ``extra`` (an area
     row's pull), then its backward edges' duals taken off, in that order (the bits of every
@@ -136,7 +135,7 @@ SEGMENT = 1024
 RUNS = 4
 
 
-@_jit
+@jit
 def _duals_between(cost, offsets, bar, p, sigma, lo, hi):  # pragma: no cover
     """The dual step on the forward edges of pixels ``lo .. hi - 1``, from ``bar``. The loops
     read one-dimensional views that start where each term does, so that they need no offset
@@ -157,7 +156,7 @@ def _duals_between(cost, offsets, bar, p, sigma, lo, hi):  # pragma: no cover
             pq[i] = min(max(pq[i] + sigma * (head[i] - tail[i]), -c), c)
 
 
-@_jit
+@jit
 def _values_between(offsets, u, free, tau, s, bar, p, pull, w, lo, hi):  # pragma: no cover
     """Pixels ``lo .. hi - 1``'s gradients (:func:`_gradient`'s sum, in its order), values and
     extrapolations, from the duals; pixels without every backward edge (the first row and a
@@ -204,7 +203,7 @@ def _values_between(offsets, u, free, tau, s, bar, p, pull, w, lo, hi):  # pragm
         ss[k] = t
 
 
-@_pjit
+@parallel_jit
 def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # pragma: no cover
     """One step over every edge and pixel: each edge's dual from the last step's ``bar``, then
     each pixel's gradient, value and ``bar``. Where ``w`` is not empty each pixel's gradient
@@ -239,7 +238,7 @@ def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # prag
             x = y
 
 
-@_jit
+@jit
 def _list_around(tl, nt, touched, cost, offsets, listed, stamp, out):  # pragma: no cover
     """The touched pixels ``tl[:nt]`` and their neighbours along an edge, each once, into
     ``out`` (clearing ``touched``); their count."""
@@ -265,7 +264,7 @@ def _list_around(tl, nt, touched, cost, offsets, listed, stamp, out):  # pragma:
     return na
 
 
-@_jit
+@jit
 def _active_step(cost, offsets, u, free, tau, s, bar, p, sigma, act, na, step, stamp,
                  touched, tl):  # pragma: no cover
     """One step over the listed pixels ``act[:na]``, their edges once each; marks in
@@ -316,7 +315,7 @@ NO_WEIGHTS = np.zeros(0, np.float32)
 SPARSE_BELOW = 0.01
 
 
-@_pjit
+@parallel_jit
 def grid_primal_value(cost, offsets, u, s):  # pragma: no cover
     """The TV relaxation's value at ``s``, ``u's + sum_q cost_q |s_i - s_{i + o_q}|``, each
     term in float64: the start's value that :func:`grid_dual_value` bounds. Summed like it, in
@@ -342,7 +341,7 @@ def grid_primal_value(cost, offsets, u, s):  # pragma: no cover
     return total
 
 
-@_pjit
+@parallel_jit
 def grid_dual_value(offsets, u, free, s0, p):  # pragma: no cover
     """The TV relaxation's dual objective at the edge duals ``p`` (each within its clip), a
     lower bound on its minimum and so, the relaxation being tight, on the two-label energy's
@@ -369,7 +368,7 @@ def grid_dual_value(offsets, u, free, s0, p):  # pragma: no cover
     return total
 
 
-@_jit
+@jit
 def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
                     sparse_below, start_value=np.inf, gap_tol=-np.inf, p=None,
                     bar=None):  # pragma: no cover
@@ -462,7 +461,7 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
     return done, sparse
 
 
-@_jit
+@jit
 def tv_iterate_grid_area(cost, offsets, u, free, tau, s, sigma, w, a_lo, a_hi, sigma_area,
                          iterations):  # pragma: no cover
     """:func:`tv_iterate_grid` (steps over every pixel) with the area ``a(s) = sum w_i s_i``

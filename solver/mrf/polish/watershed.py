@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import numba
 import numpy as np
 
+from solver.backend.jit import jit
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.fusion import Workspace, descent_fuser
@@ -30,7 +30,6 @@ from solver.mrf.polish.stencil import degree, link_at, place, row_length
 
 log = logging.getLogger(__name__)
 
-_jit = numba.njit(cache=True, nogil=True)
 
 #: Half-widths of the zones re-flooded, one proposal each, in this order (tuned:
 #: docs/decisions.md, Edge-snapped proposals).
@@ -46,7 +45,7 @@ LEVELS = 128
 STEPS = 4
 
 
-@_jit
+@jit
 def flood_zone(indptr, indices, data, gw, geom, lab, zone, out, levels,
                steps):  # pragma: no cover
     """Label the pixels of ``zone`` (a sorted index array) by flooding from the pixels around it.

@@ -6,13 +6,12 @@ restrictions."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
+from solver.backend.jit import jit
 
 
-@_jit
+@jit
 def pair_split_rows(pos, p, q, active, deg, most, free, hard, k, pair_a,
                     pair_b):  # pragma: no cover
     """The rows of the apart pairs ``(pair_a[t], pair_b[t])`` over the free variables.
@@ -111,7 +110,7 @@ def pair_split_rows(pos, p, q, active, deg, most, free, hard, k, pair_a,
     return first, second, bounds, keys, counts, with_free[:nfree], kinds[:nfree], layout
 
 
-@_jit
+@jit
 def carry_sources(with_free_p, kinds_p, layout_p, free_p, with_free_c, kinds_c, layout_c,
                   free_c, deg, most, npairs):  # pragma: no cover
     """For each entry of a restriction's split (two a row, as its ``keys``), the entry of its

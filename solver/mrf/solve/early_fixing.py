@@ -16,13 +16,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import numba
 import numpy as np
 
 from solver.admm.loop import ADMMState
+from solver.backend.jit import jit
 from solver.mrf.options import EarlyFixingOptions
-
-_jit = numba.njit(cache=True, nogil=True)
 
 
 def check_interval(params: Any, window_growth: float = EarlyFixingOptions.window_growth) -> int:
@@ -71,7 +69,7 @@ def one_hot_distance(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return _group_vertices(np.ascontiguousarray(x, dtype=np.float64), k)
 
 
-@_jit
+@jit
 def _vertex(x, k, i):  # pragma: no cover
     """Pixel ``i``'s largest weight's label (the first on ties) and its sup-distance to that
     label's one-hot point, for groups of ``k > 2``; as numpy's ``argmax`` and ``max``, a NaN
@@ -90,7 +88,7 @@ def _vertex(x, k, i):  # pragma: no cover
     return best, dist
 
 
-@_jit
+@jit
 def _group_vertices(x, k):  # pragma: no cover
     """:func:`one_hot_distance` for ``k > 2`` in one pass."""
     m = x.size // k
@@ -100,7 +98,7 @@ def _group_vertices(x, k):  # pragma: no cover
     return lab, dist
 
 
-@_jit
+@jit
 def _settled_groups(x, previous, k, delta):  # pragma: no cover
     """:func:`settled` for ``k > 2`` in one pass, with no temporaries."""
     m = x.size // k

@@ -6,13 +6,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from solver.backend.jit import jit, parallel_jit
 from solver.backend.threads import threaded
 from solver.mrf.polish.constrained_kernels import apart_ok
 from solver.mrf.polish.stencil import column_at, place, row_length, row_value_at
 
-_jit = numba.njit(cache=True, nogil=True)
-#: :func:`split_by_fixed` can run on numba's threads (see :func:`split_fixed`).
-_pjit = numba.njit(cache=True, nogil=True, parallel=True)
+# :func:`split_by_fixed` can run on numba's threads (``parallel_jit``; see :func:`split_fixed`).
 #: Rows per block of :func:`split_by_fixed`'s threads.
 SPLIT_BLOCK = 8192
 #: :func:`split_fixed` uses numba's threads from this many rows (a photo's finest levels); below,
@@ -55,7 +54,7 @@ def split_fixed(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, hard:
                     threads=None if hard.size >= thread_rows else 1)
 
 
-@_jit
+@jit
 def label_weights(x, k):  # pragma: no cover
     """``(m, k)`` float32 label weights from pixel-major ``x`` (``(m * k,)``, K > 2) in one pass:
     ``np.clip(x.astype(np.float32), 0, 1)`` divided by each pixel's sum, or ``1/k`` where that
@@ -84,8 +83,7 @@ def label_weights(x, k):  # pragma: no cover
     return out
 
 
-
-@_pjit
+@parallel_jit
 def split_by_fixed(indptr, indices, data, gw, geom, hard, k):  # pragma: no cover
     """A symmetric matrix (the Laplacian, or an objective's ``A``; CSR arrays, or a grid's
     weights where ``gw`` is not empty, :mod:`solver.mrf.polish.stencil`) split by the fixed rows
@@ -169,7 +167,7 @@ def split_by_fixed(indptr, indices, data, gw, geom, hard, k):  # pragma: no cove
     return ff_indptr, ff_indices, ff_data, coupling, same
 
 
-@_jit
+@jit
 def touching_apart(indptr, indices, gw, geom, lab, apart, pixels):  # pragma: no cover
     """``(m,)`` bool over ``pixels``: those with a neighbour (in the graph arrays,
     :mod:`solver.mrf.polish.stencil`) whose label is apart from theirs (``lab`` 0-based,
