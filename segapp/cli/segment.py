@@ -281,23 +281,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"segapp: error: the labels found break a constraint ({broken}); nothing was "
               "written (--allow-infeasible writes them)", file=sys.stderr)
         return 1
-    report = {
-        "energy": out.energy, "solver": out.method, "backend": out.backend,
-        "iterations": out.iterations, "time_s": out.time_s, "n_pixels": int(out.labels.size),
-        "k": args.k, "status": out.status, "converged": out.converged, "width": int(shape[1]), "height": int(shape[0]),
-        "lam": DEFAULT_LAMBDA if args.lam is None else args.lam, "beta": out.problem.beta,
-        "colour_model": args.colour_model, "seed": args.seed,
-        "reference_method": out.reference_method,
-        "reference_energy": out.reference_energy, "gap": out.gap,
-        "energy_admm": out.energy_admm, "rounds": out.rounds,
-        "build_time_s": out.build_time_s, "image": str(args.image),
-    }
-    if params.constraints:
-        report["constraints"] = [r.as_dict() for r in out.constraints]
-        report["feasible"] = out.feasible
-        report["variant"] = out.variant or out.method
-        report["reference_variant"] = out.reference_detail or None
-        report["bound"] = out.reference_bound
+    report = {**out.as_dict(), "colour_model": args.colour_model, "seed": args.seed,
+              "image": str(args.image)}
     # everything rendered in memory first, then written all together
     labels = out.labels
     if labels.size and (labels.min() < 0 or labels.max() > 255):

@@ -165,6 +165,9 @@ class SegmentationResult:
         Re-estimation rounds made before the final solve (the colour models refitted this many
         times); ``iterations``, ``time_s`` and ``history`` count every round's solve, numbered
         across rounds as across pyramid levels.
+    stages : tuple of StageReport
+        ADMM's final polish stage by stage (:attr:`solver.mrf.MRFResult.stages`): each
+        stage's time and the energy it took off; empty for the other solvers.
     """
 
     labels: np.ndarray
@@ -190,6 +193,7 @@ class SegmentationResult:
     energy_admm: float | None = None
     total_time_s: float | None = None
     rounds: int = 0
+    stages: tuple = ()
 
     @property
     def feasible(self) -> bool:
@@ -207,6 +211,41 @@ class SegmentationResult:
         if self.reference_energy is None or self.reference_energy == 0:
             return None
         return (self.energy - self.reference_energy) / abs(self.reference_energy)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The run's figures as plain JSON values (no arrays), with the names of the command
+        line's report (docs/cli.md): the solve, its times, the energies, the reference and
+        its gap, the rounds, the polish's stages and, where there are constraints, each one's
+        report and the variants.
+
+        Returns
+        -------
+        dict
+        """
+        h, w = self.labels.shape[:2]
+        out: dict[str, Any] = {
+            "energy": float(self.energy), "solver": self.method, "backend": self.backend,
+            "iterations": int(self.iterations), "time_s": float(self.time_s),
+            "n_pixels": int(self.labels.size), "k": int(self.problem.k),
+            "status": self.status, "converged": self.converged,
+            "width": int(w), "height": int(h),
+            "lam": float(self.problem.lam), "beta": float(self.problem.beta),
+            "reference_method": self.reference_method,
+            "reference_energy": (None if self.reference_energy is None
+                                 else float(self.reference_energy)),
+            "gap": self.gap,
+            "energy_admm": None if self.energy_admm is None else float(self.energy_admm),
+            "rounds": int(self.rounds), "build_time_s": float(self.build_time_s),
+            "polish_s": round(float(sum(s.time_s for s in self.stages)), 6),
+            "stages": [s.as_dict() for s in self.stages],
+        }
+        if self.problem.constraints is not None:
+            out["constraints"] = [r.as_dict() for r in self.constraints]
+            out["feasible"] = self.feasible
+            out["variant"] = self.variant or self.method
+            out["reference_variant"] = self.reference_detail or None
+            out["bound"] = None if self.reference_bound is None else float(self.reference_bound)
+        return out
 
 
 def resolve_backend(name: str, warn: Callable[[str], None], n: int, k: int) -> str:
@@ -488,5 +527,5 @@ def run_segmentation(
         reference_method=ref_method,
         energy_admm=res.energy_admm if params.solver == "admm" else None,
         total_time_s=time.perf_counter() - t0,
-        rounds=prep.rounds,
+        rounds=prep.rounds, stages=tuple(res.stages),
     )

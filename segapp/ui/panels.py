@@ -381,6 +381,47 @@ def iterations_text(total: int, per_level: list[int] | None = None,
     return ""
 
 
+#: The polish stages' names as the results panel writes them (solver.mrf.polish.stages.STAGES).
+STAGE_NAMES = {"icm": "ICM", "fill": "fill", "regions": "regions", "split": "splits",
+               "descent": "descents", "tv": "TV", "tv-expansion": "TV expansions",
+               "local": "local re-solves", "edge-snap": "edge snapping",
+               "level-sets": "level sets", "warm-fusion": "warm-start fusion",
+               "constrained": "constrained moves", "area-relaxation": "area relaxation"}
+
+
+def polish_text(stages) -> str:
+    """The results panel's polish row: the stages that lowered the energy, most first, with
+    what each took off (``"TV −6,486 · ICM −206 · fill −59"``), then on a second line the
+    polish's time and how many stages took nothing (``"0.30 s, 3 stages took nothing"``).
+
+    Parameters
+    ----------
+    stages : sequence of StageReport
+        A run's :attr:`segapp.core.pipeline.SegmentationResult.stages`.
+
+    Returns
+    -------
+    str
+        ``""`` without stages (no polish, or another solver).
+    """
+    if not stages:
+        return ""
+    gained = sorted((s for s in stages if s.gain > 0), key=lambda s: -s.gain)
+    # (no break inside a stage's name and gain: the row wraps between stages)
+    head = " · ".join(f"{STAGE_NAMES.get(s.name, s.name)} −{s.gain:,.{_digits(s.gain)}f}"
+                      .replace(" ", "\u00a0") for s in gained) or "nothing taken off"
+    idle = len(stages) - len(gained)
+    tail = f"{sum(s.time_s for s in stages):.2f} s"
+    if idle:
+        tail += f", {idle} stage{'s' if idle != 1 else ''} took nothing"
+    return f"{head}\n{tail}"
+
+
+def _digits(v: float) -> int:
+    """Decimals for a gain: none from 100 up, else enough to show it (at most 3)."""
+    return 0 if v >= 100 else 1 if v >= 1 else 3
+
+
 def _fmt(v: float | None, spec: str = ".6g") -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
@@ -447,6 +488,9 @@ class ResultsPanel(QWidget):
                 ("unpolished", "before polish", "Energy of ADMM's own rounded labels before the "
                  "final polish (ICM, region moves, fusion with level sets and TV proposals), "
                  "and its gap to the reference: what the polish added"),
+                ("polish", "polish", "The final polish stage by stage: what each stage that "
+                 "lowered the energy took off, most first, and the polish's time (ADMM's "
+                 "time includes it)"),
                 ("disagree", "disagreeing px", "Pixels labelled differently by ADMM and reference"),
                 ("iterations", "iterations", "ADMM iterations run, numbered across the levels of "
                  "a coarse-to-fine solve (a large photo: the coarsest level first) and the "
@@ -469,12 +513,13 @@ class ResultsPanel(QWidget):
             lab = QLabel("—")
             lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             lab.setToolTip(tip)
-            if key in ("backend", "time", "parts"):
-                lab.setWordWrap(True)  # (a fallback's reason; the phases' line; the parts)
+            if key in ("backend", "time", "parts", "polish"):
+                lab.setWordWrap(True)  # (a fallback's reason; the phases; the parts; stages)
             f.addRow(text, lab)
             self.fields[key] = lab
         self._show_constraint_rows(False)
         self._form.setRowVisible(self.fields["unpolished"], False)  # (an ADMM run's only)
+        self._form.setRowVisible(self.fields["polish"], False)  # (a polished run's only)
         self._form.setRowVisible(self.fields["parts"], False)  # (a run of several parts')
         view = QGroupBox("View")
         v = QFormLayout(view)
@@ -534,6 +579,7 @@ class ResultsPanel(QWidget):
         for lab in self.fields.values():
             lab.setText("—")
         self._form.setRowVisible(self.fields["unpolished"], False)
+        self._form.setRowVisible(self.fields["polish"], False)
         self._form.setRowVisible(self.fields["parts"], False)
         self.set_replay_count(0)
         self._fit_wrapped()
@@ -547,7 +593,7 @@ class ResultsPanel(QWidget):
                      unpolished: float | None = None,
                      total_s: float | None = None,
                      per_level: list[int] | None = None,
-                     rounds: tuple[int, int] = (0, 0)) -> None:
+                     rounds: tuple[int, int] = (0, 0), stages=()) -> None:
         """Fill in the numbers of a finished run (``constraints``: its
         :class:`solver.mrf.ConstraintReport` list; ``bound``: the yardstick's lower bound;
         ``time_s``: ADMM's with its polish, ``build_s`` and ``reference_s``: building the model
@@ -556,7 +602,9 @@ class ResultsPanel(QWidget):
         before the final polish, shown with its gap where there is a reference, its row hidden
         when None; ``total_s``: the run's wall time, see :func:`phase_times`; ``per_level``:
         the final solve's iterations by pyramid level, coarsest first, and ``rounds``: the
-        re-estimation rounds and their iterations, see :func:`iterations_text`)."""
+        re-estimation rounds and their iterations, see :func:`iterations_text`; ``stages``:
+        the final polish's :class:`solver.mrf.polish.stages.StageReport` list, see
+        :func:`polish_text`, its row hidden when empty)."""
         self.fields["energy"].setText(_fmt(energy))
         self.fields["reference"].setText(f"{_fmt(reference)}  ({ref_name})" if reference
                                          is not None else "—")
@@ -570,6 +618,9 @@ class ResultsPanel(QWidget):
             text += f"  ({(unpolished - reference) / abs(reference) * 100:+.3f} %)"
         self.fields["unpolished"].setText(text)
         self._form.setRowVisible(self.fields["unpolished"], unpolished is not None)
+        polished = polish_text(stages)
+        self.fields["polish"].setText(polished or "—")
+        self._form.setRowVisible(self.fields["polish"], bool(polished))
         self.fields["disagree"].setText("—" if disagree is None else f"{disagree:,}")
         self.fields["iterations"].setText(str(iterations))
         parts = iterations_text(iterations, per_level, rounds)
@@ -588,7 +639,7 @@ class ResultsPanel(QWidget):
         """Give each wrapping field the height its text takes at its width: the form gave it
         its unwrapped height, and a line wrapped at the panel's width ("… ADMM 10.76" then
         "s") was cut off."""
-        for key in ("backend", "time", "parts"):
+        for key in ("backend", "time", "parts", "polish"):
             lab = self.fields[key]
             if lab.width() > 0:
                 need = lab.heightForWidth(lab.width())

@@ -603,7 +603,8 @@ class RunMixin:
             unpolished=getattr(outcome, "energy_admm", None),
             total_s=getattr(outcome, "total_time_s", None),
             per_level=self.run_count.per_level(),
-            rounds=(self.run_count.rounds, self.run_count.round_iterations))
+            rounds=(self.run_count.rounds, self.run_count.round_iterations),
+            stages=tuple(getattr(outcome, "stages", ()) or ()))
         self.results_panel.set_replay_count(len(self.frames))
         self.results_panel.set_replay_label("final")
         self.side_tabs.setCurrentWidget(self.results_panel)

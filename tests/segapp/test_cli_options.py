@@ -87,6 +87,13 @@ def test_no_polish_writes_admm_own_labels(tmp_path, capsys):
     # the polished run's report keeps ADMM's own energy, before the polish
     assert rep_pol["energy_admm"] == pytest.approx(raw.energy, rel=1e-9)
     assert rep_raw["energy_admm"] == pytest.approx(rep_raw["energy"], rel=1e-9)
+    # and says which polish stages took it there: what each took off adds up to the polish's
+    assert rep_raw["stages"] == [] and rep_raw["polish_s"] == 0
+    gains = {s["name"]: s["gain"] for s in rep_pol["stages"]}
+    assert [s["name"] for s in rep_pol["stages"]] == [s.name for s in polished.stages]
+    assert sum(gains.values()) == pytest.approx(rep_pol["energy_admm"] - rep_pol["energy"],
+                                                rel=1e-9)
+    assert 0 < rep_pol["polish_s"] <= rep_pol["time_s"]
 
 
 # --------------------------------------------------------------------------------- --max-iter
@@ -218,9 +225,14 @@ def test_seed_reaches_admm_and_repeats(tmp_path, capsys):
     assert rep["iterations"] == lib.iterations
     # same seed, same output: the label PNG byte for byte, the report up to its timings
     assert (d / "a.png").read_bytes() == (d / "b.png").read_bytes()
-    timing = {"time_s", "build_time_s"}
+    timing = {"time_s", "build_time_s", "polish_s", "stages"}
     assert {k: v for k, v in rep.items() if k not in timing} == \
         {k: v for k, v in rep2.items() if k not in timing}
+
+    def untimed(report):
+        return [{k: v for k, v in s.items() if k != "time_s"} for s in report["stages"]]
+
+    assert untimed(rep) == untimed(rep2) and untimed(rep)  # (the same stages, the same gains)
     # another seed gives another labelling here (the GMM fit moves)
     labels_none, _ = _segment(d, capsys, "none", *SOFT_ARGS)
     assert not np.array_equal(labels_none, labels)

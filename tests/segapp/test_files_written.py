@@ -48,7 +48,7 @@ CLI_ALPHA = 0.5
 REPORT_KEYS = {"energy", "solver", "backend", "iterations", "time_s", "n_pixels", "k", "status",
                "converged", "width", "height", "lam", "beta", "colour_model", "seed",
                "reference_method", "reference_energy", "gap", "energy_admm", "build_time_s",
-               "image", "rounds"}
+               "image", "rounds", "polish_s", "stages"}
 CONSTRAINT_KEYS = {"constraints", "feasible", "variant", "reference_variant", "bound"}
 
 
@@ -366,6 +366,14 @@ def test_every_report_field_describes_the_run(tmp_path, capsys, case):
             assert r["energy_admm"] == pytest.approx(r["energy"], rel=1e-12, abs=1e-12)
     else:
         assert r["energy_admm"] is None
+    # the final polish stage by stage: the library's stages, their gains adding up
+    assert [s["name"] for s in r["stages"]] == [s.name for s in getattr(lib, "stages", ())]
+    if solver == "admm" and polish:
+        assert r["stages"] and 0 < r["polish_s"] <= r["time_s"]
+        assert sum(s["gain"] for s in r["stages"]) == pytest.approx(
+            r["energy_admm"] - r["energy"], rel=1e-9, abs=1e-6)
+    else:
+        assert r["stages"] == [] and r["polish_s"] == 0
     if "--lam" in options and lam == 0:  # λ = 0: every pixel takes its cheapest label
         assert np.all(labels.ravel() == problem.unary.argmin(axis=1) + 1)
         smooth = build_problem(photo, strokes, k, lam=DEFAULT_LAMBDA, beta=float(beta),

@@ -134,6 +134,20 @@ def test_the_polish_text_counts_as_the_result_counts(win, pyramid_run):
             assert int(re.search(r"iteration (\d+)", t).group(1)) < outcome.iterations
 
 
+def test_the_polish_row_names_the_stages_that_took_something_most_first():
+    from segapp.ui.panels import polish_text
+    from solver.mrf.polish.stages import StageReport
+    stages = (StageReport("icm", 0.01, 206.3), StageReport("fill", 0.02, 0.0),
+              StageReport("tv", 0.25, 6486.38), StageReport("level-sets", 0.02, 0.42),
+              StageReport("warm-fusion", 0.001, 0.0))
+    nb = "\u00a0"  # (a stage's name and gain stay on one line)
+    assert polish_text(stages) == (f"TV{nb}−6,486 · ICM{nb}−206 · level{nb}sets{nb}−0.420\n"
+                                   "0.30 s, 2 stages took nothing")
+    assert polish_text((StageReport("regions", 0.5, 0.0),)) == (
+        "nothing taken off\n0.50 s, 1 stage took nothing")
+    assert polish_text(()) == ""
+
+
 # ------------------------------------------------------------------ the histogram
 @pytest.mark.parametrize("low", [0.064, 0.199, 0.7, 0.005, 0.996])
 def test_the_histograms_shares_are_never_negative_and_add_up_to_100(win, qtbot, low,

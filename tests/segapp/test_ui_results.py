@@ -305,7 +305,7 @@ def test_results_panel_plot_and_status_bar_state_the_run(win, qtbot):
     """After a run the results panel, the areas column, the plot's reference line and the
     status bar give the run's numbers, with the yardstick named (min-cut for K = 2,
     α-expansion for K = 3, the constrained yardstick under a bound, with its lower bound)."""
-    from segapp.ui.panels import _fmt, constraint_line
+    from segapp.ui.panels import _fmt, constraint_line, polish_text
     from segapp.ui.runctl import STATUS_TEXT
     img, strokes = disc_image()
     for k, name, constrained in ((2, "min-cut", False), (3, "α-expansion", False),
@@ -342,6 +342,11 @@ def test_results_panel_plot_and_status_bar_state_the_run(win, qtbot):
             assert form.isRowVisible(row)
             assert f["unpolished"] == (f"{_fmt(o.energy_admm)}  "
                                        f"({(o.energy_admm - ref) / abs(ref) * 100:+.3f} %)")
+        # the polish stage by stage, the row shown for a polished run
+        assert o.stages and form.isRowVisible(win.results_panel.fields["polish"])
+        assert f["polish"] == polish_text(o.stages)
+        assert sum(st.gain for st in o.stages) == pytest.approx(o.energy_admm - o.energy,
+                                                                rel=1e-9, abs=1e-6)
         assert win.plot.final_point() == (float(win.plot.iterations()[-1]), float(o.energy))
         assert f"after polish {o.energy:.6g}" in win.plot.legend_names()
         lo, hi = win.plot.y_range()

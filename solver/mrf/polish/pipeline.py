@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from solver.mrf.polish.fusion import (
 from solver.mrf.polish.icm import _icm_in_place, _pair_moves_in_place
 from solver.mrf.polish.local import fuse_local_expansions_into
 from solver.mrf.polish.regions import _settle_in_place, _split_moves_in_place
+from solver.mrf.polish.stages import StageClock
 from solver.mrf.polish.tv import fuse_tv_expansions_into, fuse_tv_into
 from solver.mrf.polish.watershed import fuse_edge_snapped_into
 
@@ -44,7 +46,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   since: np.ndarray | None = None,
                   options: PolishOptions = _DEFAULT, backend: Any = None,
                   stop: Callable[[], bool] | None = None,
-                  cells: int | None = None) -> np.ndarray:
+                  cells: int | None = None, report: list | None = None,
+                  energy: float | None = None) -> np.ndarray:
     """ICM and pair moves (K > 2, or ``options.pair_moves_binary``), filled concavities and box
     completions, whole-region moves, region splits, then fusion with the level sets of ADMM's
     iterates carved by ICM (:func:`solver.mrf.polish.descents.fuse_descents`), with the TV
@@ -90,6 +93,12 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         ``options.local_iterations``), after the TV relaxations, and again after the last
         level-set fusion around the runs it made (``options.local_again``). None: a problem
         solved whole.
+    report : list, optional
+        Where to append a :class:`solver.mrf.polish.stages.StageReport` per stage that ran
+        (:data:`solver.mrf.polish.stages.STAGES`: its time and the energy it took off, the
+        energy evaluated only after a stage that changed the labels). None: nothing timed.
+    energy : float, optional
+        The energy of ``labels``, where the caller has it (saves the report one pass).
 
     Returns
     -------
@@ -97,11 +106,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         ``(H, W)`` int32 labels.
     """
     if problem.constraints is not None:  # only moves that keep area bounds and apart pairs
-        out = constrained_polish(problem, labels, snapshots, options, tv=split)
-        if (split and problem.n <= options.relax_area_max_pixels and problem.k == 2
-                and problem.constraints.has_area and not problem.constraints.has_apart):
-            out = _relaxed_area(problem, out, options, backend)
-        return out
+        return _constrained(problem, labels, snapshots, split, options, backend, report,
+                            energy)
     ws = Workspace(problem)  # (one set of work arrays for every step)
     # The steps work in place on 0-based labels, converted once each way (not between steps:
     # each conversion is a pass over the image), with the labels before each step in one
@@ -109,27 +115,42 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     # around its moves; each region pass after the first starts from the last one's settled
     # labelling, so it need only look at the regions near what changed since.
     lab = kernels.zero_based(labels)
-    _icm_in_place(problem, lab, since=None if since is None else kernels.zero_based(since))
     before = ws.labels("step")
+    clock = StageClock(problem, lab, energy) if report is not None else None
 
-    def mark() -> np.ndarray:
+    def stage(name: str, compare: bool = True):
+        """The stage ``name`` timed (when a report is asked for), the labels before it kept
+        in ``before``; ``compare``: it does not say whether it moved, so its end compares."""
+        if clock is None:
+            if not compare:  # (the stage reads ``before``)
+                np.copyto(before, lab)
+            return nullcontext(_ignore)
         np.copyto(before, lab)
-        return before
+        return clock.stage(name, before if compare else None)
 
-    if problem.k > 2 or options.pair_moves_binary:
-        _pair_moves_in_place(problem, lab, before=mark())
-    for fill in (fuse_closings_into, fuse_boxes_into):
-        mark()
-        if fill(problem, lab, workspace=ws):
-            _icm_in_place(problem, lab, since=before)
-    settled = _settle_in_place(problem, lab, icm_optimal=True, workspace=ws, options=options)
+    def settle(since: np.ndarray | None) -> bool:
+        return _settle_in_place(problem, lab, icm_optimal=True, since=since, workspace=ws,
+                                options=options)
+
+    with stage("icm"):
+        _icm_in_place(problem, lab, since=None if since is None else kernels.zero_based(since))
+        if problem.k > 2 or options.pair_moves_binary:
+            np.copyto(before, lab)
+            _pair_moves_in_place(problem, lab, before=before)
+    with stage("fill", compare=False) as took:
+        for fill in (fuse_closings_into, fuse_boxes_into):
+            np.copyto(before, lab)
+            if fill(problem, lab, workspace=ws):
+                took()
+                _icm_in_place(problem, lab, since=before)
+    with stage("regions"):
+        settled = settle(None)
     if options.split and split:
-        mark()
-        if _split_moves_in_place(problem, lab):
-            _icm_in_place(problem, lab, since=before)
-            settled = _settle_in_place(problem, lab, icm_optimal=True,
-                                       since=before if settled else None, workspace=ws,
-                                   options=options)
+        with stage("split", compare=False) as took:
+            if _split_moves_in_place(problem, lab):
+                took()
+                _icm_in_place(problem, lab, since=before)
+                settled = settle(before if settled else None)
     if len(snapshots):
         # built once for all rounds; dense weights as snapshots once, so every fusion sees
         # the same fixed arrays (fusion.FixedDisagreement finds their pixels once)
@@ -145,27 +166,27 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         # before the plain fusion, which can take a union whose bad part a descent leaves out
         thresholds = (options.descent_thresholds if problem.k == 2
                       else options.descent_thresholds_multi)
-        mark()
-        if _fuse_descents_in_place(problem, lab, snapshots, thresholds,
-                                   options.descent_max_pixels, workspace=ws):
-            settled = _settle_in_place(problem, lab, icm_optimal=True,
-                                       since=before if settled else None, workspace=ws,
-                                   options=options)
+        with stage("descent", compare=False) as took:
+            if _fuse_descents_in_place(problem, lab, snapshots, thresholds,
+                                       options.descent_max_pixels, workspace=ws):
+                took()
+                settled = settle(before if settled else None)
     if tv_runs:
-        mark()
-        if (fuse_tv_into(problem, lab, tv_steps, options.tv_step, options.tv_thresholds,
-                         workspace=ws, backend=backend, gap=options.tv_gap,
-                         every=options.tv_fuse_every, next_every=options.tv_fuse_next,
-                         proof=options.tv_proof,
-                         proof_iterations=int(tv_steps * options.tv_proof_scale), stop=stop)
-                if problem.k == 2 else
-                fuse_tv_expansions_into(problem, lab, tv_steps, options.tv_step,
-                                        options.tv_thresholds, workspace=ws, backend=backend,
-                                        gap=options.tv_expansion_gap, stop=stop)):
-            _icm_in_place(problem, lab, since=before)
-            settled = _settle_in_place(problem, lab, icm_optimal=True,
-                                       since=before if settled else None, workspace=ws,
-                                       options=options)
+        with stage("tv" if problem.k == 2 else "tv-expansion", compare=False) as took:
+            if (fuse_tv_into(problem, lab, tv_steps, options.tv_step, options.tv_thresholds,
+                             workspace=ws, backend=backend, gap=options.tv_gap,
+                             every=options.tv_fuse_every, next_every=options.tv_fuse_next,
+                             proof=options.tv_proof,
+                             proof_iterations=int(tv_steps * options.tv_proof_scale),
+                             stop=stop)
+                    if problem.k == 2 else
+                    fuse_tv_expansions_into(problem, lab, tv_steps, options.tv_step,
+                                            options.tv_thresholds, workspace=ws,
+                                            backend=backend, gap=options.tv_expansion_gap,
+                                            stop=stop)):
+                took()
+                _icm_in_place(problem, lab, since=before)
+                settled = settle(before if settled else None)
     local = (cells is not None and split and options.local_iterations > 0
              and (problem.k > 2 or (options.local_binary and not tv_runs)))
     covered = np.zeros(problem.shape, bool) if local else None  # (zones re-solved so far)
@@ -173,43 +194,77 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     def resolve_runs(settled: bool) -> bool:
         """The local re-solves around the runs outside ``covered``, then ICM and region
         moves where they took regions; whether the labels are settled after."""
-        mark()
-        if fuse_local_expansions_into(problem, lab, cells, options.local_iterations,
-                                      options.tv_step, options.tv_thresholds,
-                                      margin=options.local_margin, length=options.local_run,
-                                      gap=options.local_gap, rounds=options.local_rounds,
-                                      covered=covered, workspace=ws, stop=stop):
-            _icm_in_place(problem, lab, since=before)
-            settled = _settle_in_place(problem, lab, icm_optimal=True,
-                                       since=before if settled else None, workspace=ws,
-                                       options=options)
+        with stage("local", compare=False) as took:
+            if fuse_local_expansions_into(problem, lab, cells, options.local_iterations,
+                                          options.tv_step, options.tv_thresholds,
+                                          margin=options.local_margin,
+                                          length=options.local_run, gap=options.local_gap,
+                                          rounds=options.local_rounds, covered=covered,
+                                          workspace=ws, stop=stop):
+                took()
+                _icm_in_place(problem, lab, since=before)
+                settled = settle(before if settled else None)
         return settled
+
+    def done() -> np.ndarray:
+        if clock is not None:
+            report.extend(clock.reports())
+        return kernels.one_based(lab, problem.shape)
 
     if local and not (stop is not None and stop()):
         settled = resolve_runs(settled)
     if stop is not None and stop():
         log.info("polish stopped after its TV relaxations")
-        return kernels.one_based(lab, problem.shape)
+        return done()
     if options.edge_snap and split and not tv_only:
-        mark()
-        if fuse_edge_snapped_into(problem, lab, workspace=ws):
-            settled = _settle_in_place(problem, lab, icm_optimal=True,
-                                       since=before if settled else None, workspace=ws,
-                                   options=options)
+        with stage("edge-snap", compare=False) as took:
+            if fuse_edge_snapped_into(problem, lab, workspace=ws):
+                took()
+                settled = settle(before if settled else None)
     if max_rounds is None:
         max_rounds = options.final_fusion_rounds if split else options.coarse_fusion_rounds
-    for _ in range(max_rounds if len(snapshots) else 0):
-        mark()
-        if fuse_level_sets_into(problem, lab, snapshots, options.thresholds,
-                                max_pixels=options.proposal_max_pixels, workspace=ws) == 0:
-            break
-        _icm_in_place(problem, lab, since=before)
-        settled = _settle_in_place(problem, lab, icm_optimal=True,
-                                   since=before if settled else None, workspace=ws,
-                                   options=options)
+    if len(snapshots) and max_rounds > 0:
+        with stage("level-sets", compare=False) as took:
+            for _ in range(max_rounds):
+                np.copyto(before, lab)
+                if fuse_level_sets_into(problem, lab, snapshots, options.thresholds,
+                                        max_pixels=options.proposal_max_pixels,
+                                        workspace=ws) == 0:
+                    break
+                took()
+                _icm_in_place(problem, lab, since=before)
+                settled = settle(before if settled else None)
     if local and options.local_again and not (stop is not None and stop()):
         resolve_runs(settled)  # (after the last fusion: around the runs it made)
-    return kernels.one_based(lab, problem.shape)
+    return done()
+
+
+def _ignore() -> None:
+    """A stage's ``took`` where no report is kept."""
+
+
+def _constrained(problem: MRFProblem, labels: np.ndarray,
+                 snapshots: Sequence[Snapshot | np.ndarray], split: bool,
+                 options: PolishOptions, backend: Any, report: list | None,
+                 energy: float | None) -> np.ndarray:
+    """:func:`polish_labels` under area bounds and apart pairs: only moves that keep them
+    (:func:`constrained_polish`), and for a K = 2 area bound the relax-and-repair move; each
+    a stage of ``report`` where one is asked for."""
+    relax = (split and problem.n <= options.relax_area_max_pixels and problem.k == 2
+             and problem.constraints.has_area and not problem.constraints.has_apart)
+    lab = kernels.zero_based(labels) if report is not None else None
+    clock = StageClock(problem, lab, energy) if report is not None else None
+    for name in ("constrained", "area-relaxation") if relax else ("constrained",):
+        with (clock.stage(name, lab.copy()) if clock is not None
+              else nullcontext(_ignore)):
+            labels = (constrained_polish(problem, labels, snapshots, options, tv=split)
+                      if name == "constrained" else
+                      _relaxed_area(problem, labels, options, backend))
+            if lab is not None:
+                lab[:] = kernels.zero_based(labels)
+    if clock is not None:
+        report.extend(clock.reports())
+    return labels
 
 
 def binary_tv_steps(n: int, options: PolishOptions = _DEFAULT) -> int:

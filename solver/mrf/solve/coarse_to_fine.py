@@ -25,6 +25,7 @@ from solver.mrf.polish.constrained import settle_feasible
 from solver.mrf.polish.icm import icm
 from solver.mrf.polish.morphology import square_morphology
 from solver.mrf.polish.regions import settle_regions
+from solver.mrf.polish.stages import StageReport
 from solver.mrf.solve.pyramid import fix_outside, pyramid, undecided_band
 from solver.mrf.solve.reduction import MRFADMM, label_weights
 from solver.mrf.solve.state import MRFResult
@@ -151,6 +152,7 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     labels = revisit = None
     res = solver = None
     energy_admm = None
+    stages: list = []  # (the final polish's StageReports)
     for li in range(len(levels) - 1, -1, -1):
         level = levels[li]
         start = up = None
@@ -206,16 +208,28 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         if li > 0 or polish:
             unpolished = np.asarray(labels).ravel()
             # outside the band ADMM's labels are the warm start, an ICM fixed point
+            final = li == 0  # (the final polish is reported stage by stage)
             labels = pipeline.polish_labels(level, labels, snapshots,
-                                            split=li == 0, since=up, options=options.polish,
+                                            split=final, since=up, options=options.polish,
                                             backend=device, stop=stop,
-                                            cells=2 if li == 0 and len(levels) > 1 else None)
+                                            cells=2 if final and len(levels) > 1 else None,
+                                            report=stages if final else None,
+                                            energy=energy_admm if final else None)
             snapshots = None
             if stop is not None and stop():  # (a cancel during the polish)
                 res = replace(res, status=CANCELLED)
                 break
             if c2f.warm_fusion and up is not None and level.constraints is None:
-                labels = _fuse_warm_start(level, labels, up, options.polish)
+                t_fuse = time.perf_counter()
+                fused = _fuse_warm_start(level, labels, up, options.polish)
+                if final:
+                    gain = 0.0
+                    if fused is not labels:
+                        polished = energy_admm - sum(r.gain for r in stages)
+                        gain = polished - level.energy(fused)
+                    stages.append(StageReport("warm-fusion", time.perf_counter() - t_fuse,
+                                              gain))
+                labels = fused
             revisit = unpolished != np.asarray(labels).ravel() if li > 0 else None
         if log.isEnabledFor(logging.INFO):  # (the energy costs a pass over the image)
             log.info("coarse-to-fine level %d (%d pixels, %d free): energy %.6g after %d "
@@ -236,4 +250,4 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
     return MRFResult(fine, problem.energy(fine), "admm", device.name, len(history),
                      time.perf_counter() - t0, res.status, history, x_cont, res.admm,
                      energy_admm if energy_admm is not None else problem.energy(fine),
-                     problem.constraint_report(fine))
+                     problem.constraint_report(fine), stages=tuple(stages))

@@ -426,15 +426,18 @@ class MRFADMM:
                       status=status, x_continuous=x_cont, setup_time_s=self.setup_time_s,
                       time_s=self.setup_time_s + time.perf_counter() - t_start, state=None)
         energy_admm = energy
+        stages: list = []
         if polish and status != CANCELLED:
             labels = polish_labels(self.problem, labels, self.snapshot_weights(),
-                                   options=self.options.polish, backend=self.backend)
+                                   options=self.options.polish, backend=self.backend,
+                                   report=stages, energy=energy)
             energy = self.problem.energy(labels)
         return MRFResult(labels, energy, "admm", self.backend.name, res.iterations,
                          self.setup_time_s + time.perf_counter() - t_start, status,
                          history, self.probabilities(x_cont).reshape(self.problem.n,
                                                                      self.problem.k),
-                         res, energy_admm, self.problem.constraint_report(labels))
+                         res, energy_admm, self.problem.constraint_report(labels),
+                         stages=tuple(stages))
 
     def _inner_callback(self, active: MRFADMM,
                         callback: Callable[[MRFIterationState], bool | None] | None,

@@ -114,6 +114,10 @@ class MRFResult:
         A lower bound on the optimum, where the method proves one (the constrained yardsticks).
     detail : str
         The method's variant where it matters (e.g. "parametric min-cut").
+    stages : tuple of StageReport
+        The final polish stage by stage (:data:`solver.mrf.polish.stages.STAGES`): each
+        stage's time and the energy it took off, in the order they ran; their gains add up to
+        ``energy_admm - energy``. Empty without a polish and for the yardsticks.
     """
 
     labels: np.ndarray
@@ -130,6 +134,37 @@ class MRFResult:
     constraints: list = field(default_factory=list)
     bound: float | None = None
     detail: str = ""
+    stages: tuple = ()
+
+    @property
+    def polish_s(self) -> float:
+        """Seconds of the final polish, every stage together (0 without one)."""
+        return float(sum(s.time_s for s in self.stages))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result's figures as plain JSON values (no arrays): method, backend, status,
+        iterations, time, the energies, the bound, the constraints and the polish's stages.
+
+        Returns
+        -------
+        dict
+        """
+        return {
+            "method": self.method,
+            "backend": self.backend,
+            "detail": self.detail,
+            "status": self.status,
+            "converged": self.converged,
+            "iterations": int(self.iterations),
+            "time_s": round(float(self.time_s), 6),
+            "energy": float(self.energy),
+            "energy_admm": None if self.energy_admm is None else float(self.energy_admm),
+            "bound": None if self.bound is None else float(self.bound),
+            "feasible": self.feasible,
+            "constraints": [r.as_dict() for r in self.constraints],
+            "polish_s": round(self.polish_s, 6),
+            "stages": [s.as_dict() for s in self.stages],
+        }
 
     @property
     def feasible(self) -> bool:
