@@ -8,7 +8,7 @@ RUN_STAMP := $(VENV)/.installed-run
 # it needs on a cold cache and holds its own Qt application, a few hundred MB).
 TEST_WORKERS ?= 4
 
-.PHONY: run test bench mutation smoke lint clean
+.PHONY: run test test-fast bench mutation smoke lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ run: $(RUN_STAMP)
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(VENV)/bin/lint-imports
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n auto --maxprocesses=$(TEST_WORKERS)
+
+# The fast lane for the edit-test loop: every test not marked slow (docs/testing.md), about a
+# minute on two cores once the kernels are compiled. `make test` runs them all.
+test-fast: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n auto --maxprocesses=$(TEST_WORKERS) -m "not slow"
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"

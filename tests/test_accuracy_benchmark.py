@@ -98,6 +98,7 @@ def test_soft_alpha_has_its_half_level_exactly_on_the_mask():
         assert near[soft].max() <= edge + 1e-6
 
 
+@pytest.mark.slow
 def test_composites_ground_truth_is_their_alpha_and_overlap_is_measured():
     for case in data.cases("tuning", quick=True):
         comp = data.render(data.recipe_for(case), 12_000)
@@ -126,6 +127,7 @@ def test_case_list_covers_kinds_sizes_tiers_and_k():
     assert all(c.pixels == data.QUICK_PIXELS for c in data.cases(quick=True))
 
 
+@pytest.mark.slow
 def test_split_is_fixed_by_source_name_and_balanced():
     split = data.split_of()
     held = {n for n, s in split.items() if s == "held-out"}
@@ -249,6 +251,7 @@ def test_a_session_that_depends_on_its_input_alone_stops_when_a_stroke_adds_noth
 
 # -- end to end -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_quick_run_writes_valid_json_markdown_and_figure(tmp_path):
     assert acc.main(["--quick", "--split", "tuning", "--max-pixels", "12000",
                      "--user-strokes", "2", "--no-warm-up", "--figure-rows", "2",
@@ -274,6 +277,7 @@ def test_quick_run_writes_valid_json_markdown_and_figure(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_the_corrections_benchmark_times_both_ways_of_each_correction(tmp_path):
     """benchmarks/corrections.py end to end on one small composite: each correction is re-run
     cold and as a correction, and the summary is the sessions' own figures."""

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 QT = ("PyQt6", "PyQt5", "PySide6", "pyqtgraph")
 PACKAGES = ("solver", "segapp")
@@ -103,6 +105,7 @@ def test_no_import_cycle_anywhere():
     assert cycles(graph()) == []
 
 
+@pytest.mark.slow
 def test_solver_imports_neither_qt_nor_segapp():
     assert offenders(graph(), "solver", QT + ("segapp",)) == []
 
@@ -167,6 +170,7 @@ def test_the_checks_catch_a_cycle_and_a_violation(tmp_path):
     assert ["solver.c", "solver.pkg"] in cycles(graph(tmp_path))
 
 
+@pytest.mark.slow
 def test_importing_the_qt_free_layers_loads_no_qt():
     code = ("import sys, solver, solver.mrf, solver.reference, segapp.model, segapp.core.pipeline, "
             "segapp.core.io, segapp.core.session, segapp.core.colouring\n"
@@ -177,6 +181,7 @@ def test_importing_the_qt_free_layers_loads_no_qt():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_every_solver_module_imports_first_in_a_fresh_interpreter():
     """A library user may import any module first (``from solver.admm.systems import ...``):
     each is imported alone, in its own interpreter."""

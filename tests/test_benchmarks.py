@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 spec = importlib.util.spec_from_file_location(
     "table1", Path(__file__).resolve().parents[1] / "benchmarks" / "table1.py")
@@ -28,6 +29,7 @@ def test_table_gives_mean_std_and_ratios():
     assert "| admm-cpu / mincut | +2.00% | 3.0× |" in md
 
 
+@pytest.mark.slow
 def test_script_runs_a_tiny_grid(tmp_path):
     assert table1.main(["--sizes", "300", "--runs", "1", "--methods", "mincut,admm-cpu",
                         "--out", str(tmp_path)]) == 0
@@ -87,6 +89,7 @@ def test_ablation_runs_variants_side_by_side_from_the_defaults(capsys):
 
 
 
+@pytest.mark.slow
 def test_ablation_runs_variants_on_the_real_input_cases_of_one_half(capsys, monkeypatch):
     """``--real``: the problems are the real-input benchmark's cases of that half with the K
     asked for (here the cameraman's two K = 2 cases of three given, at 1e4 pixels), one cell
@@ -131,6 +134,7 @@ end_to_end = importlib.util.module_from_spec(_e2e_spec)
 _e2e_spec.loader.exec_module(end_to_end)
 
 
+@pytest.mark.slow
 def test_end_to_end_times_each_phase_of_a_small_photo(tmp_path):
     assert end_to_end.main(["--megapixels", "0.05", "--backends", "cpu",
                             "--out", str(tmp_path)]) == 0
@@ -151,6 +155,7 @@ def _gpu_session(step, out, **env):
                           text=True, check=False, timeout=300)
 
 
+@pytest.mark.slow
 def test_gpu_session_table_step_runs_the_k2_grid_with_a_gpu_column_where_usable(tmp_path):
     from solver import gpu_available  # noqa: PLC0415
 
@@ -162,6 +167,7 @@ def test_gpu_session_table_step_runs_the_k2_grid_with_a_gpu_column_where_usable(
     assert (tmp_path / "table1_k2.md").exists() and (tmp_path / "table1_k2.png").exists()
 
 
+@pytest.mark.slow
 def test_gpu_session_table_step_takes_alpha_expansion_as_the_yardstick_for_k3(tmp_path):
     res = _gpu_session("table", tmp_path, SIZES="1000", RUNS="1", K="3")
     assert res.returncode == 0, res.stderr
@@ -169,6 +175,7 @@ def test_gpu_session_table_step_takes_alpha_expansion_as_the_yardstick_for_k3(tm
     assert {"expansion", "admm-cpu"} <= methods and "mincut" not in methods
 
 
+@pytest.mark.slow
 def test_gpu_session_profile_step_profiles_the_named_cases(tmp_path):
     from solver import gpu_available  # noqa: PLC0415
 

@@ -27,6 +27,7 @@ def wheel(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_sample_image_and_its_strokes(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert ASSETS and {"cameraman.png", "cameraman_strokes_k2.png", "coffee.png"} <= set(ASSETS)
@@ -56,6 +57,7 @@ def _png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
+@pytest.mark.slow
 def test_the_demo_runs_from_the_wheel_installed_outside_the_repository(wheel, tmp_path):
     site = tmp_path / "site"
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import pytest
 
 spec = importlib.util.spec_from_file_location(
     "real_inputs", Path(__file__).resolve().parents[1] / "benchmarks" / "real_inputs.py")
@@ -57,6 +58,7 @@ def test_inputs_are_deterministic_and_shaped_like_use():
     assert set(np.unique(strokes)) == {0, 1, 2}
 
 
+@pytest.mark.slow
 def test_script_runs_a_tiny_setting(tmp_path):
     assert real_inputs.main(["--quick", "--max-pixels", "1e4", "--split", "tuning",
                              "--out", str(tmp_path)]) == 0

@@ -63,6 +63,7 @@ def photo(tmp_path):
 
 
 # ------------------------------------------------------------------ outputs that are inputs
+@pytest.mark.slow
 @pytest.mark.parametrize("args, match", [
     (["p.png", "--strokes", "s.png", "--out", "p.png"], "--out 'p.png': it is the image file"),
     (["p.png", "--strokes", "s.png", "--out", "l.png", "--report", "p.png"],
@@ -80,6 +81,7 @@ def test_an_output_that_is_an_input_is_refused(photo, args, match):
     assert digest(photo) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["symlink", "hardlink"])
 def test_the_same_file_reached_another_way_is_the_input(photo, how):
     """The photo reached through a symbolic or a hard link is still the photo."""
@@ -99,6 +101,7 @@ def test_bench_json_cannot_be_its_image(photo):
     assert digest(photo) == before
 
 
+@pytest.mark.slow
 def test_an_output_that_is_not_a_regular_file_is_not_replaced(photo):
     """A pipe (or a device such as /dev/full) stays what it was."""
     fifo = photo / "pipe"
@@ -131,6 +134,7 @@ def corrupt_png(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["image", "strokes", "hard", "bench"])
 def test_an_image_claiming_more_than_2_to_the_30_pixels_is_one_sentence(photo, which):
     huge_png(photo / "huge.png")
@@ -144,6 +148,7 @@ def test_an_image_claiming_more_than_2_to_the_30_pixels_is_one_sentence(photo, w
     assert not (photo / "l.png").exists() and not (photo / "b.json").exists()
 
 
+@pytest.mark.slow
 def test_a_corrupt_png_is_one_line_without_the_librarys_own(photo):
     corrupt_png(photo / "bad.png")
     status, out, err = segapp("segment", "bad.png", "--rect", "1,1,5,5", "--out", "l.png",
@@ -152,6 +157,7 @@ def test_a_corrupt_png_is_one_line_without_the_librarys_own(photo):
     assert not any("libpng" in line for line in err)
 
 
+@pytest.mark.slow
 def test_float_strokes_are_refused_not_truncated(photo):
     cv2.imwrite(str(photo / "f.tif"), np.full((40, 50), 1.5, np.float32))
     one_error(*segapp("segment", "p.png", "--strokes", "f.tif", "--out", "l.png", cwd=photo),
@@ -175,6 +181,7 @@ def test_bench_refuses_bad_arguments_before_compiling(photo, args, match):
 
 
 # ------------------------------------------------------------------ apart pairs no labelling meets
+@pytest.mark.slow
 def test_apart_pairs_that_no_labelling_meets_are_refused_before_solving(photo):
     strokes = np.zeros((40, 50), np.uint8)
     strokes[2, 2:48], strokes[20, 20:30], strokes[37, 5:45] = 1, 2, 3
@@ -191,6 +198,7 @@ def test_apart_pairs_that_no_labelling_meets_are_refused_before_solving(photo):
 
 
 # ------------------------------------------------------------------ one line on stderr
+@pytest.mark.slow
 def test_lam_0_runs_without_a_numpy_warning(photo):
     status, out, err = segapp("segment", "p.png", "--strokes", "s.png", "--lam", 0, "--out",
                               "l.png", "-q", cwd=photo)
@@ -238,6 +246,7 @@ def test_the_display_check_names_the_cause():
 
 
 # ------------------------------------------------------------------ photos as people have them
+@pytest.mark.slow
 def test_exif_orientation_is_applied_and_upright_strokes_fit(photo):
     """A JPEG stored sideways with Orientation = 6 loads upright, as viewers show it, so
     strokes drawn on the upright photo (50 wide, 40 high) fit it."""
@@ -274,6 +283,7 @@ def test_every_exif_orientation_matches_pillows_reading(tmp_path, orientation):
     assert np.array_equal(load_image(tmp_path / "o.png"), expected)
 
 
+@pytest.mark.slow
 def test_palette_png_strokes_give_their_index(photo):
     """A palette-indexed PNG (as image editors save label images) is read by its index: the
     same labels as the grey PNG of the same strokes, though its colours are red and blue."""

@@ -37,6 +37,7 @@ def _run(args, capsys):
     return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_segment_writes_labels_overlay_and_report(case, capsys):
     d, img, strokes, truth = case
     code, out, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png", "--k", 2,
@@ -58,6 +59,7 @@ def test_segment_writes_labels_overlay_and_report(case, capsys):
     assert "admm (cpu): energy" in out
 
 
+@pytest.mark.slow
 def test_cli_labels_equal_library_labels(case, capsys):
     d, img, strokes, _ = case
     code, _, err = _run(["segment", d / "img.png", "--strokes", d / "strokes.png",
@@ -67,6 +69,7 @@ def test_cli_labels_equal_library_labels(case, capsys):
     np.testing.assert_array_equal(cv2.imread(str(d / "labels.png"), cv2.IMREAD_UNCHANGED), lib.labels)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", ["mincut", "expansion", "lp"])
 def test_other_solvers(case, capsys, solver):
     d, *_ = case
@@ -159,6 +162,7 @@ def test_report_and_summary_describe_the_run(tmp_path, capsys):
     assert gap > 0.01 and f", {100 * gap:+.3f}% vs mincut, " in out
 
 
+@pytest.mark.slow
 def test_help_and_console_entry(case, capsys):
     """`segapp --help` names the program; the console entry reads sys.argv, and -v logs the
     solver's progress where the default stays quiet."""
@@ -336,6 +340,7 @@ def test_segment_says_so_when_it_has_to_compile(case, capsys, monkeypatch):
     assert code == 0 and err == ""
 
 
+@pytest.mark.slow
 def test_the_gpu_fallback_is_said_once(case, tmp_path):
     """In a real run of the command (its own logging set up), the fallback is one line, not a
     log record and a warning both."""

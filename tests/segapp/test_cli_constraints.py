@@ -88,6 +88,7 @@ def test_pixel_bounds_pin_an_area_exactly(two, capsys):
     assert int((_labels(d / "l.png") == 2).sum()) == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver, variant", [("admm", "admm"), ("mincut", "layered min-cut"),
                                              ("expansion", "Lagrangian αβ-swap (best effort)")])
 def test_a_nesting_keeps_the_nucleus_off_the_background(cell, capsys, solver, variant):
@@ -198,6 +199,7 @@ def test_constraint_text_round_trips():
     assert parse_apart(" 1, 3") == (1, 3)
 
 
+@pytest.mark.slow
 def test_the_library_result_and_the_live_state_carry_the_constraints():
     from segapp.core.pipeline import SegmentParams, run_segmentation
     from solver.mrf import Constraints

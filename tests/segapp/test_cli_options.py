@@ -129,6 +129,7 @@ def _histogram_problem(image, strokes, k):
     return problem_from_unary(colours, unary_costs(colours, models), lam=DEFAULT_LAMBDA)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_colour_model_reaches_the_unaries(tmp_path, capsys, k):
     d, image, strokes = _write(tmp_path, k=k, size=40, noise=0.2)

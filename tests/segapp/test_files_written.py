@@ -280,6 +280,7 @@ def report_inputs(tmp_path: Path, kind: str) -> tuple[np.ndarray, np.ndarray, Pa
     return photo, strokes, tmp_path / "strokes.png"
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("app_launches")
 @pytest.mark.parametrize("case", list(CASES))
 def test_every_report_field_describes_the_run(tmp_path, capsys, case):
@@ -581,6 +582,7 @@ def finished(win, qtbot, tmp_path):
     return win
 
 
+@pytest.mark.slow
 def test_the_apps_label_export_holds_the_runs_labels(finished, monkeypatch, tmp_path):
     """File → Export labels writes, as PNG or TIFF, one 8-bit channel holding the labels whose
     energy the results panel shows, 1..K, at the photo's size."""
@@ -597,6 +599,7 @@ def test_the_apps_label_export_holds_the_runs_labels(finished, monkeypatch, tmp_
         assert shown == pytest.approx(energy, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_the_apps_overlay_export_blends_at_the_slider_and_keeps_the_photo(finished, monkeypatch,
                                                                            tmp_path):
     """File → Export overlay writes the photo blended with the label colours at the opacity
@@ -619,6 +622,7 @@ def test_the_apps_overlay_export_blends_at_the_slider_and_keeps_the_photo(finish
     np.testing.assert_array_equal(item_rgb(win.canvas.photo), rgb8(photo))
 
 
+@pytest.mark.slow
 def test_the_apps_energy_history_csv_holds_the_runs_records(finished, monkeypatch, tmp_path):
     """File → Export energy history writes a header and one row per recorded iteration, each
     column the run's value of that name exactly, with the reference's energy on every row."""

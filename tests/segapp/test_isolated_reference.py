@@ -114,6 +114,7 @@ def disc(h: int = 40, w: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarra
     return np.dstack([img, img, (img * 0.8).astype(np.uint8)]), strokes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k, area", [(2, ()), (3, ()), (2, ("1:0.4-0.5",)),
                                      (2, ("2:0.25-0.3",))],
                          ids=["K=2 min-cut", "K=3 expansion", "K=2 area bound",
@@ -139,6 +140,7 @@ def test_the_isolated_reference_is_the_in_process_one(k, area, runner):
     same_reference(again, here)
 
 
+@pytest.mark.slow
 def test_a_child_that_dies_costs_only_the_reference(runner, monkeypatch):
     img, strokes = bands(2)
     bare = run_segmentation(img, strokes, SegmentParams(k=2), reference=False)
@@ -163,6 +165,7 @@ def test_a_child_that_dies_costs_only_the_reference(runner, monkeypatch):
     same_reference(again, run_segmentation(img, strokes, SegmentParams(k=2)))
 
 
+@pytest.mark.slow
 def test_a_child_out_of_memory_costs_only_the_reference(runner, monkeypatch):
     img, strokes = bands(3)
     monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:out_of_memory")
@@ -172,6 +175,7 @@ def test_a_child_out_of_memory_costs_only_the_reference(runner, monkeypatch):
                             "the result is shown without it"]
 
 
+@pytest.mark.slow
 def test_an_error_in_the_child_is_raised_as_in_process(runner, monkeypatch):
     img, strokes = bands(2)
     runner.start()
@@ -199,6 +203,7 @@ def test_cancel_abandons_the_reference_at_once(runner, monkeypatch):
     assert runner.pid is None  # the busy child was ended, so it holds up no later run
 
 
+@pytest.mark.slow
 def test_the_reference_solves_beside_the_solve(runner, monkeypatch):
     """ADMM starts at once: its first iterations carry no reference, the ones after the
     child's answer carry it (a live plot draws the line then), and the result has it."""
@@ -225,6 +230,7 @@ def test_the_reference_solves_beside_the_solve(runner, monkeypatch):
     assert out.total_time_s >= max(out.time_s, out.reference_time_s) + out.build_time_s
 
 
+@pytest.mark.slow
 def test_the_answer_is_handed_over_before_the_wait_for_the_reference(runner, monkeypatch):
     """A reference slower than ADMM: ``solved`` gets ADMM's labels and energy once the solve
     is done, before the run waits for the reference (a front end shows them meanwhile)."""
@@ -248,6 +254,7 @@ def test_the_answer_is_handed_over_before_the_wait_for_the_reference(runner, mon
     assert "solved" not in events
 
 
+@pytest.mark.slow
 def test_with_memory_for_one_peak_at_a_time_the_reference_solves_first(runner, monkeypatch):
     """Where the child's peak and the solve's would not fit together, the child solves before
     the solve: the first iteration already has the reference."""
@@ -269,6 +276,7 @@ def test_with_memory_for_one_peak_at_a_time_the_reference_solves_first(runner, m
     same_reference(out, run_segmentation(img, strokes, SegmentParams(k=2, rounds=0)))
 
 
+@pytest.mark.slow
 def test_the_child_yields_the_cores_to_the_solve(runner):
     """The child solves beside ADMM at a lower scheduling priority (a busy machine runs the
     iterations the user watches first)."""
@@ -319,6 +327,7 @@ def win(win):
     return win
 
 
+@pytest.mark.slow
 def test_the_app_runs_its_reference_in_its_child(win, qtbot, monkeypatch):
     import segapp.core.pipeline as pipeline
     real = pipeline.run_segmentation
@@ -340,6 +349,7 @@ def test_the_app_runs_its_reference_in_its_child(win, qtbot, monkeypatch):
     assert win.solver.reference_process.pid == pid  # one child for the window's runs
 
 
+@pytest.mark.slow
 def test_the_app_shows_the_answer_when_the_reference_dies(win, qtbot, monkeypatch):
     monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:die")
     out = run(win, qtbot)
@@ -357,6 +367,7 @@ def test_the_app_shows_the_answer_when_the_reference_dies(win, qtbot, monkeypatc
     assert again.reference_labels is not None and again.warnings == []
 
 
+@pytest.mark.slow
 def test_closing_the_window_ends_its_idle_child(win, qtbot):
     run(win, qtbot)
     pid = win.solver.reference_process.pid
@@ -367,6 +378,7 @@ def test_closing_the_window_ends_its_idle_child(win, qtbot):
     assert not alive(pid)
 
 
+@pytest.mark.slow
 def test_closing_the_window_mid_reference_does_not_wait_for_it(win, qtbot, monkeypatch):
     monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:hang")
     phases: list[str] = []

@@ -103,6 +103,7 @@ def test_a_reference_that_fits_only_before_the_solve_is_solved_first():
         check_memory(n, 2, True, available=first - 1, isolated=True)
 
 
+@pytest.mark.slow
 def test_the_app_offers_to_run_without_the_reference(win, qtbot, monkeypatch):
     """A refusal that the image would fit without the reference: the app asks, and on yes runs
     again with the reference off, keeping the strokes."""

@@ -90,6 +90,7 @@ def hint_pixels(win) -> np.ndarray:
     return np.all(np.abs(shot - (150, 152, 160)) <= 40, axis=2)
 
 
+@pytest.mark.slow
 def test_an_empty_canvas_says_how_to_open_a_photo_and_a_photo_takes_it_away(win, qtbot,
                                                                               tmp_path):
     assert not win.doc.has_image  # the premise
@@ -104,6 +105,7 @@ def test_an_empty_canvas_says_how_to_open_a_photo_and_a_photo_takes_it_away(win,
 
 
 # ------------------------------------------------------------------------- the pointer
+@pytest.mark.slow
 def test_the_readout_follows_the_pointer_over_the_photo_only(win, qtbot, tmp_path):
     doc = zoomed_in(win, qtbot, tmp_path)
     vp = win.canvas.viewport()
@@ -123,6 +125,7 @@ def test_the_readout_follows_the_pointer_over_the_photo_only(win, qtbot, tmp_pat
     assert not win.canvas.cursor_item.isVisible()
 
 
+@pytest.mark.slow
 def test_the_brush_outline_is_the_brush_under_the_pointer(win, qtbot, tmp_path):
     zoomed_in(win, qtbot, tmp_path)
     c, vp = win.canvas, win.canvas.viewport()
@@ -168,6 +171,7 @@ def test_an_unknown_tool_is_refused_naming_it(win):
 
 
 # ------------------------------------------------------------------------- panning, zooming
+@pytest.mark.slow
 def test_space_and_the_left_button_pan_without_painting(win, qtbot, tmp_path):
     doc = open_photo(win, qtbot, tmp_path, 200, 300)
     c, vp = win.canvas, win.canvas.viewport()
@@ -193,6 +197,7 @@ def test_space_and_the_left_button_pan_without_painting(win, qtbot, tmp_path):
     assert doc.strokes.any()
 
 
+@pytest.mark.slow
 def test_a_middle_drag_pans_by_the_distance_dragged(win, qtbot, tmp_path):
     open_photo(win, qtbot, tmp_path, 200, 300)
     c, vp = win.canvas, win.canvas.viewport()
@@ -209,6 +214,7 @@ def test_a_middle_drag_pans_by_the_distance_dragged(win, qtbot, tmp_path):
     assert vp.cursor().shape() == Qt.CursorShape.CrossCursor
 
 
+@pytest.mark.slow
 def test_the_zoom_stops_at_1_32_and_64(win, qtbot, tmp_path):
     open_photo(win, qtbot, tmp_path, 40, 50)
     c = win.canvas
@@ -218,6 +224,7 @@ def test_the_zoom_stops_at_1_32_and_64(win, qtbot, tmp_path):
     assert c.zoom() == 1 / 32 and win.zoom_label.text() == "3 %"
 
 
+@pytest.mark.slow
 def test_a_wheel_turn_without_a_photo_or_without_a_step_changes_nothing(win, qtbot, tmp_path):
     c = win.canvas
     z0 = c.zoom()

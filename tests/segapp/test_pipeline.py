@@ -65,6 +65,7 @@ def test_a_gpu_that_is_missing_or_fails_gives_the_cpu_answer_and_says_so(monkeyp
                            "failure); running on the CPU instead")
 
 
+@pytest.mark.slow
 def test_a_gpu_failure_without_a_message_is_named_by_its_type(monkeypatch):
     monkeypatch.setattr(backend_module, "_load_gpu", lambda: Backend("gpu", np, sp))
     monkeypatch.setattr(pipeline, "gpu_errors", lambda: (GPUUnavailableError, CUDARuntimeError))
@@ -110,6 +111,7 @@ def test_bad_choices_are_refused_by_name_before_any_work(monkeypatch, change, me
     assert built == []
 
 
+@pytest.mark.slow
 def test_the_yardstick_is_solved_unless_declined():
     """By default the pipeline also solves min-cut (K = 2) or α-expansion (K > 2) on the same
     problem, and the gap is ADMM's energy against it; reference=False skips it."""
@@ -153,6 +155,7 @@ def test_auto_backend_is_chosen_for_the_problem_at_hand(monkeypatch):
     assert got.backend == "cpu" and got.warnings == []
 
 
+@pytest.mark.slow
 def test_warm_start_callback_and_times(caplog):
     """A warm start of the right size reaches ADMM (its first iterate shows it), one of another
     size is ignored with a note in the log; the callback sees every iteration with the
@@ -184,6 +187,7 @@ def test_warm_start_callback_and_times(caplog):
     assert warm.reference_time_s == 0.0 and warm.reference_detail == ""
 
 
+@pytest.mark.slow
 def test_area_bounds_on_a_colour_photo_count_pixels_not_channels():
     from solver.mrf import AreaBound, Constraints
     image, _, strokes = shapes_image(seed=0, k=2, size=40, noise=0.1)
@@ -195,6 +199,7 @@ def test_area_bounds_on_a_colour_photo_count_pixels_not_channels():
     assert (out.constraints[0].lo, out.constraints[0].hi) == (192, 224)
 
 
+@pytest.mark.slow
 def test_a_cancel_reaches_the_polish_where_no_callback_runs(monkeypatch):
     """The run's ``cancelled`` flag is the solve's ``stop`` too: ADMM's polish polls it
     (between its TV rounds), so a cancel pressed there ends the run as cancelled."""

@@ -27,6 +27,7 @@ def sky_and_rocket(h=60, w=90, seed=0):
     return (img * 255).round().astype(np.uint8), truth, (30, 4, 30, h - 6)
 
 
+@pytest.mark.slow
 def test_reestimation_refits_the_models_and_the_answer_follows():
     """scikit-image's rocket (0.13 MP) in a rectangle: the models fitted once from the
     rectangle take a slab of the sky for the object; rounds refit them to the answer and the

@@ -205,6 +205,7 @@ def assert_same_document(got: Document, want: Document) -> None:
     assert not got.dirty and not got.undo_stack.can_undo()  # (reopened: nothing unsaved)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(case=documents())
 def test_a_saved_session_reopens_as_the_same_document(case):

@@ -233,6 +233,7 @@ def dialogs(monkeypatch):
 CASES = BAD + [(f"file-{c}", (lambda text: lambda _d: text)(t), w) for c, t, w in BAD_FILES]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change,field", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_a_bad_session_leaves_the_window_as_it_was(win, working, good, dialogs, change, field):
     path, data = good
@@ -248,6 +249,7 @@ def test_a_bad_session_leaves_the_window_as_it_was(win, working, good, dialogs, 
     assert win.outcome is working
 
 
+@pytest.mark.slow
 def test_an_image_that_changed_size_is_refused_before_anything_changes(win, working, good,
                                                                         dialogs, tmp_path):
     path, _ = good
@@ -258,6 +260,7 @@ def test_an_image_that_changed_size_is_refused_before_anything_changes(win, work
     same(before, snapshot(win))
 
 
+@pytest.mark.slow
 def test_a_missing_image_is_refused_naming_image_path(win, working, good, dialogs, tmp_path):
     path, _ = good
     (tmp_path / "other.png").unlink()
@@ -267,6 +270,7 @@ def test_a_missing_image_is_refused_naming_image_path(win, working, good, dialog
     same(before, snapshot(win))
 
 
+@pytest.mark.slow
 def test_a_good_session_still_opens(win, working, good, dialogs):
     path, _ = good
     assert win.open_session(str(path))

@@ -265,6 +265,7 @@ def _colour_near(img, q: QPointF, colour, radius: int = 1, tol: int = 40) -> boo
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1366, 768), (900, 600)])
 @pytest.mark.parametrize("idx", [3, 4])
 def test_the_3d_drawing_keeps_the_walk_inside_and_clear_of_the_legend(view, qtbot, size, idx):

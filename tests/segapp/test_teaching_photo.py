@@ -62,6 +62,7 @@ def test_probe_store_keeps_the_first_and_the_newest_when_thinning():
     np.testing.assert_allclose(s["x"], np.array(store.iterations) / 10, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_histogram_follows_the_replay_slider(win, qtbot, monkeypatch):
     pace_iterations(monkeypatch, 0.01)  # (a frame every 0.1 s: several in the replay)
     img, strokes = faint_disc(grey=(130, 100), noise=30.0)
@@ -88,6 +89,7 @@ def test_histogram_follows_the_replay_slider(win, qtbot, monkeypatch):
     assert hist.fractions()[1] > 0.02
 
 
+@pytest.mark.slow
 def test_probe_follows_a_clicked_pixel_without_drawing(win, qtbot, monkeypatch):
     pace_iterations(monkeypatch, 0.01)  # (probe samples up to 50 a second: several a run)
     img, strokes = disc_image()
@@ -121,6 +123,7 @@ def test_probe_follows_a_clicked_pixel_without_drawing(win, qtbot, monkeypatch):
     assert not panel.clicks.active
 
 
+@pytest.mark.slow
 def test_guided_demo_walks_from_the_geometry_to_the_cameraman(win, qtbot):
     demo = win.guided_demo
     demo.start()
@@ -167,6 +170,7 @@ def test_geometry_screenshot_from_the_command_line(qapp, tmp_path):
     assert "#fac85a" in colours  # the sphere's colour
 
 
+@pytest.mark.slow
 def test_a_new_image_forgets_the_histogram_and_the_probe(win, qtbot, monkeypatch):
     """The last image's histogram and probed pixel went on showing over the next image (and
     the last run's histogram over a new run's set-up) as if they were its own."""
@@ -272,6 +276,7 @@ def test_starting_the_demo_places_its_card_beside_the_geometry_window(win, qtbot
     win.guided_demo.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("end", ["converged", "settled", "cancelled", "max_iter"])
 def test_the_probe_samples_the_runs_last_iteration(win, qtbot, monkeypatch, end):
     """Probe samples are throttled, and a converged (or cancelled) run never asked for a last

@@ -90,6 +90,7 @@ def _params(win):
     return build_params(win.doc.k, win.params_panel.settings())
 
 
+@pytest.mark.slow
 def test_run_matches_pipeline(win, qtbot):
     from segapp.core.pipeline import run_segmentation
     img, s = load(win, qtbot)
@@ -131,6 +132,7 @@ def test_run_matches_pipeline(win, qtbot):
     assert win._warm and win.outcome is not o
 
 
+@pytest.mark.slow
 def test_exports(win, qtbot, tmp_path):
     load(win, qtbot)
     with qtbot.waitSignal(win.solver.finished, timeout=60000):
@@ -144,6 +146,7 @@ def test_exports(win, qtbot, tmp_path):
     assert rows[0].startswith("iteration,") and len(rows) == len(win.outcome.history) + 1
 
 
+@pytest.mark.slow
 def test_cancel_keeps_everything(win, qtbot, monkeypatch):
     pace_iterations(monkeypatch)
     _, s = load(win, qtbot, h=60, w=60)
@@ -188,6 +191,7 @@ def test_bad_image_keeps_strokes(win, qtbot, monkeypatch, tmp_path):
     assert np.array_equal(win.doc.strokes, s) and win.doc.image_path == "synthetic.png"
 
 
+@pytest.mark.slow
 def test_session_round_trip(win, qtbot, tmp_path):
     from segapp.core.io import load_image
     img, _ = synthetic()
@@ -253,6 +257,7 @@ def test_zoom_pan_and_cursor_readout(win, qtbot):
     assert np.array_equal(win.doc.strokes, synthetic()[1])  # panning paints nothing
 
 
+@pytest.mark.slow
 def test_gpu_fallback_notice(win, qtbot, no_cupy):
     """GPU chosen on a machine whose GPU is not usable: the run happens on the CPU, and the user
     is told why in a notice and in the results panel."""
@@ -266,6 +271,7 @@ def test_gpu_fallback_notice(win, qtbot, no_cupy):
     assert "CuPy cannot be imported" in notices[0] and win.outcome.backend == "cpu"
 
 
+@pytest.mark.slow
 def test_samples_recent_and_drop(win, qtbot, tmp_path):
     from PyQt6.QtCore import QMimeData, QUrl
     from PyQt6.QtGui import QDropEvent
@@ -290,6 +296,7 @@ def test_samples_recent_and_drop(win, qtbot, tmp_path):
     assert win.recent_menu.actions()[0].text() == "dropped.png"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compiles", [True, False])
 def test_warm_up_says_when_the_first_run_compiles(win, qtbot, monkeypatch, compiles):
     """The background warm-up compiles for about a minute on a machine's first run: the status
@@ -314,6 +321,7 @@ def test_warm_up_says_when_the_first_run_compiles(win, qtbot, monkeypatch, compi
         assert win.compile_label.text() == "" and ready == []
 
 
+@pytest.mark.slow
 def test_a_run_that_waits_for_compiling_says_so(win, qtbot, monkeypatch):
     import numba
 
@@ -351,6 +359,7 @@ def test_keys_go_back_to_the_canvas_after_k_changes(win, qtbot):
     assert win.canvas.tool == "rect" and win.doc.k == 3
 
 
+@pytest.mark.slow
 def test_the_title_names_the_image_opened_after_a_session(win, qtbot, tmp_path):
     """A session, then a different image: the title names the image at once (it kept the
     session's name until the next edit)."""
@@ -368,6 +377,7 @@ def test_the_title_names_the_image_opened_after_a_session(win, qtbot, tmp_path):
     assert not any("mysession" in t for t in titles), titles
 
 
+@pytest.mark.slow
 def test_recent_entries_with_one_name_say_their_folders(win, qtbot, tmp_path):
     import cv2
     from segapp.ui.fileops import recent_entry_text

@@ -1,5 +1,8 @@
 """The demo screenshot entry point (iterations capped to keep the test fast)."""
+import pytest
 from PyQt6.QtGui import QImage
+
+pytestmark = pytest.mark.slow  # (every test here: see docs/testing.md, the fast lane)
 
 
 def test_demo_screenshot(qapp, tmp_path):

@@ -159,6 +159,7 @@ sys.exit(app.run_app([], image=image))
 '''
 
 
+@pytest.mark.slow
 def test_a_crash_loses_no_stroke(window, monkeypatch, tmp_path, folder):
     """The app, started in a process of its own, opens a photo and gets strokes of three
     labels, hard pixels, a rectangle, K = 3 and two constraints; once its autosave is on
@@ -221,6 +222,7 @@ def test_a_crash_loses_no_stroke(window, monkeypatch, tmp_path, folder):
 
 
 # ------------------------------------------------------------------------------- writing
+@pytest.mark.slow
 def test_the_autosave_follows_the_work_and_goes_when_it_is_saved(window, qtbot, tmp_path,
                                                                   folder):
     """A stroke is autosaved shortly after it is painted (not during the painting: no write
@@ -284,6 +286,7 @@ def test_a_clean_close_removes_the_autosave_and_a_cancelled_one_keeps_it(window,
     assert files(folder) == set()
 
 
+@pytest.mark.slow
 def test_there_is_no_autosave_without_it_or_of_work_already_saved(window, qtbot, tmp_path,
                                                                   folder):
     """A window made without autosave (scripts, tests) writes none; a document without
@@ -400,6 +403,7 @@ def test_the_restore_dialog_reads_as_a_question_with_two_answers(window, qtbot, 
         assert fileops.ask_restore(w, "Restore it?", "Strokes; K = 2.") == reply
 
 
+@pytest.mark.slow
 def test_run_app_offers_the_work_a_crash_left(monkeypatch, qapp, tmp_path, folder):
     """The app's start offers a leftover autosave once its window shows."""
     import segapp.ui.app as app_module

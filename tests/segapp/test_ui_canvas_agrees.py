@@ -219,6 +219,7 @@ def changed(before, doc) -> bool:
 
 
 # ------------------------------------------------------------------------- the long script
+@pytest.mark.slow
 def test_the_canvas_agrees_after_every_step_of_a_long_editing_session(win, qtbot, tmp_path):
     """Every stroke, erase, hard pixel, rectangle, undo, redo, clear, K change, session,
     sample and new image shows on the canvas exactly as the document holds it (a stale or
@@ -473,6 +474,7 @@ def test_clear_and_k_change_redraw_the_whole_layer(win, qtbot, tmp_path):
     assert_agrees(win.canvas, doc, "undo K")
 
 
+@pytest.mark.slow
 def test_an_opened_session_is_drawn_as_saved(win, qtbot, tmp_path):
     """Opening a session shows its strokes, hard pixels and rectangle, replacing what was
     drawn (a rectangle from before the session, or none where the session has one)."""
@@ -501,6 +503,7 @@ def test_an_opened_session_is_drawn_as_saved(win, qtbot, tmp_path):
     assert_agrees(win.canvas, doc, "session without a rectangle")
 
 
+@pytest.mark.slow
 def test_an_opened_sample_is_drawn_with_its_strokes(win, qtbot, tmp_path):
     """Opening a bundled sample (after a rectangle and strokes on another photo) shows the
     sample's strokes in its K's colours and no rectangle; a sample with hard constraints
@@ -520,6 +523,7 @@ def test_an_opened_sample_is_drawn_with_its_strokes(win, qtbot, tmp_path):
     assert_agrees(win.canvas, doc, e["title"])
 
 
+@pytest.mark.slow
 def test_a_new_photo_takes_the_old_drawing_away(win, qtbot, tmp_path):
     """Opening another photo (of another size) leaves no stroke or rectangle of the last one
     on the canvas, and the next stroke shows on the new one."""

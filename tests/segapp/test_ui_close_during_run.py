@@ -239,6 +239,7 @@ def _gone(pid: int) -> bool:
         return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["model", "records"])
 def test_segapp_closed_during_a_large_run_exits_within_two_seconds(tmp_path, when):
     """``when``: closed while the model is built (a step that polls no cancel flag: before,

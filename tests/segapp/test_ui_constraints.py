@@ -4,6 +4,7 @@ in sessions."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from PyQt6.QtWidgets import QMessageBox  # noqa: E402
 
@@ -37,6 +38,7 @@ def test_the_panel_follows_k_and_writes_the_settings(win, qtbot):
     assert win.doc.settings.area == ["2:0.25-0.3"] and win.doc.settings.apart == []
 
 
+@pytest.mark.slow
 def test_a_run_with_an_area_bound_meets_it_and_says_so(win, qtbot):
     load(win, qtbot)  # the disc covers 19.6% of the image
     win.act_warm.setChecked(False)
@@ -119,6 +121,7 @@ def test_constraints_are_saved_in_sessions(win, qtbot, tmp_path):
     assert w2.constraints_panel.apart[(1, 3)].isChecked()
 
 
+@pytest.mark.slow
 def test_each_constraint_sample_opens_with_its_constraints(win, qtbot):
     from segapp.ui.fileops import list_constraint_samples
 

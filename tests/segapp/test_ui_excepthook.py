@@ -123,6 +123,7 @@ def test_restore_puts_the_previous_hook_back(win, monkeypatch):
     assert sys.excepthook is previous
 
 
+@pytest.mark.slow
 def test_run_app_installs_the_hook_while_the_window_lives(monkeypatch, qapp):
     """run_app: the hook is on while the event loop runs and off after it."""
     seen = []

@@ -28,6 +28,7 @@ def _open(win, qtbot, k: int = 2):
     return image, strokes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_while_the_kernels_compile_the_exact_cut_shows_first(win, qtbot, k):
     """With the warm-up still compiling, Run shows the exact solver's answer to the same model
@@ -64,6 +65,7 @@ def test_while_the_kernels_compile_the_exact_cut_shows_first(win, qtbot, k):
     assert outcome.energy <= energy + 1e-6 * abs(energy)
 
 
+@pytest.mark.slow
 def test_with_the_kernels_ready_no_preview_runs(win, qtbot):
     """Once the warm-up is done (or on a warm cache) Run goes straight to ADMM."""
     _open(win, qtbot)
@@ -74,6 +76,7 @@ def test_with_the_kernels_ready_no_preview_runs(win, qtbot):
     assert seen == []
 
 
+@pytest.mark.slow
 def test_no_preview_under_constraints(win, qtbot):
     """The exact solvers cannot take area bounds or apart pairs: no preview then."""
     _open(win, qtbot)
@@ -86,6 +89,7 @@ def test_no_preview_under_constraints(win, qtbot):
     assert win.outcome.constraints
 
 
+@pytest.mark.slow
 def test_the_warm_up_child_says_whether_it_compiled():
     """The child reports its first compile once and its time; a warm cache reports none."""
     calls = []
@@ -95,11 +99,13 @@ def test_the_warm_up_child_says_whether_it_compiled():
     assert calls == [1]
 
 
+@pytest.mark.slow
 def test_a_failing_warm_up_child_raises_with_its_reason():
     with pytest.raises(RuntimeError, match=r"status 1: RuntimeError: no kernels today"):
         warm_up_in_child(lambda: None, f"{TARGETS}:fails")
 
 
+@pytest.mark.slow
 def test_a_warm_up_child_ends_when_its_parent_stops_waiting(tmp_path, monkeypatch):
     """Closing its standard input (the parent died or closed the window) ends the child."""
     import subprocess

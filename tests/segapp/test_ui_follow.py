@@ -4,6 +4,7 @@ until the new one is ready; a newer stroke supersedes a run in progress it start
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.segapp.conftest import disc_image, pace_iterations, run_to_end
 from tests.segapp.test_ui_warm_start import mouse_drag
@@ -28,6 +29,7 @@ def test_follow_the_brush_is_in_the_segment_menu_and_off_by_default(win):
     assert not win.act_follow.isChecked()
 
 
+@pytest.mark.slow
 def test_without_it_a_stroke_runs_nothing(win, qtbot):
     opened(win, qtbot)
     run_to_end(win, qtbot)
@@ -36,6 +38,7 @@ def test_without_it_a_stroke_runs_nothing(win, qtbot):
     assert not win.running
 
 
+@pytest.mark.slow
 def test_a_stroke_runs_a_correction_and_the_last_answer_stays_until_the_new_one(
         win, qtbot, monkeypatch):
     opened(win, qtbot)
@@ -58,6 +61,7 @@ def test_a_stroke_runs_a_correction_and_the_last_answer_stays_until_the_new_one(
     assert np.all(win.outcome.labels[30, 20:25] == 1)  # the stroke's pixels
 
 
+@pytest.mark.slow
 def test_a_newer_stroke_supersedes_the_run_in_progress(win, qtbot, monkeypatch):
     opened(win, qtbot)
     first = run_to_end(win, qtbot)

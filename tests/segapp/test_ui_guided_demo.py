@@ -94,6 +94,7 @@ def step_through(win, qtbot) -> list[dict]:
     return seen
 
 
+@pytest.mark.slow
 def test_the_demo_asks_once_at_the_start_and_shows_and_runs_its_own_photo(
         win, qtbot, asked, runs):
     win.confirm_discard = True  # (the fixture's window never asks; the app's does)
@@ -127,6 +128,7 @@ def test_cancel_at_the_start_leaves_the_window_and_the_work_as_they_were(
     assert runs == []
 
 
+@pytest.mark.slow
 def test_the_card_keeps_one_size_and_next_stays_under_the_mouse(win, qtbot, asked, runs):
     win.guided_demo.start()
     assert win.guided_demo.card is not None and win.guided_demo.card.isVisible()
@@ -144,6 +146,7 @@ def test_the_card_keeps_one_size_and_next_stays_under_the_mouse(win, qtbot, aske
         assert label.heightForWidth(label.width()) <= label.height(), card.title.text()
 
 
+@pytest.mark.slow
 def test_a_window_that_shows_the_cameraman_keeps_it_and_the_persons_strokes(
         win, qtbot, asked, runs):
     win.confirm_discard = True
@@ -181,6 +184,7 @@ def test_work_kept_at_the_photo_step_is_never_talked_over_or_run_on(win, qtbot, 
     assert "is not open" in card.text.text()
 
 
+@pytest.mark.slow
 def test_the_bare_cameraman_is_replaced_by_the_sample_with_its_strokes(win, qtbot, asked, runs):
     """The cameraman opened as a photo (File → Open), with a stroke of one label only, is not
     the demo's photo ready to run (label 2 has no strokes): asked about at the start, the

@@ -53,6 +53,7 @@ def bands(k: int, h: int = 36, w: int = 48) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------ the Results tab
+@pytest.mark.slow
 def test_the_replay_slider_is_in_view_after_a_run_at_1440x900(win, qtbot):
     win.resize(*SCREEN)
     img, strokes = disc_image()
@@ -101,6 +102,7 @@ def geometry(win, qtbot):
     view.close()
 
 
+@pytest.mark.slow
 def test_the_geometry_windows_numbers_fit_without_scrolling(geometry, qtbot):
     view = geometry
     label = view.numbers
@@ -150,6 +152,7 @@ def painted_texts(widget, module, monkeypatch) -> list[str]:
     return texts
 
 
+@pytest.mark.slow
 def test_the_probe_at_k3_names_the_label_of_each_value(win, qtbot, monkeypatch):
     from segapp.ui import probe as probe_module
     img, strokes = bands(3)

@@ -26,6 +26,7 @@ from tests.segapp.conftest import pace_iterations, slow_job  # noqa: E402
 QStandardPaths.setTestModeEnabled(True)
 
 
+@pytest.mark.slow
 def test_demo_screenshot_leaves_nothing_for_the_app_teardown(qapp, tmp_path):
     from segapp.ui.app import demo_screenshot
     gc.collect()
@@ -103,6 +104,7 @@ SHUTDOWN_MID_STEP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_shutdown_that_times_out_keeps_the_running_thread_alive(tmp_path):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", SHUTDOWN_MID_STEP],
@@ -111,6 +113,7 @@ def test_shutdown_that_times_out_keeps_the_running_thread_alive(tmp_path):
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_owned_qobject_scan_survives_dead_weak_proxies(qapp):
     """numba leaves weak proxies to freed code libraries in the heap; the exit-time scan for
     Python-owned QObjects must step over them (isinstance() on one raises ReferenceError)."""

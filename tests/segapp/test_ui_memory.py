@@ -24,6 +24,8 @@ import pytest
 from segapp.core import isolated
 from segapp.core.isolated import IsolatedReference
 
+pytestmark = pytest.mark.slow  # (every test here: see docs/testing.md, the fast lane)
+
 HERE = __name__  # the module the reference's child imports the targets from
 PAGE = os.sysconf("SC_PAGE_SIZE")
 #: Bytes :func:`fragment_heap` leaves freed in the heap.

@@ -85,6 +85,7 @@ def pyramid_run(win, qtbot, monkeypatch):
     return outcome, progress, polish
 
 
+@pytest.mark.slow
 def test_the_status_bars_limit_is_the_max_iterations_parameters_shows(win, pyramid_run):
     outcome, progress, _ = pyramid_run
     shown = win.params_panel.admm["max_iter"].value()
@@ -120,6 +121,7 @@ def test_the_status_bars_limit_is_the_max_iterations_parameters_shows(win, pyram
     assert f"after {outcome.iterations} iterations" in win.statusBar().currentMessage()
 
 
+@pytest.mark.slow
 def test_the_polish_text_counts_as_the_result_counts(win, pyramid_run):
     outcome, _, polish = pyramid_run
     polish = list(dict.fromkeys(t for t in polish if "polish" in t))
@@ -171,6 +173,7 @@ def test_the_histograms_shares_are_never_negative_and_add_up_to_100(win, qtbot, 
 
 
 # ------------------------------------------------------------------ the residual curves
+@pytest.mark.slow
 def test_a_k3_run_without_constraints_plots_no_constraints_residual(win, qtbot):
     img, strokes = bands(3)
     open_image(win, qtbot, img, strokes, k=3)
@@ -180,6 +183,7 @@ def test_a_k3_run_without_constraints_plots_no_constraints_residual(win, qtbot):
     assert "constraints" not in names, names
 
 
+@pytest.mark.slow
 def test_a_k2_run_without_constraints_has_no_constraint_curve(win, qtbot):
     img, strokes = disc_image()
     open_image(win, qtbot, img, strokes)

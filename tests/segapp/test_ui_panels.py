@@ -123,6 +123,7 @@ def test_up_down_step_from_the_default(panel, qtbot):
     assert panel.settings().admm["gamma"] == pytest.approx(1.9)
 
 
+@pytest.mark.slow
 def test_settings_with_none_round_trip(panel, win, qtbot, tmp_path):
     # None (default) and 0 stay apart, through the panel and through a session file
     s = SolverSettings(lam=None, beta=0.0, admm={"max_iter": 40})
@@ -174,6 +175,7 @@ def _check_clear(plot_widget, curves, words):
         assert plot_widget.sceneRect().contains(r) or plot_widget.rect().contains(r.toRect())
 
 
+@pytest.mark.slow
 def test_legends_and_reference_label_stay_clear_of_the_curves(win, qtbot):
     load(win, qtbot)
     with qtbot.waitSignal(win.solver.finished, timeout=60000):
@@ -248,6 +250,7 @@ def _memory_label(panel):
     return None
 
 
+@pytest.mark.slow
 def test_results_show_the_replay_memory(win, qtbot):
     load(win, qtbot)
     with qtbot.waitSignal(win.solver.finished, timeout=60000):

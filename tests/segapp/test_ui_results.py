@@ -170,6 +170,7 @@ def max_diff(a: np.ndarray, b: np.ndarray) -> int:
 
 
 # ------------------------------------------------------------------------------- replay
+@pytest.mark.slow
 def test_replay_slider_shows_the_stored_iteration(win, qtbot):
     """Each position of the replay slider shows that iteration's continuous solution (the one
     the solver sent for it), the last one the final labels; the plot marks the iteration."""
@@ -211,6 +212,7 @@ def test_replay_slider_shows_the_stored_iteration(win, qtbot):
 
 
 # ------------------------------------------------------------------------------- compare
+@pytest.mark.slow
 def test_disagreement_view_marks_where_admm_and_reference_differ(win, qtbot):
     """A run under an area bound, where ADMM and the constrained min-cut disagree: the
     disagreement view is magenta exactly on those pixels (also for a replayed iteration) and
@@ -252,6 +254,7 @@ def test_disagreement_view_marks_where_admm_and_reference_differ(win, qtbot):
 
 
 # ------------------------------------------------------------------------------- opacity
+@pytest.mark.slow
 def test_opacity_slider_blends_the_solution_over_the_photo(win, qtbot):
     img, strokes = disc_image()
     open_image(win, qtbot, img, strokes)
@@ -277,6 +280,7 @@ def export(win, monkeypatch, action, path) -> None:
     assert not win.errors, win.errors
 
 
+@pytest.mark.slow
 def test_exported_overlay_blends_at_the_chosen_opacity(win, qtbot, monkeypatch, tmp_path):
     """The exported overlay is the photo with the labels' colours blended at the opacity of
     the slider: the blend factor read back from each pixel is that opacity."""
@@ -301,6 +305,7 @@ def test_exported_overlay_blends_at_the_chosen_opacity(win, qtbot, monkeypatch, 
 
 
 # ------------------------------------------------------------------------------- numbers
+@pytest.mark.slow
 def test_results_panel_plot_and_status_bar_state_the_run(win, qtbot):
     """After a run the results panel, the areas column, the plot's reference line and the
     status bar give the run's numbers, with the yardstick named (min-cut for K = 2,
@@ -385,6 +390,7 @@ EXPORTS = [  # action, method, dialog title, suggested suffix, filter, error tit
 ]
 
 
+@pytest.mark.slow
 def test_exported_labels_are_the_result(win, qtbot, monkeypatch, tmp_path):
     import cv2
     img, strokes = disc_image()
@@ -395,6 +401,7 @@ def test_exported_labels_are_the_result(win, qtbot, monkeypatch, tmp_path):
                                              cv2.IMREAD_UNCHANGED), o.labels)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("action, method, title, suffix, filt, error, word", EXPORTS)
 def test_each_export_suggests_a_name_and_reports_what_happened(
         win, qtbot, monkeypatch, tmp_path, action, method, title, suffix, filt, error, word):
@@ -428,6 +435,7 @@ def test_each_export_suggests_a_name_and_reports_what_happened(
     assert asked == [(win, title, "segmentation" + suffix, filt)]
 
 
+@pytest.mark.slow
 def test_exported_history_csv_holds_the_run_column_by_column(win, qtbot, monkeypatch, tmp_path):
     """Every column of the energy history CSV holds the run's recorded value of that name, for
     every iteration, the energies are those the plot drew and the reference energy is the one
@@ -468,6 +476,7 @@ def test_exported_history_csv_holds_the_run_column_by_column(win, qtbot, monkeyp
 
 
 # ------------------------------------------------------------------------------- inputs
+@pytest.mark.slow
 def test_warm_start_action_hands_the_last_solution_to_the_solver(win, qtbot, monkeypatch):
     """With Segment → Warm start checked, a re-run with the same annotations and a changed
     parameter starts ADMM from the last run's answer (its labels, one-hot), and its first
@@ -500,6 +509,7 @@ def test_warm_start_action_hands_the_last_solution_to_the_solver(win, qtbot, mon
     assert warm.history[0].objective != pytest.approx(cold.history[0].objective, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_hard_constraints_painted_in_the_app_fix_the_labels(win, qtbot, monkeypatch):
     """Pixels painted with the hard tool reach the solver and carry their label in the result,
     where without them the solution has the other label."""
@@ -530,6 +540,7 @@ def test_hard_constraints_painted_in_the_app_fix_the_labels(win, qtbot, monkeypa
     assert not np.array_equal(o.labels, free)
 
 
+@pytest.mark.slow
 def test_rectangle_drawn_in_the_app_reaches_the_solver(win, qtbot, monkeypatch):
     """A GrabCut rectangle dragged round the left of two alike discs, with no strokes at all:
     the run uses it, everything outside is background (label 2) and the disc inside is
@@ -560,6 +571,7 @@ def test_rectangle_drawn_in_the_app_reaches_the_solver(win, qtbot, monkeypatch):
 
 
 # ------------------------------------------------------------------------------- live frames
+@pytest.mark.slow
 @pytest.mark.parametrize("view", ["photo", "solution"])
 def test_live_frames_give_the_areas_and_keep_to_the_view(win, qtbot, view):
     """While ADMM runs, each live frame updates the constraints panel's current areas (each
@@ -581,6 +593,7 @@ def test_live_frames_give_the_areas_and_keep_to_the_view(win, qtbot, view):
 
 
 # ------------------------------------------------------------- the wait for the reference
+@pytest.mark.slow
 def test_admms_answer_shows_while_the_run_waits_for_the_reference(win, qtbot, monkeypatch):
     """The reference solves beside ADMM; when ADMM is done first, its labels are on the canvas
     and its energy in the status bar while the run waits (still running, Cancel on), and the
@@ -607,6 +620,7 @@ def test_admms_answer_shows_while_the_run_waits_for_the_reference(win, qtbot, mo
         win.results_panel.fields["status"].text()
 
 
+@pytest.mark.slow
 def test_cancel_while_waiting_for_the_reference_keeps_admms_answer(win, qtbot, monkeypatch):
     """Cancel during the wait skips only the reference: the outcome is ADMM's finished answer,
     said as such."""

@@ -11,6 +11,8 @@ from PyQt6.QtWidgets import QFileDialog
 
 from segapp.ui.fileops import SESSION_FILTER
 
+pytestmark = pytest.mark.slow  # (every test here: see docs/testing.md, the fast lane)
+
 
 @pytest.fixture
 def saved(win, tmp_path):

@@ -57,6 +57,7 @@ def hover_a_status_tip(win, tip: str = "a toolbar button's status tip") -> None:
 
 
 # ------------------------------------------------------------------------------- warm start
+@pytest.mark.slow
 def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monkeypatch):
     """Warm start (checked by default) starts from the last answer after a parameter change;
     a stroke or a hard constraint added or changed since makes the run a correction (the last
@@ -100,6 +101,7 @@ def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monk
 
 
 # ------------------------------------------------------------------------------- notices
+@pytest.mark.slow
 def test_compile_notice_of_a_run_survives_a_status_tip(win, qtbot, monkeypatch):
     """While a run waits for its kernels to compile, a permanent label and busy bar say so; a
     status tip (the mouse over a menu item) does not clear them; they go when the run ends."""
@@ -130,6 +132,7 @@ def test_compile_notice_of_a_run_survives_a_status_tip(win, qtbot, monkeypatch):
     assert not win.compile_label.isVisible() and not win.compile_bar.isVisible()
 
 
+@pytest.mark.slow
 def test_compile_notice_of_the_warm_up_survives_a_status_tip(win, qtbot, monkeypatch, tmp_path):
     from segapp.ui.worker import WarmUp
     release = tmp_path / "release"
@@ -149,6 +152,7 @@ def test_compile_notice_of_the_warm_up_survives_a_status_tip(win, qtbot, monkeyp
     assert win.statusBar().currentMessage() == "Solver ready (compiled in 42 s)"
 
 
+@pytest.mark.slow
 def test_gpu_fallback_is_in_the_results_panel_and_stays_in_view(win, qtbot, no_cupy):
     """The GPU backend without CuPy runs on the CPU: the results panel's backend field and a
     permanent status-bar label say so, with the reason, and a status tip does not clear it."""
@@ -166,6 +170,7 @@ def test_gpu_fallback_is_in_the_results_panel_and_stays_in_view(win, qtbot, no_c
 
 
 # ------------------------------------------------------------------------------- phases
+@pytest.mark.slow
 def test_progress_names_the_phase_and_results_give_each_phases_time(win, qtbot):
     open_image(win, qtbot)
     texts: list[str] = []
@@ -206,6 +211,7 @@ def _pace_iterations(monkeypatch, seconds=0.002):
     monkeypatch.setattr(SolveWorker, "_callback", paced)
 
 
+@pytest.mark.slow
 def test_one_energy_in_the_status_bar_and_nothing_left_for_a_new_image(
         win, qtbot, monkeypatch, tmp_path):
     """After a run the status bar holds one energy (the outcome's), not the last iteration's
@@ -242,6 +248,7 @@ def test_one_energy_in_the_status_bar_and_nothing_left_for_a_new_image(
 
 
 # ------------------------------------------------------------------------------- memory
+@pytest.mark.slow
 def test_a_finished_run_keeps_no_live_frame(win, qtbot):
     open_image(win, qtbot)
     seen: list[int] = []
@@ -254,6 +261,7 @@ def test_a_finished_run_keeps_no_live_frame(win, qtbot):
 
 
 # ------------------------------------------------------------------------------- endings
+@pytest.mark.slow
 def test_a_failed_warm_up_takes_its_compile_notice_away(win, qtbot, monkeypatch):
     """A warm-up that fails after its kernels began compiling leaves no compile notice behind
     (the first run then compiles, and says so itself)."""
@@ -285,6 +293,7 @@ def test_a_notice_is_in_the_status_bar_as_the_results_panel_words_it(win):
     assert win.notice_label.toolTip() == line
 
 
+@pytest.mark.slow
 def test_the_polish_text_only_while_admm_is_between_iterations(win, qtbot, monkeypatch):
     """The "polish (after ADMM iteration N)" text appears when the iterations pause during the
     ADMM phase, not while the run waits for the reference (which solves beside ADMM, here
@@ -307,6 +316,7 @@ def test_the_polish_text_only_while_admm_is_between_iterations(win, qtbot, monke
     assert win.iter_label.text() == ""
 
 
+@pytest.mark.slow
 def test_the_status_bar_names_the_outcome_its_gap_and_its_warning(win, qtbot, no_cupy):
     """After a run the status bar says how ADMM ended in words (the iteration limit here), its
     energy and iterations, the gap to the reference, and the run's last warning."""
@@ -375,6 +385,7 @@ def test_a_run_that_fails_while_compiling_takes_the_notice_away(win, qtbot):
     assert not win.compile_label.isVisible() and not win.compile_bar.isVisible()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reference", [True, False])
 def test_the_warm_up_starts_the_reference_process_when_a_reference_is_wanted(
         win, qtbot, monkeypatch, reference):

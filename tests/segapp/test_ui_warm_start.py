@@ -37,6 +37,8 @@ from segapp.ui.fileops import list_samples
 from segapp.ui.main_window import MainWindow
 from tests.segapp.conftest import disc_image, run_to_end
 
+pytestmark = pytest.mark.slow  # (every test here: see docs/testing.md, the fast lane)
+
 H = W = 16
 
 

@@ -96,6 +96,7 @@ def test_wheel_zoom_keeps_the_point_under_the_cursor(win, qtbot, size, start, wh
     assert min(zooms) * max(size) < min(c.viewport().width(), c.viewport().height())
 
 
+@pytest.mark.slow
 def test_wheel_zoom_never_leaves_the_view_blank(win, qtbot):
     """Zooming in hard with the cursor beside the image, then out and in again at a corner."""
     open_picture(win, qtbot, 40, 40)
@@ -138,6 +139,7 @@ def test_a_stroke_after_a_wheel_zoom_lands_under_the_cursor(win, qtbot):
     assert np.count_nonzero(s) <= 3 * (bx - ax + 3)   # nothing painted elsewhere
 
 
+@pytest.mark.slow
 def test_panning_is_explained_on_the_canvas(win, qtbot):
     open_picture(win, qtbot, 40, 40)
     c = win.canvas
@@ -199,6 +201,7 @@ sys.stdout.flush()
 """
 
 
+@pytest.mark.slow
 def test_the_window_keeps_its_size_on_a_large_screen(tmp_path):
     """On a 2560 x 1400 screen the window opens at its own 1440 x 900. (In a process of its
     own: a never-shown window made in the suite's worker was where a worker segfaulted, at
@@ -227,6 +230,7 @@ def _shown(canvas, image: np.ndarray, pixels) -> np.ndarray:
     return np.array(out, np.int16)
 
 
+@pytest.mark.slow
 def test_opacity_slider_acts_on_the_live_result_during_a_run(win, qtbot, monkeypatch):
     pace_iterations(monkeypatch)
     img, strokes = slow_job()

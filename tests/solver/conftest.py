@@ -28,7 +28,8 @@ def _host_gpu() -> Backend:
 BACKENDS = [
     "cpu",
     pytest.param(_host_gpu(), id="gpu-paths-on-host"),
-    pytest.param("gpu", marks=pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")),
+    pytest.param("gpu", marks=[pytest.mark.gpu,
+                               pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")]),
 ]
 
 

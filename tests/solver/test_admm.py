@@ -7,6 +7,7 @@ from solver import ADMMParams, solve_bqp
 from .conftest import brute_force, random_psd_bqp
 
 
+@pytest.mark.slow
 def test_finds_global_optimum_on_random_psd_bqps(backend):
     hits = 0
     for seed in range(30):
@@ -19,6 +20,7 @@ def test_finds_global_optimum_on_random_psd_bqps(backend):
     assert hits >= 27
 
 
+@pytest.mark.slow
 def test_admm_alone_does_most_of_the_work():
     """Without the final flip descent, ADMM's own best point is still usually optimal."""
     hits = sum(

@@ -63,6 +63,7 @@ def test_the_pair_projection_is_the_closest_point_of_each_half_plane(compiled):
                 assert ((q - V[r]) ** 2).sum() >= d2 - 1e-12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k, pairs", [(3, ((1, 3),)), (4, ((1, 3), (2, 4)))])
 @pytest.mark.parametrize("hard_fraction", [0.0, 0.3])
 def test_the_split_rows_hold_exactly_when_no_apart_labels_touch(hard_fraction, k, pairs):
@@ -177,6 +178,7 @@ def test_the_constrained_polish_leaves_that_start_at_the_layered_optimum():
     assert p.energy(out) <= ref.energy + 1e-9 * abs(ref.energy)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_the_split_and_the_exact_rows_both_keep_labels_apart(seed):
     p = _tiny((3, 4), 3, seed, Constraints(apart=((1, 3),)), hard_fraction=0.1 * (seed % 2))
@@ -231,6 +233,7 @@ def test_a_restricted_split_carries_each_copy_and_dual_to_the_same_entry():
     assert np.array_equal(cz[new], fresh[new])
 
 
+@pytest.mark.slow
 def test_early_fixing_with_apart_pairs_fixes_no_conflict_and_ends_feasible():
     image, _, strokes = shapes_image(seed=0, k=3, size=90, noise=0.25)
     p = build_problem(image, strokes, 3, constraints=Constraints(apart=((1, 3),)))
@@ -260,6 +263,7 @@ def test_early_fixing_with_apart_pairs_fixes_no_conflict_and_ends_feasible():
     assert res.energy <= ref.energy + 0.005 * abs(ref.energy)  # (measured: +0.00%)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed, size", [(3, 60), (4, 60), (4, 90)])
 def test_admms_own_labels_keep_apart_labels_apart_with_early_fixing(seed, size):
     """Early fixing hands the last few pixels to the polish only when none touches a label
@@ -270,6 +274,7 @@ def test_admms_own_labels_keep_apart_labels_apart_with_early_fixing(seed, size):
     assert p.feasible(res.labels) and res.feasible
 
 
+@pytest.mark.slow
 def test_fusion_with_a_margin_takes_a_proposal_the_plain_fusion_must_refuse():
     p, start = _nest_start()
     proposal = np.where(np.asarray(p.hard).reshape(p.shape) > 0, 3, 1)  # 1 beside the hard 3
@@ -291,6 +296,7 @@ def test_fusion_with_a_margin_takes_a_proposal_the_plain_fusion_must_refuse():
     assert p.energy(out) <= nested_mincut(p).energy + 1e-9  # the proposal with its margin
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_margin_bound_is_below_every_margin_move_of_the_region(seed):
     """The bound that lets margin moves pass over a region is at most the exact energy change

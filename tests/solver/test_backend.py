@@ -30,6 +30,7 @@ def test_auto_falls_back_to_cpu_and_logs(caplog, no_cupy):
     assert "using the CPU" in caplog.text
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")
 def test_gpu_backend_round_trip():
     be = get_backend("gpu")

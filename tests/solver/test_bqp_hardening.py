@@ -140,6 +140,7 @@ def _householder_matrix(eigs, seed=0):
     return (A + A.T) / 2
 
 
+@pytest.mark.slow
 def test_large_dense_matrix_skips_the_full_eigendecomposition(monkeypatch):
     n = systems.DENSE_EXACT_EIGEN_MAX_N + 100
     A = _householder_matrix(np.linspace(-3.0, 5.0, n))
@@ -154,6 +155,7 @@ def test_large_dense_matrix_skips_the_full_eigendecomposition(monkeypatch):
     assert res.x.shape == (n,)
 
 
+@pytest.mark.slow
 def test_the_bound_on_a_large_sparse_matrix_is_the_same_on_every_call():
     """Beyond the exact size, a sparse matrix whose Gershgorin bound is negative gets ARPACK's
     smallest eigenvalue from a seeded start: the same bits on every call (and so the same

@@ -6,6 +6,7 @@ import textwrap
 
 import numba
 import numpy as np
+import pytest
 
 from solver.backend.compile_notice import first_compile_notice
 
@@ -39,6 +40,7 @@ def test_silent_without_a_compile_and_after_the_block():
     assert calls == []
 
 
+@pytest.mark.slow
 def test_a_kernel_loaded_from_the_disk_cache_does_not_count(tmp_path):
     (tmp_path / "cached_mod.py").write_text(textwrap.dedent("""
         import numba

@@ -131,6 +131,7 @@ def test_the_box_with_bounded_sums_projection_is_the_closest_point():
                 assert active or abs(theta[0]) < 1e-7
 
 
+@pytest.mark.slow
 def test_roundings_keep_the_sums_within_their_bounds():
     rng = np.random.default_rng(1)
     for _ in range(100):
@@ -215,6 +216,7 @@ def test_admm_with_area_bounds_is_feasible_and_near_the_optimum_k2(seed):
     assert res.energy <= best + 0.02 * abs(best) + 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_admm_keeps_labels_apart_and_nests_k3(seed):
     p = _tiny((3, 4), 3, seed, Constraints(apart=((1, 3),)))
@@ -224,6 +226,7 @@ def test_admm_keeps_labels_apart_and_nests_k3(seed):
     assert res.energy <= best + 0.02 * abs(best) + 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_admm_with_area_bounds_and_apart_pairs_together_k3(seed):
     c = Constraints(area=(AreaBound(2, 3, 6, "px"),), apart=((1, 3),))
@@ -235,6 +238,7 @@ def test_admm_with_area_bounds_and_apart_pairs_together_k3(seed):
         assert res.energy <= best + 0.05 * abs(best) + 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_constraints_hold_coarse_to_fine_on_a_photo_sized_problem(k):
     image, _, strokes = shapes_image(seed=4, k=k, size=200, noise=0.2)
@@ -265,6 +269,7 @@ def test_the_parametric_min_cut_bounds_and_meets_the_constrained_optimum(seed):
             assert ref.energy == pytest.approx(best, abs=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_the_layered_min_cut_is_the_nesting_optimum(seed):
     p = _tiny((3, 4), 3, seed, Constraints(apart=((1, 3),)), hard_fraction=0.15)
@@ -276,6 +281,7 @@ def test_the_layered_min_cut_is_the_nesting_optimum(seed):
     assert nested_mincut(q).energy == pytest.approx(brute(q)[0], abs=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_the_lagrangian_swap_is_feasible_and_never_below_the_optimum(seed):
     c = Constraints(area=(AreaBound(1, 2, 5, "px"),), apart=((2, 3),))
@@ -330,6 +336,7 @@ def _block_problem(hi_px):
     return with_constraints(p, Constraints(area=(AreaBound(2, 0, hi_px, "px"),))), block, corner
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hi_px, expect", [(9, "block"), (4, "corner"), (3, "none")])
 def test_level_set_fusion_takes_a_region_only_when_it_fits_the_bounds(hi_px, expect):
     from solver.mrf.polish.constrained import _level_set_fusions, level_state
@@ -349,6 +356,7 @@ def test_level_set_fusion_takes_a_region_only_when_it_fits_the_bounds(hi_px, exp
     assert p.feasible(lab + 1) and p.energy(lab + 1) <= before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_level_set_fusion_from_the_seeds_is_the_fusion_from_every_pixel(seed):
     """Regions started only from :func:`level_set_seeds` (found once a snapshot) give the
@@ -382,6 +390,7 @@ def test_level_set_fusion_from_the_seeds_is_the_fusion_from_every_pixel(seed):
     assert ck.level_set_seeds(x, start, movable, 0.2).size < p.n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_constrained_icm_from_the_changed_pixels_is_icm_from_every_pixel(seed):
     """Constrained ICM that visits only the pixels pending from its last call and those beside
@@ -431,6 +440,7 @@ def test_constrained_icm_from_the_changed_pixels_is_icm_from_every_pixel(seed):
     assert runs[1] == runs[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(40))
 def test_fusion_rounds_from_the_changes_are_fusion_rounds_from_every_pixel(seed):
     """Rounds of level-set fusions on a nesting that start regions only beside a change since
@@ -511,6 +521,7 @@ def test_expansion_moves_run_with_apart_pairs_and_an_area_bound_together(seed):
     assert p.energy(lab + 1) < p.energy(start + 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 def test_swap_rounds_leave_no_exchange_that_lowers_the_energy(seed):
     """After :func:`swap_rounds` stops on its own, no pixel of label a anywhere on the a/c

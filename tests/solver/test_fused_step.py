@@ -88,6 +88,7 @@ def test_whole_mrf_solve_is_unchanged(k):
     assert energies[0] == energies[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bound", [(0.55, 0.6), (0.2, 0.25)])
 def test_the_area_step_matches_the_generic_loop(bound):
     """K = 2 with label 2's area bounded (above and below where the plain solve lands): the

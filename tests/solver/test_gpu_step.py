@@ -15,7 +15,8 @@ from solver.mrf.solve.coarse_to_fine import slow_schedule
 
 from ._mrf_helpers import random_problem
 
-pytestmark = pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")]
 
 
 def _history(res):

@@ -26,6 +26,7 @@ def _reference_laplacian(n, i, j, w):
     return (sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W).tocsr()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(6, 7), (5, 2), (1, 6), (4, 1), (3, 3)])
 def test_laplacian_csr_matches_scipy_with_repeats_and_missing_edges(shape):
     i, j, _ = grid_edges(shape)
@@ -49,6 +50,7 @@ def test_laplacian_csr_matches_scipy_with_repeats_and_missing_edges(shape):
     assert L.nnz == (ref + sp.eye(n)).nnz  # no entry for a pair without an edge
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(1, 1), (1, 5), (5, 1), (2, 2), (3, 4), (7, 3), (31, 40)])
 def test_grid_laplacian_is_bit_identical_to_the_general_kernel(shape):
     """A built grid graph's Laplacian is read straight from its weights, with the same bits

@@ -125,6 +125,7 @@ def test_the_kernel_from_any_point_of_the_box_follows_the_transcription(seed):
         np.testing.assert_allclose(u2, w2, atol=2e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape, seed", [((13, 17), 0), ((9, 32), 1), ((1, 40), 2),
                                          ((21, 5), 3), ((37, 41), 4)])
 @pytest.mark.parametrize("chunk", [1, 3, 16])
@@ -173,6 +174,7 @@ def _brute_forced_nesting(seed):
     return p, best, arg, layered.nesting_labels(p)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(5))
 def test_a_converged_relaxation_cut_at_any_level_is_a_feasible_optimum(seed):
     p, best, _, labels = _brute_forced_nesting(seed)
@@ -214,6 +216,7 @@ def _cameraman_nesting():
     return build_problem(image, strokes, 3, hard=hard, constraints=Constraints(apart=((1, 3),)))
 
 
+@pytest.mark.slow
 def test_the_polish_reaches_the_nesting_optimum_where_moves_of_one_label_stopped_short():
     p = _cameraman_nesting()
     best = nested_mincut(p).energy
@@ -227,6 +230,7 @@ def test_the_polish_reaches_the_nesting_optimum_where_moves_of_one_label_stopped
     assert gap_without > gap + 5e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_the_duality_gap_certifies_an_optimal_start_and_never_a_worse_one(seed):
     p, best, arg, labels = _brute_forced_nesting(seed)
@@ -249,6 +253,7 @@ def test_the_duality_gap_certifies_an_optimal_start_and_never_a_worse_one(seed):
     assert steps == 2000 and gap >= excess - 1e-6
 
 
+@pytest.mark.slow
 def test_a_certified_start_gets_no_proposal():
     p = _tiny((3, 4), 3, 2, Constraints(apart=((1, 3),)))
     _, arg = brute(p)
@@ -256,6 +261,7 @@ def test_a_certified_start_gets_no_proposal():
     assert layered.layered_proposals(p, arg.ravel().astype(np.int64) - 1, options) == []
 
 
+@pytest.mark.slow
 def test_three_labels_under_an_area_bound_get_the_expansion_moves():
     """K = 3 with an area bound (no apart pair): the constrained polish's TV-relaxed expansion
     moves, each region taken only within the bounds; on the bundled coffee at 1e4 pixels with

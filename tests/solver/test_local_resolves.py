@@ -120,6 +120,7 @@ def _planted(true_column: int, diff: float = 1.0) -> tuple[MRFProblem, np.ndarra
     return problem, lab
 
 
+@pytest.mark.slow
 def test_a_run_one_pixel_off_the_data_moves_to_it():
     problem, lab = _planted(17)
     best = np.where(np.arange(48)[None, :] < 17, 0, 1).repeat(40, 0).ravel()
@@ -156,6 +157,7 @@ def test_the_moves_never_raise_the_energy_of_a_blocky_labelling(seed):
     assert np.all(lab[hard > 0] == hard[hard > 0] - 1)
 
 
+@pytest.mark.slow
 def test_the_finest_level_of_a_pyramid_asks_for_them_and_a_whole_solve_does_not(monkeypatch):
     from solver.mrf import solve_mrf  # noqa: PLC0415
     from solver.mrf.solve import coarse_to_fine  # noqa: PLC0415

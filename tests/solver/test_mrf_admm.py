@@ -50,6 +50,7 @@ def test_k3_admm_close_to_expansion(backend, seed):
 
 
 
+@pytest.mark.slow
 def test_k3_admm_median_gap_to_expansion_within_one_percent():
     gaps = []
     for seed in range(6):
@@ -153,6 +154,7 @@ def _reference_sweeps(p, lab, active, sweeps):
     return lab
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(9, 11), (10, 12), (1, 7), (7, 1), (40, 37)])
 @pytest.mark.parametrize("sweeps", [1, 2, 50])
 @pytest.mark.parametrize("chunk", [1, 3, 4096])
@@ -247,6 +249,7 @@ def test_warm_start_reuses_setup():
         solver.run(x0=np.zeros(3))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_a_solve_leaves_no_reference_cycles(k):
     """The solver and the pieces early fixing makes of it must be freed as soon as the result is

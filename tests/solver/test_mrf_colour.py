@@ -25,6 +25,7 @@ def test_gmm_recovers_two_clusters():
     np.testing.assert_allclose(np.sqrt(np.diagonal(gmm.covariances_[order[1]])), 0.05, atol=0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [GaussianMixtureModel, HistogramModel])
 def test_models_separate_colours(cls):
     a, b = _two_clusters(1)

@@ -102,6 +102,7 @@ def test_compiled_vertices_and_settledness_equal_numpys(k):
     assert 0 < got.sum() < m - 100 and not got[60] and not got[70:90].any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_early_fixing_shrinks_the_system_and_keeps_the_answer(backend, k):
     image, _, strokes = shapes_image(seed=2, k=k, size=96, noise=0.15)

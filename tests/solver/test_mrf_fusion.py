@@ -239,6 +239,7 @@ def test_descent_fusion_takes_the_part_of_a_level_set_that_pays():
     assert fuse_descents(p, start, [weights], max_pixels=proposal)[1] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k):
     from solver.mrf.polish import descent_kernels
@@ -335,6 +336,7 @@ def _sparse_snapshots(p, rng, count):
             for _ in range(count)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_fusions_find_the_fixed_disagreement_once_and_again_after_a_take(k):
     """The fusions' cached lists of disagreeing fixed pixels give the same labels as a fresh

@@ -124,6 +124,7 @@ def test_bad_beta(beta):
         build_grid_graph(np.zeros((3, 3)), beta=beta)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(7, 9, 3), (6, 5, 1), (1, 4, 3), (4, 1, 3), (1, 1, 3), (2, 2, 1)])
 def test_edge_contrast_follows_grid_edges(shape):
     colours = np.random.default_rng(3).random(shape)

@@ -221,6 +221,7 @@ def test_coarse_to_fine_is_the_default_for_big_images_and_matches_mincut_closely
     assert flat.iterations != res.iterations
 
 
+@pytest.mark.slow
 def test_coarse_to_fine_honours_hard_constraints_and_stops_on_request():
     p, _ = _big_problem(k=3, hard=True)
     res = solve_mrf(p, "admm", coarse_to_fine=True)
@@ -299,6 +300,7 @@ def test_pixels_the_coarse_polish_relabelled_stay_free_at_the_next_level(monkeyp
     assert not next_level_free_in_block(None)[6:-6, 6:-6].any()  # beyond the usual band
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_polish_since_a_fixed_point_gives_the_full_result(k):
     from solver.mrf.polish.pipeline import polish_labels
@@ -333,6 +335,7 @@ def test_band_levels_polish_from_their_warm_start(monkeypatch):
         assert (labels != since).mean() < 0.2  # ADMM moved only band pixels
 
 
+@pytest.mark.slow
 def test_the_final_polish_runs_with_no_coarser_level_left(monkeypatch):
     """A photo's memory peak is the last level's polish: by then the coarser levels, their
     block maps and the warm start have been dropped (by reference counting, not the collector)."""
@@ -371,6 +374,7 @@ def test_the_final_polish_runs_with_no_coarser_level_left(monkeypatch):
     assert alive_at_final == [0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("k", "coarse_to_fine"), [(2, True), (3, True), (3, False)])
 def test_a_subsampled_frame_is_the_full_frame_subsampled(k, coarse_to_fine):
     """``probabilities(max_side)`` (a live view's frame) is the full frame's ``[::s, ::s]`` at
@@ -473,6 +477,7 @@ def test_a_stop_at_a_coarse_level_maps_its_labels_to_the_image_with_or_without_t
     assert set(np.unique(want.labels)) == {1, 2}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_a_stop_during_the_final_polish_ends_it_with_the_labels_polished_so_far(k, monkeypatch):
     """``solve_mrf(stop=)``: a cancel pressed while the final polish runs (no iteration

@@ -77,6 +77,7 @@ def _bits(rows):
     return [(i, j, np.float64(v).tobytes()) for i, j, v in rows]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(7, 9), (3, 3), (1, 5), (6, 4), (2, 3), (5, 1000)])
 def test_the_grid_view_gives_each_rows_entries_as_the_csr_bit_for_bit(shape):
     p = random_problem(shape, k=2, seed=1)
@@ -131,6 +132,7 @@ def test_a_matrix_off_the_grid_gets_no_grid_view():
     assert geom[8:13].tolist() == [5, 6, 25, 49, 69]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_best_label_through_the_grid_is_the_csrs_for_every_pixel(k):
     @numba.njit
@@ -184,6 +186,7 @@ def test_a_problem_makes_its_laplacian_only_when_asked_and_does_not_pickle_it():
         MRFProblem(shape=p.shape, k=2, lam=1.0, unary=p.unary, graph=p.graph)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_a_segmentation_never_makes_the_laplacian(k):
     """ADMM coarse to fine with its polish reads the grid's weights: the problem's matrix (108
@@ -253,6 +256,7 @@ def _moves_both_ways(moves, k, shape, seeds):
     assert moved_any > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_region_moves_are_the_same_through_the_grid_and_the_csr(k):
     from solver.mrf.polish import region_kernels
@@ -265,6 +269,7 @@ def test_region_moves_are_the_same_through_the_grid_and_the_csr(k):
     _moves_both_ways(moves, k, (18, 20), 4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [3, 4])
 def test_pair_and_split_moves_are_the_same_through_the_grid_and_the_csr(k):
     from solver.mrf.polish import region_kernels

@@ -30,6 +30,7 @@ def _checked(res) -> list[str]:
     return names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k, stage", [(2, "tv"), (3, "tv-expansion")])
 def test_the_stages_add_up_to_what_the_polish_took_off(k, stage):
     image, _, strokes = shapes_image(seed=1, k=k, size=64, noise=0.25)

@@ -210,6 +210,7 @@ def _tiny_case(n, k, sizes, seed):
     return p, best, km, clu.solve_admm(p, km), clu.solve_admm(p, km, descent=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,k,sizes", TINY)
 def test_admm_reaches_the_brute_force_optimum_on_tiny_instances(n, k, sizes):
     """ADMM from K-means (with the swap descent) reaches the exact optimum on all 15 instances,
@@ -227,6 +228,7 @@ def test_admm_reaches_the_brute_force_optimum_on_tiny_instances(n, k, sizes):
     assert own_optimal >= 4
 
 
+@pytest.mark.slow
 def test_admm_at_or_below_kmeans_where_kmeans_is_feasible_and_why_not_elsewhere():
     """Where K-means' partition meets the size bounds ADMM's answer is at or below it; where it
     does not, K-means' objective can lie below the balanced optimum itself (no feasible answer

@@ -177,6 +177,7 @@ def test_ipfp_against_brute_force(outliers):
     assert gm.ipfp(clean).objective == pytest.approx(brute_force(clean))
 
 
+@pytest.mark.slow
 def test_swap_descent_ends_in_a_local_optimum_on_any_symmetric_matrix():
     rng = np.random.default_rng(5)
     for n1, n2 in ((4, 4), (3, 5), (5, 3)):

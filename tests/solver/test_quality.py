@@ -178,6 +178,7 @@ def test_admm_alone_stays_close_to_the_yardstick(case):
         assert gap <= case.coarsest_max, f"{case}: coarsest level {gap:+.3f}% above its yardstick"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_polished_answer_meets_the_documented_target(case):
     """The default solve against the documented target, and the pyramid it ran on."""
@@ -192,6 +193,7 @@ def test_polished_answer_meets_the_documented_target(case):
     assert levels == set(range(case.levels)), f"{case}: ran on pyramid levels {sorted(levels)}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["shapes-k3-seed3-32px", "cameraman-k2-5e3", "cameraman-k3-4e3",
                                   "coffee-k3-1e3", "cameraman-k2-4e4-3-levels",
                                   "cameraman-k3-4e4-3-levels"])
@@ -210,6 +212,7 @@ def test_polished_answer_at_the_apps_lambda(name):
     assert gap <= case.polished_max, f"{case} at λ = {DEFAULT_LAMBDA:g}: polished {gap:+.4f}%"
 
 
+@pytest.mark.slow
 def test_a_warm_start_on_a_large_image_solves_a_band_and_keeps_the_answer():
     """The app re-runs warm-started from the last answer. Above 32000 pixels a cold run is
     coarse to fine; a warm one goes straight to coarse to fine's last step, the warm start

@@ -29,6 +29,7 @@ def _coffee_rect_above():
     return build_problem(img, None, 2, rect=rect, constraints=area)
 
 
+@pytest.mark.slow
 def test_relax_and_repair_reaches_the_parametric_min_cut_where_feasible_moves_stop():
     p = _coffee_rect_above()
     ref = solve_mrf(p, "mincut")  # the parametric min-cut's best feasible labelling
@@ -40,6 +41,7 @@ def test_relax_and_repair_reaches_the_parametric_min_cut_where_feasible_moves_st
     assert res.energy <= without.energy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_relax_and_repair_keeps_the_bound_and_never_raises_the_energy(seed):
     p0 = random_problem((14, 17), k=2, seed=seed, hard_fraction=0.05)

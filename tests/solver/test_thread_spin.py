@@ -40,6 +40,7 @@ def test_the_spin_is_bounded_unless_the_user_chose(preset):
     assert env == (preset or {"GOMP_SPINCOUNT": SPIN_COUNT})
 
 
+@pytest.mark.slow
 def test_the_bound_is_set_before_openmp_loads():
     env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     env["PYTHONPATH"] = str(ROOT)

@@ -169,6 +169,7 @@ print("ok" if not errors else errors)
 """
 
 
+@pytest.mark.slow
 def test_threaded_kernels_from_several_python_threads_under_the_workqueue_layer():
     """numba's fallback threading layer aborts the process when two threads launch parallel
     kernels at once; every threaded kernel goes through one lock (solver.backend.threads)."""
@@ -186,6 +187,7 @@ def test_threaded_kernels_from_several_python_threads_under_the_workqueue_layer(
     assert proc.stdout.strip().endswith("ok"), proc.stdout[-2000:]
 
 
+@pytest.mark.slow
 def test_the_polish_relaxations_do_not_depend_on_threads():
     """The TV relaxation's dense steps (also under an area bound) and the layered relaxation's
     steps are parallel over the pixels with no sums across them, and the layered dual value

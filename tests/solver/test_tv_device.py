@@ -20,7 +20,9 @@ from solver.mrf.polish import tv, tv_device, tv_kernels
 from solver.mrf.polish.tv import expansion_terms, grid_terms
 from tests.solver.conftest import _host_gpu
 
-needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")
+def needs_gpu(test):
+    """A test that runs on a real GPU (marked ``gpu``; skipped without one)."""
+    return pytest.mark.gpu(pytest.mark.skipif(not gpu_available(), reason="no CuPy/CUDA GPU")(test))
 
 
 def _cameraman(k: int, size=(90, 80)):
@@ -118,6 +120,7 @@ def test_only_the_real_gpu_backend_takes_the_cuda_steps():
         assert tv_device.applies(get_backend("gpu"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_a_solve_passes_its_backend_to_the_tv_relaxation(k, monkeypatch):
     seen = []

@@ -98,6 +98,7 @@ def test_a_converged_relaxation_reaches_the_optimal_move(seed):
         assert problem.energy(lab + 1) == pytest.approx(best, rel=1e-7, abs=1e-7)
 
 
+@pytest.mark.slow
 def test_a_sweep_never_raises_the_energy_and_skips_non_grids():
     problem = random_problem((6, 7), k=5, seed=3, hard_fraction=0.1)
     rng = np.random.default_rng(0)
@@ -123,6 +124,7 @@ def _real_inputs():
     return module
 
 
+@pytest.mark.slow
 def test_polish_reaches_alpha_expansion_on_short_strokes_where_it_did_not_without_them():
     """The real-input benchmark's cameraman, K = 5, 1e4 pixels, a few short strokes per label
     (tuning half): ADMM's polished answer was +0.89 % above α-expansion."""
@@ -186,6 +188,7 @@ def test_apart_pairs_cost_only_the_moves_that_break_them(seed):
     assert seen[True] and seen[False]
 
 
+@pytest.mark.slow
 def test_nesting_polish_takes_expansion_moves_that_keep_the_margin():
     """The constraints benchmark's cameraman nesting (K = 3, labels 1 and 3 apart) at 1e4
     pixels: the layered min-cut's energy was missed by +3.0 % without the moves."""
@@ -242,6 +245,7 @@ def _expansion_steps(caplog):
     return steps
 
 
+@pytest.mark.slow
 def test_the_gap_test_ends_the_moves_of_a_labelling_no_expansion_improves(caplog):
     """From α-expansion's answer (no expansion move lowers it) every move's steps stop early on
     the duality gap; from a poor labelling the moves that gain go on far longer (until their

@@ -66,6 +66,7 @@ def _rectangle_only_cameraman():
     return build_problem(img, None, 2, rect=rect)
 
 
+@pytest.mark.slow
 def test_default_polish_reaches_min_cut_on_a_rectangle_where_it_did_not_without_them():
     problem = _rectangle_only_cameraman()
     ref = solve_mrf(problem, "mincut").energy
@@ -79,6 +80,7 @@ def test_default_polish_reaches_min_cut_on_a_rectangle_where_it_did_not_without_
     assert gap_without > gap_with + 5e-3
 
 
+@pytest.mark.slow
 def test_the_proposals_run_only_where_asked():
     problem = _rectangle_only_cameraman()
     start = solve_mrf(problem, "admm", seed=0,
@@ -243,6 +245,7 @@ def _cameraman_with_a_raised_area():
     return _cameraman_with_an_area(141, 1.2, 1.25)
 
 
+@pytest.mark.slow
 def test_constrained_polish_with_the_area_relaxation_reaches_the_yardstick():
     problem = _cameraman_with_a_raised_area()
     ref = solve_mrf(problem, "mincut").energy  # (the parametric min-cut's best feasible cut)
@@ -255,6 +258,7 @@ def test_constrained_polish_with_the_area_relaxation_reaches_the_yardstick():
     assert (without.energy - ref) / abs(ref) > 0.05
 
 
+@pytest.mark.slow
 def test_the_second_area_relaxation_reaches_the_yardstick_on_a_small_image():
     """The constraint benchmark's cameraman at 100 x 100 with the man's label bound to
     0.75-0.8 times its min-cut area: the first relaxation's multiplier swings there, the
@@ -273,6 +277,7 @@ def test_the_second_area_relaxation_reaches_the_yardstick_on_a_small_image():
     assert off.energy == one.energy  # (larger than the limit: the first relaxation only)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_constrained_polish_with_the_relaxation_is_never_worse(seed):
     """The relaxation's polish is a second one, the better end kept: never above the plain
@@ -347,6 +352,7 @@ def test_calls_that_go_on_from_one_another_make_the_steps_of_one_call(seed):
         assert np.array_equal(got, want), block
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_the_dual_value_bounds_every_labelling_from_below(seed):
     """At any duals within their clips (the relaxation's own after some steps, and random
