@@ -306,9 +306,10 @@ def run_segmentation(
     phase : callable, optional
         Called with the name of each step as it starts: ``"model"`` (building the MRF),
         ``"reference"`` (the yardstick, when asked for) and ``"solve"`` (the chosen solver,
-        ADMM's polish included), so a front end can say what it waits for. An isolated
-        reference solves beside the solver: its step is named only if the run waits for it
-        after the solve.
+        ADMM's polish included), so a front end can say what it waits for; within ADMM's
+        solves (the rounds' too) each polish stage as ``"polish:<stage>"``
+        (:data:`solver.mrf.polish.stages.STAGES`). An isolated reference solves beside the
+        solver: its step is named only if the run waits for it after the solve.
     x0 : numpy.ndarray, optional
         Warm start (a previous outcome's ``x_final``); ignored if its size does not fit.
     reference : bool
@@ -368,6 +369,9 @@ def run_segmentation(
         if phase is not None:
             phase(name)
 
+    # (ADMM's polish names each of its stages: "polish:tv", ...)
+    polish_step = None if phase is None else (lambda name: phase(f"polish:{name}"))
+
     ref_method = yardstick_method(params.k, level)
     h, w = np.shape(image)[:2]
     with_reference = reference and params.solver != ref_method
@@ -408,7 +412,7 @@ def run_segmentation(
                     state.offset += base
                     return cb(state)
             admm = dict(seed=params.seed, x0=start, callback=live, polish=params.polish,
-                        stop=cancelled, **params.admm)
+                        stop=cancelled, on_stage=polish_step, **params.admm)
             try:
                 res = solve_mrf(prob, "admm", backend=backend, **admm)
             except gpu_errors() as exc:

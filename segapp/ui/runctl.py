@@ -13,7 +13,7 @@ from segapp.core.colouring import disagreement_rgba, labels_rgb, palette, probab
 from segapp.core.isolated import release_memory
 from segapp.ui.frames import FrameStore
 from segapp.ui.messages import person_sentence
-from segapp.ui.panels import warning_line
+from segapp.ui.panels import STAGE_NAMES, warning_line
 from segapp.ui.worker import SolveController, SolveJob, WarmUp, compile_text
 
 #: How the results panel and the status bar name the way a run ended.
@@ -26,10 +26,6 @@ PHASE_TEXT = {"model": "building the model…",
               "reference": "waiting for the reference{name}…",
               "solve": "ADMM: setting up…"}
 
-#: A pause in the iterations at least this long (and five times the run's seconds per
-#: iteration) is taken for the polish (or, coarse to fine, a level's polish and the next
-#: level's set-up): the solver has no polish callback, so the window infers it.
-POLISH_PAUSE_S = 0.75
 
 log = logging.getLogger(__name__)
 
@@ -109,20 +105,23 @@ class RunCount:
         return (f"ADMM iteration {it}: {part or 'this solve'}, its iteration {within}"
                 + (f" of at most {limit}" if limit else "") + energy)
 
-    def pause(self, iteration: int) -> str:
-        """What the window says while the iterations pause after ``iteration``: the polish of
-        a round (and the colour models' refit), of a coarse level (and the next level's
-        set-up), or the final polish."""
+    def pause(self, iteration: int, stage: str = "") -> str:
+        """What the window says while the polish after ``iteration`` runs its stage ``stage``
+        (:data:`solver.mrf.polish.stages.STAGES`): the polish of a round (then the colour
+        models' refit), of a coarse level (then the next level's set-up), or the final
+        polish, e.g. ``"polish (after ADMM iteration 213): TV…"`` (the stages named as the
+        results panel names them, :data:`segapp.ui.panels.STAGE_NAMES`)."""
         rec = self.last
         levels = int(getattr(rec, "levels", 1) or 1)
         level = int(getattr(rec, "level", 0) or 0)
+        doing = f": {STAGE_NAMES.get(stage, stage)}" if stage else ""
         if levels > 1 and level > 0:
-            return (f"polish of {level_text(level, levels)} (after ADMM iteration {iteration}), "
-                    f"then {level_text(level - 1, levels)}…")
+            return (f"polish of {level_text(level, levels)} (after ADMM iteration {iteration})"
+                    f"{doing}, then {level_text(level - 1, levels)}…")
         if not self.final:
             return (f"polish of colour-model round {max(self.rounds, 1)} (after ADMM iteration "
-                    f"{iteration}), then the colour models refitted…")
-        return f"polish (after ADMM iteration {iteration})…"
+                    f"{iteration}){doing}, then the colour models refitted…")
+        return f"polish (after ADMM iteration {iteration}){doing}…"
 
     def per_level(self) -> list[int]:
         """The final solve's iterations by level, coarsest first."""
@@ -237,11 +236,7 @@ class RunMixin:
         self._run_params = self._outcome_params = None  # the same for their SegmentParams
         self._phase = ""
         self._last_iteration = 0
-        self._polishing = False  # the iterations paused: taken for the polish (see below)
-        self._first_record_t: float | None = None
-        self._polish_timer = QTimer(self)
-        self._polish_timer.setSingleShot(True)
-        self._polish_timer.timeout.connect(self._on_iterations_paused)
+        self._polishing = False  # the solve named a polish stage after its last iteration
         self.run_count = RunCount()  # how the run's iterations divide (rounds, levels)
         self._build_run_status()
 
@@ -313,7 +308,14 @@ class RunMixin:
         self.statusBar().showMessage(line, 10000)
 
     def on_phase(self, name: str) -> None:
-        """The running solve started a phase: say which in the progress text."""
+        """The running solve started a phase: say which in the progress text (a polish
+        stage, ``"polish:<stage>"``, in the words of :meth:`RunCount.pause`)."""
+        if name.startswith("polish:"):
+            if self.running:
+                self._polishing = True
+                self.iter_label.setText(self.run_count.pause(self._last_iteration,
+                                                             name.split(":", 1)[1]))
+            return
         self._phase = name
         if name == "solve":
             self.run_count.final_solve()
@@ -322,16 +324,10 @@ class RunMixin:
             ref = " (min-cut)" if self.doc.k == 2 else " (α-expansion)"
         self.iter_label.setText(PHASE_TEXT.get(name, name + "…").format(name=ref))
 
-    def _on_iterations_paused(self) -> None:
-        if self.running and self._phase == "solve" and self.records_received:
-            self._polishing = True
-            self.iter_label.setText(self.run_count.pause(self._last_iteration))
-
     def _end_of_run(self) -> None:
         """Forget what only a running solve needs: its progress text (the status bar then
         holds the outcome's one energy), its compile notice and its last live frame (the
         replay keeps its own, downsampled copies)."""
-        self._polish_timer.stop()
         self._phase = ""
         self.iter_label.clear()
         self._set_compiling("run", False)
@@ -439,7 +435,6 @@ class RunMixin:
         self._phase = ""
         self._last_iteration = 0
         self._polishing = False
-        self._first_record_t = None
         self.iter_label.setText("starting…")
         self._t0 = time.monotonic()
         self.solver.start(job)
@@ -479,16 +474,11 @@ class RunMixin:
         if not getattr(last, "max_iter", 0) and self._max_iter:
             last.max_iter = self._max_iter
         self._set_compiling("run", False)  # iterating: the kernels it waited for are there
-        now = time.monotonic()
-        if self._first_record_t is None:
-            self._first_record_t = now - 1e-3
         self._phase = "solve"
         if not self._cancelled:  # (a cancelled run still sends its last, batched records)
             self._polishing = False
         self._last_iteration = int(last.iteration)
         self.iter_label.setText(self.run_count.progress(last))
-        per_iteration = (now - self._first_record_t) / max(self.records_received, 1)
-        self._polish_timer.start(int(1000 * max(POLISH_PAUSE_S, 5 * per_iteration)))
 
     def on_running_changed(self, running: bool) -> None:
         """Enable/disable actions while solving."""
@@ -499,7 +489,6 @@ class RunMixin:
     def on_solved(self, labels: np.ndarray, energy: float) -> None:
         """ADMM is done and the run waits for the reference: show ADMM's answer meanwhile
         (the results, the gap and the comparison come with the reference)."""
-        self._polish_timer.stop()
         self._solved_labels = labels
         self._live_probs = None
         if self.results_panel.view_mode() != "photo":

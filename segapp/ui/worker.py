@@ -242,6 +242,12 @@ class SolveWorker(QObject):
             self._probe(pending[0], pending[1], time.monotonic(), True)
         self._unsampled = None
 
+    def _phase(self, name: str) -> None:
+        """The pipeline started a step (or a polish stage): the records batched so far first,
+        so that the window sees the iterations before the step that follows them."""
+        self._flush()
+        self.phase.emit(name)
+
     def _flush(self) -> None:
         """Send the records batched so far (from any thread)."""
         with self._batch_lock:
@@ -287,7 +293,7 @@ class SolveWorker(QObject):
         # cancel abandons it at once.
         return run_segmentation(job.image, job.strokes, job.params, rect=job.rect, hard=job.hard,
                                 callback=self._callback, x0=job.x0, reference=job.reference,
-                                notice=self.notice.emit, phase=self.phase.emit,
+                                notice=self.notice.emit, phase=self._phase,
                                 isolate_reference=(True if self.isolated is None
                                                    else self.isolated),
                                 cancelled=self._cancel.is_set, solved=self.solved.emit,

@@ -413,16 +413,15 @@ def test_undo_is_enabled_by_the_first_painted_stroke(win, qtbot):
 
 
 def test_a_cancel_during_the_polish_ends_it_and_says_so(win, qtbot, monkeypatch):
-    """Esc while the iterations have paused for the polish: the polish (which polls the
-    cancel between its rounds) ends, and the results say where the run was cancelled."""
-    import segapp.ui.runctl as runctl
+    """Esc while the polish runs (its first stage named): the polish (which polls the cancel
+    between its rounds) ends, and the results say where the run was cancelled."""
     import solver.mrf.polish.pipeline as polish_pipeline
     from solver.mrf.solve import coarse_to_fine
 
-    monkeypatch.setattr(runctl, "POLISH_PAUSE_S", 0.05)
     real = polish_pipeline.polish_labels
 
     def slow(problem, labels, *args, stop=None, **kwargs):  # a polish that waits for the stop
+        kwargs["on_stage"]("icm")  # (its first stage begins, and waits)
         t0 = time.monotonic()
         while stop is not None and not stop() and time.monotonic() - t0 < 30:
             time.sleep(0.01)
@@ -434,6 +433,9 @@ def test_a_cancel_during_the_polish_ends_it_and_says_so(win, qtbot, monkeypatch)
     with qtbot.waitSignal(win.solver.records, timeout=60000):
         win.start_run()
     qtbot.waitUntil(lambda: "polish" in win.iter_label.text(), timeout=30000)
+    # (the coarsest level's polish: the stage it began, and what comes after it)
+    assert win.iter_label.text().startswith("polish of level 1 of 3 (after ADMM iteration ")
+    assert win.iter_label.text().endswith("): ICM, then level 2 of 3…"), win.iter_label.text()
     t0 = time.monotonic()
     with qtbot.waitSignal(win.solver.finished, timeout=20000):
         win.act_cancel.trigger()

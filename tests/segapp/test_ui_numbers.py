@@ -63,7 +63,7 @@ def painted_texts(widget, module, monkeypatch) -> list[str]:
 def pyramid_run(win, qtbot, monkeypatch):
     """A coarse-to-fine run (a 200 x 200 photo: three levels) with max iterations 40 in the
     Parameters tab and a polish that takes a second (so the window sees each level's pause):
-    ``(outcome, progress texts, polish texts)``."""
+    ``(outcome, progress texts, polish texts: the progress text at each polish stage)``."""
     from solver.mrf.solve import coarse_to_fine
     real = coarse_to_fine.pipeline.polish_labels
 
@@ -80,7 +80,8 @@ def pyramid_run(win, qtbot, monkeypatch):
     polish: list[str] = []
     # connected after the window's own slots: they see the text those slots set
     win.solver.records.connect(lambda _batch: progress.append(win.iter_label.text()))
-    win._polish_timer.timeout.connect(lambda: polish.append(win.iter_label.text()))
+    win.solver.phase.connect(lambda name: name.startswith("polish:")
+                             and polish.append(win.iter_label.text()))
     outcome = run_to_end(win, qtbot)
     return outcome, progress, polish
 
@@ -126,13 +127,18 @@ def test_the_polish_text_counts_as_the_result_counts(win, pyramid_run):
     outcome, _, polish = pyramid_run
     polish = list(dict.fromkeys(t for t in polish if "polish" in t))
     assert polish, "the window saw the polish"
+    from segapp.ui.panels import STAGE_NAMES
     finals = [t for t in polish if t.startswith("polish (")]
-    assert finals == [f"polish (after ADMM iteration {outcome.iterations})…"], polish
+    # the final polish's stages as they ran, named as the result reports them
+    named = dict.fromkeys(STAGE_NAMES[s.name] for s in outcome.stages)
+    assert finals == [f"polish (after ADMM iteration {outcome.iterations}): {n}…"
+                      for n in named], polish
     for t in polish:
         if t not in finals:  # a coarse level's polish, or a re-estimation round's
-            assert re.fullmatch(r"polish of (level [12] of 3 \(after ADMM iteration \d+\), "
-                                r"then level [23] of 3…|colour-model round \d \(after ADMM "
-                                r"iteration \d+\), then the colour models refitted…)", t), t
+            assert re.fullmatch(r"polish of (level [12] of 3 \(after ADMM iteration \d+\): "
+                                r"[^,]+, then level [23] of 3…|colour-model round \d \(after "
+                                r"ADMM iteration \d+\): [^,]+, then the colour models "
+                                r"refitted…)", t), t
             assert int(re.search(r"iteration (\d+)", t).group(1)) < outcome.iterations
 
 

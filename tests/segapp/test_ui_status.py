@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -295,24 +296,31 @@ def test_a_notice_is_in_the_status_bar_as_the_results_panel_words_it(win):
 
 @pytest.mark.slow
 def test_the_polish_text_only_while_admm_is_between_iterations(win, qtbot, monkeypatch):
-    """The "polish (after ADMM iteration N)" text appears when the iterations pause during the
-    ADMM phase, not while the run waits for the reference (which solves beside ADMM, here
-    made to end after it), and not from a tick after the run ended."""
+    """The "polish (after ADMM iteration N): stage…" text appears while the solve names its
+    polish stages, not while the run waits for the reference (which solves beside ADMM, here
+    made to end after it), and not from a stage named after the run ended."""
     from segapp.core import isolated
     monkeypatch.setattr(isolated, "CHILD_TARGET", "tests.segapp.test_isolated_reference:late")
     open_image(win, qtbot)
     during_reference: list[str] = []
 
+    polishing: list[str] = []
+
     def on_phase(name):
         if name == "reference":
-            win._polish_timer.timeout.emit()  # a pause while the reference is solved
             during_reference.append(win.iter_label.text())
+        elif name.startswith("polish:"):
+            polishing.append(win.iter_label.text())
 
-    win.solver.phase.connect(on_phase)
+    win.solver.phase.connect(on_phase)  # (after the window's own slot: the text it set)
     run(win, qtbot)
     assert during_reference == ["waiting for the reference (min-cut)…"]
+    assert polishing and all(t.startswith("polish") and t.endswith("…") and
+                             re.search(r"\(after ADMM iteration \d+\): [A-Za-z]", t)
+                             for t in polishing), polishing
+    assert ": ICM" in polishing[0]  # (every polish begins with its ICM sweeps)
     assert win.records_received > 0 and win.iter_label.text() == ""
-    win._polish_timer.timeout.emit()  # a tick after the run ended
+    win.on_phase("polish:tv")  # a stage named after the run ended
     assert win.iter_label.text() == ""
 
 

@@ -129,3 +129,28 @@ def test_an_unknown_stage_is_refused():
     with pytest.raises(ValueError, match="unknown polish stage 'magic'"):
         with clock.stage("magic"):
             pass
+
+
+def test_each_stage_is_named_as_it_starts():
+    image, _, strokes = shapes_image(seed=1, k=2, size=64, noise=0.25)
+    problem = build_problem(image, strokes, 2)
+    named: list[str] = []
+    res = solve_mrf(problem, "admm", seed=0, on_stage=named.append)
+    assert named == [s.name for s in res.stages]
+    # coarse to fine: every level's polish names its stages, the final one's last
+    named.clear()
+    image, _, strokes = shapes_image(seed=1, k=2, size=200, noise=0.25)  # (three levels)
+    res = solve_mrf(build_problem(image, strokes, 2), "admm", seed=0, coarse_to_fine=True,
+                    on_stage=named.append)
+    assert len(named) > len(res.stages) and set(named) <= set(STAGES)
+    assert named[-len(res.stages):] == [s.name for s in res.stages]
+    # the yardsticks have no polish
+    named.clear()
+    solve_mrf(problem, "mincut", on_stage=named.append)
+    assert named == []
+
+
+def test_an_on_stage_that_is_not_callable_is_refused():
+    image, _, strokes = shapes_image(seed=1, k=2, size=16)
+    with pytest.raises(ValueError, match="on_stage"):
+        solve_mrf(build_problem(image, strokes, 2), "admm", on_stage=3)

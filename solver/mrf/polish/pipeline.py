@@ -47,7 +47,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   options: PolishOptions = _DEFAULT, backend: Any = None,
                   stop: Callable[[], bool] | None = None,
                   cells: int | None = None, report: list | None = None,
-                  energy: float | None = None) -> np.ndarray:
+                  energy: float | None = None,
+                  on_stage: Callable[[str], None] | None = None) -> np.ndarray:
     """ICM and pair moves (K > 2, or ``options.pair_moves_binary``), filled concavities and box
     completions, whole-region moves, region splits, then fusion with the level sets of ADMM's
     iterates carved by ICM (:func:`solver.mrf.polish.descents.fuse_descents`), with the TV
@@ -99,6 +100,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         energy evaluated only after a stage that changed the labels). None: nothing timed.
     energy : float, optional
         The energy of ``labels``, where the caller has it (saves the report one pass).
+    on_stage : callable, optional
+        Called with each stage's name as it starts (with or without ``report``).
 
     Returns
     -------
@@ -107,7 +110,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     """
     if problem.constraints is not None:  # only moves that keep area bounds and apart pairs
         return _constrained(problem, labels, snapshots, split, options, backend, report,
-                            energy)
+                            energy, on_stage)
     ws = Workspace(problem)  # (one set of work arrays for every step)
     # The steps work in place on 0-based labels, converted once each way (not between steps:
     # each conversion is a pass over the image), with the labels before each step in one
@@ -121,6 +124,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     def stage(name: str, compare: bool = True):
         """The stage ``name`` timed (when a report is asked for), the labels before it kept
         in ``before``; ``compare``: it does not say whether it moved, so its end compares."""
+        if on_stage is not None:
+            on_stage(name)
         if clock is None:
             if not compare:  # (the stage reads ``before``)
                 np.copyto(before, lab)
@@ -145,7 +150,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                 _icm_in_place(problem, lab, since=before)
     with stage("regions"):
         settled = settle(None)
-    if options.split and split:
+    if options.split and split and problem.k > 2:  # (region splits need a third label)
         with stage("split", compare=False) as took:
             if _split_moves_in_place(problem, lab):
                 took()
@@ -246,7 +251,8 @@ def _ignore() -> None:
 def _constrained(problem: MRFProblem, labels: np.ndarray,
                  snapshots: Sequence[Snapshot | np.ndarray], split: bool,
                  options: PolishOptions, backend: Any, report: list | None,
-                 energy: float | None) -> np.ndarray:
+                 energy: float | None,
+                 on_stage: Callable[[str], None] | None) -> np.ndarray:
     """:func:`polish_labels` under area bounds and apart pairs: only moves that keep them
     (:func:`constrained_polish`), and for a K = 2 area bound the relax-and-repair move; each
     a stage of ``report`` where one is asked for."""
@@ -255,6 +261,8 @@ def _constrained(problem: MRFProblem, labels: np.ndarray,
     lab = kernels.zero_based(labels) if report is not None else None
     clock = StageClock(problem, lab, energy) if report is not None else None
     for name in ("constrained", "area-relaxation") if relax else ("constrained",):
+        if on_stage is not None:
+            on_stage(name)
         with (clock.stage(name, lab.copy()) if clock is not None
               else nullcontext(_ignore)):
             labels = (constrained_polish(problem, labels, snapshots, options, tv=split)

@@ -26,7 +26,7 @@ STAGES: dict[str, str] = {
     "icm": "ICM sweeps from ADMM's labels, pair moves (K > 2)",
     "fill": "filled concavities and box completions",
     "regions": "whole-region moves",
-    "split": "region splits",
+    "split": "region splits (K > 2)",
     "descent": "level sets of ADMM's iterates carved by ICM",
     "tv": "the TV relaxation's level sets (K = 2)",
     "tv-expansion": "each label's TV-relaxed expansion move (K > 2)",

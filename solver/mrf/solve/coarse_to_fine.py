@@ -85,7 +85,8 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
                          callback: Callable[[Any], Any] | None = None,
                          polish: bool = True, options: SolveOptions = DEFAULT_OPTIONS,
                          slow_coarsest: bool = True,
-                         stop: Callable[[], bool] | None = None) -> MRFResult:
+                         stop: Callable[[], bool] | None = None,
+                         on_stage: Callable[[str], None] | None = None) -> MRFResult:
     """ℓ2-box ADMM from coarse to fine: whole problem at the coarsest level, then bands.
 
     The coarsest level (exact block restriction, at most ``options.coarse_to_fine.coarsest``
@@ -125,6 +126,9 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
         (:func:`solver.mrf.polish.pipeline.polish_labels`), where ``callback`` is not called:
         once it returns True the solve ends with the labels polished so far, status
         ``"cancelled"``.
+    on_stage : callable, optional
+        Called with the name of each polish stage as it starts, every level's
+        (:func:`solver.mrf.polish.pipeline.polish_labels`).
 
     Returns
     -------
@@ -214,13 +218,16 @@ def solve_coarse_to_fine(problem: MRFProblem, backend: Any = "cpu", params: Any 
                                             backend=device, stop=stop,
                                             cells=2 if final and len(levels) > 1 else None,
                                             report=stages if final else None,
-                                            energy=energy_admm if final else None)
+                                            energy=energy_admm if final else None,
+                                            on_stage=on_stage)
             snapshots = None
             if stop is not None and stop():  # (a cancel during the polish)
                 res = replace(res, status=CANCELLED)
                 break
             if c2f.warm_fusion and up is not None and level.constraints is None:
                 t_fuse = time.perf_counter()
+                if on_stage is not None:
+                    on_stage("warm-fusion")
                 fused = _fuse_warm_start(level, labels, up, options.polish)
                 if final:
                     gain = 0.0

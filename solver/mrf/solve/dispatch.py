@@ -66,7 +66,8 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
               callback: Callable[[MRFIterationState], bool | None] | None = None,
               polish: bool = True, coarse_to_fine: bool | None = None,
               options: SolveOptions = DEFAULT_OPTIONS,
-              stop: Callable[[], bool] | None = None, **params: Any) -> MRFResult:
+              stop: Callable[[], bool] | None = None,
+              on_stage: Callable[[str], None] | None = None, **params: Any) -> MRFResult:
     """Minimise the MRF energy with ADMM or one of the yardsticks.
 
     Parameters
@@ -104,6 +105,11 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         the rounds of its TV relaxations); True ends the solve with the labels polished so far
         and status ``"cancelled"``. A cancel button passes the same flag its ``callback``
         reads. The other methods and whole (small) problems do not poll it.
+    on_stage : callable, optional
+        ADMM: called with the name of each polish stage as it starts
+        (:data:`solver.mrf.polish.stages.STAGES`; every polish, a coarse level's and a
+        re-estimation round's too), so that a front end can say what the solve is doing
+        between iterations. The other methods have no polish and do not call it.
     **params
         :class:`solver.ADMMParams` fields. Without ``rho_growth`` and ``rho0``, a problem solved
         whole with at most ``whole_max`` pixels (and the coarsest level) uses the slower
@@ -119,7 +125,8 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     ValueError
         In one line naming the argument, before any iteration (for every method): an unknown
         ``method``, a ``seed`` that is not None or an integer >= 0, a ``callback`` or ``stop``
-        that is not None or callable, ADMM parameters that are wrong (or given to a yardstick).
+        that is not None or callable (``on_stage`` too), ADMM parameters that are wrong (or
+        given to a yardstick).
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
@@ -127,6 +134,7 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     seed = check_seed(seed)
     check_callable(callback, "callback")
     check_callable(stop, "stop")
+    check_callable(on_stage, "on_stage")
     if method == "admm":
         # (edge ends a yardstick asked the graph for: ADMM never reads them; docs/decisions.md,
         # Memory)
@@ -146,11 +154,11 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         if coarse_to_fine:
             return solve_coarse_to_fine(problem, backend, admm_params, seed=seed, x0=x0,
                                         callback=callback, polish=polish, options=options,
-                                        slow_coarsest=slow, stop=stop)
+                                        slow_coarsest=slow, stop=stop, on_stage=on_stage)
         if slow and problem.n <= whole_max:
             admm_params = slow_schedule(admm_params, problem.k, options.coarse_to_fine)
         return MRFADMM(problem, backend, admm_params, options=options).run(
-            x0=x0, seed=seed, callback=callback, polish=polish)
+            x0=x0, seed=seed, callback=callback, polish=polish, on_stage=on_stage)
     if params or coarse_to_fine:
         params = {**params, **({"coarse_to_fine": coarse_to_fine} if coarse_to_fine else {})}
         raise ValueError(f"ADMM parameters given to method {method!r}: {', '.join(params)}")

@@ -329,7 +329,8 @@ class MRFADMM:
     def run(self, *, x0: np.ndarray | None = None, seed: int | None = None,
             callback: Callable[[MRFIterationState], bool | None] | None = None,
             polish: bool = True, view: dict[str, Any] | None = None,
-            start_labels: np.ndarray | None = None) -> MRFResult:
+            start_labels: np.ndarray | None = None,
+            on_stage: Callable[[str], None] | None = None) -> MRFResult:
         """Run ADMM; see :func:`solver.mrf.solve_mrf` for the arguments.
 
         ``start_labels`` (``(H, W)`` or ``(n,)`` labels in 1..K) is a warm start given as a
@@ -430,7 +431,7 @@ class MRFADMM:
         if polish and status != CANCELLED:
             labels = polish_labels(self.problem, labels, self.snapshot_weights(),
                                    options=self.options.polish, backend=self.backend,
-                                   report=stages, energy=energy)
+                                   report=stages, energy=energy, on_stage=on_stage)
             energy = self.problem.energy(labels)
         return MRFResult(labels, energy, "admm", self.backend.name, res.iterations,
                          self.setup_time_s + time.perf_counter() - t_start, status,
