@@ -70,8 +70,24 @@ def test_script_runs_a_tiny_setting(tmp_path):
         assert r["split"] == "tuning" and r["n"] <= 10_100
         assert r["gap"] == (r["energy_admm"] - r["energy_ref"]) / abs(r["energy_ref"])
         assert r["time_ratio"] > 0
+        # the polish stage by stage: its gains add up to what it took off ADMM's labels
+        assert r["stages"] and sum(st["gain"] for st in r["stages"]) == pytest.approx(
+            r["energy_unpolished"] - r["energy_admm"], rel=1e-9, abs=1e-6)
     md = (tmp_path / "real_inputs.md").read_text()
     assert "| tuning | all | 2 |" in md and "## Cases" in md
+    assert "## The polish's stages" in md and "| tuning | 2 | icm |" in md
+
+
+def test_the_stage_table_counts_the_cases_a_stage_took_something_in():
+    recs = [{"split": "tuning", "k": 2, "energy_admm": -90.0, "energy_unpolished": -80.0,
+             "stages": [{"name": "icm", "gain": 4.0, "time_s": 0.1},
+                        {"name": "tv", "gain": 6.0, "time_s": 0.3}]},
+            {"split": "tuning", "k": 2, "energy_admm": -50.0, "energy_unpolished": -50.0,
+             "stages": [{"name": "icm", "gain": 0.0, "time_s": 0.1},
+                        {"name": "tv", "gain": 0.0, "time_s": 0.5}]}]
+    md = real_inputs.stages_table(recs)
+    assert "| tuning | 2 | icm | 2 | 1 | 40.0% | 20.0% |" in md
+    assert "| tuning | 2 | tv | 2 | 1 | 60.0% | 80.0% |" in md
 
 
 def test_block_edges_are_straight_runs_on_cell_lines_the_yardstick_lacks():
