@@ -143,10 +143,16 @@ def test_every_kernel_compiles_through_the_one_jit_module():
     assert own_compilers() == []
 
 
-def test_the_jit_check_catches_a_module_of_its_own(tmp_path):
+def packages_in(root: Path) -> Path:
+    """Empty ``solver`` and ``segapp`` packages under ``root``, for the checks' own tests."""
     for pkg in PACKAGES:
-        (tmp_path / pkg).mkdir()
-        (tmp_path / pkg / "__init__.py").write_text("")
+        (root / pkg).mkdir()
+        (root / pkg / "__init__.py").write_text("")
+    return root
+
+
+def test_the_jit_check_catches_a_module_of_its_own(tmp_path):
+    packages_in(tmp_path)
     (tmp_path / "solver" / "k.py").write_text("import numba\n_jit = numba.njit(cache=True)\n")
     (tmp_path / "solver" / "m.py").write_text("from numba import njit\n")
     (tmp_path / "segapp" / "ok.py").write_text("from solver.backend.jit import jit\n")
@@ -154,9 +160,7 @@ def test_the_jit_check_catches_a_module_of_its_own(tmp_path):
 
 
 def test_the_checks_catch_a_cycle_and_a_violation(tmp_path):
-    for pkg in PACKAGES:
-        (tmp_path / pkg).mkdir()
-        (tmp_path / pkg / "__init__.py").write_text("")
+    packages_in(tmp_path)
     (tmp_path / "solver" / "a.py").write_text("def f():\n    from solver.b import g\n")
     (tmp_path / "solver" / "b.py").write_text("from solver import a\nfrom PyQt6 import QtCore\n")
     edges = graph(tmp_path)
