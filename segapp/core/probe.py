@@ -22,26 +22,9 @@ PROBE_MAX_SIDE = 128
 NAMES = ("x", "z1", "z2")
 
 
-def _raw_at(solver: Any, vec: np.ndarray, pixels: np.ndarray) -> np.ndarray:
-    """Per-pixel values of a vector over the free variables: ``(m, C)`` with C = 1 for K = 2
-    (label 1's value) and C = K otherwise; fixed pixels read their one-hot label."""
-    k = int(solver.problem.k)
-    out = np.asarray(solver.probabilities_at(vec, pixels), dtype=np.float32)  # clipped
-    free = np.asarray(getattr(solver, "free", np.zeros(0, np.int64)))
-    if free.size:
-        per = np.asarray(vec).reshape(free.size, -1)
-        rows = np.minimum(np.searchsorted(free, pixels), free.size - 1)
-        ok = free[rows] == pixels
-        if per.shape[1] == 1 and k == 2:  # K = 2 in n unknowns: x is label 1's weight
-            out[ok, 0] = per[rows[ok], 0]
-            out[ok, 1] = 1.0 - per[rows[ok], 0]
-        elif per.shape[1] == k:
-            out[ok] = per[rows[ok]]
-    return out[:, :1] if k == 2 else out
-
-
 def sample_values(state: Any, max_side: int = PROBE_MAX_SIDE) -> dict[str, Any]:
-    """``x``, ``z1`` and ``z2`` of a segmentation solve's live state on a coarse pixel grid.
+    """``x``, ``z1`` and ``z2`` of a segmentation solve's live state on a coarse pixel grid
+    (:meth:`solver.mrf.MRFIterationState.grid_values`).
 
     Parameters
     ----------
@@ -57,19 +40,7 @@ def sample_values(state: Any, max_side: int = PROBE_MAX_SIDE) -> dict[str, Any]:
         K = 2, the value of label 1; C = K otherwise), unclipped where the solver's variables
         are the labels' weights.
     """
-    solver = state.solver
-    h, w = (int(v) for v in (state.shape if state.pixel_map is not None
-                             else solver.problem.shape))
-    step = max(1, -(-max(h, w) // max(1, int(max_side))))
-    rows, cols = np.arange(0, h, step), np.arange(0, w, step)
-    pixels = (rows[:, None] * w + cols[None, :]).ravel()
-    if state.pixel_map is not None:
-        pixels = np.asarray(state.pixel_map)[pixels]
-    out: dict[str, Any] = {"step": step}
-    for name in NAMES:
-        vec = solver.backend.to_numpy(getattr(state.inner, name))
-        out[name] = _raw_at(solver, vec, pixels).reshape(rows.size, cols.size, -1)
-    return out
+    return state.grid_values(max_side, NAMES)
 
 
 class ProbeStore:

@@ -539,3 +539,22 @@ def test_polish_takes_dense_iterates_as_it_takes_snapshots():
     b = polish_labels(p, res.labels, [Snapshot.from_dense(dense)])
     np.testing.assert_array_equal(a, b)
     assert p.energy(a) <= p.energy(res.labels)
+
+
+def test_grid_values_are_the_iterates_on_a_coarse_grid_for_any_k():
+    """A probe's view of a live state (MRFIterationState.grid_values): x, z1, z2 per label on
+    every s-th row and column, the box copy inside the box, a hard pixel its one-hot label."""
+    image, _, strokes = shapes_image(seed=2, k=3, size=40, noise=0.2)
+    hard = np.zeros_like(strokes)
+    hard[0, 0] = 3
+    problem = build_problem(image, strokes, 3, hard=hard)
+    seen = []
+    solve_mrf(problem, "admm", seed=0, polish=False,
+              callback=lambda state: seen.append(state.grid_values(20)))
+    assert len(seen) > 3
+    for v in seen:
+        assert v["step"] == 2 and set(v) == {"step", "x", "z1", "z2"}
+        assert all(v[n].shape == (20, 20, 3) and v[n].dtype == np.float32 for n in ("x", "z1", "z2"))
+        assert np.all((v["z1"] >= -1e-6) & (v["z1"] <= 1 + 1e-6))
+        np.testing.assert_array_equal(v["x"][0, 0], [0, 0, 1])  # (the hard pixel)
+    assert any(np.any((v["x"] < -1e-3) | (v["x"] > 1 + 1e-3)) for v in seen)  # unclipped

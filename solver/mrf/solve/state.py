@@ -76,9 +76,59 @@ class MRFIterationState:
         k = self.solver.problem.k
         return self.solver.probabilities_at(x, pixels).reshape(-(-h // step), -(-w // step), k)
 
+    def grid_values(self, max_side: int, names: tuple[str, ...] = ("x", "z1", "z2")
+                    ) -> dict[str, Any]:
+        """The solver's own values (unclipped) of ``x`` and its box and sphere copies ``z1``,
+        ``z2`` on a coarse grid of the image's pixels, for a probe that follows them.
+
+        Parameters
+        ----------
+        max_side : int
+            Every ``s``-th row and column, ``s = ceil(max(H, W) / max_side)``.
+        names : tuple of str
+            Which of ``"x"``, ``"z1"``, ``"z2"``.
+
+        Returns
+        -------
+        dict
+            ``"step"``: ``s``; per name an ``(h, w, C)`` float32 array: C = 1 for K = 2 (label
+            1's value), C = K otherwise. A fixed pixel reads its one-hot label.
+        """
+        solver = self.solver
+        h, w = (int(v) for v in (self.shape if self.pixel_map is not None
+                                 else solver.problem.shape))
+        step = max(1, -(-max(h, w) // max(1, int(max_side))))
+        rows, cols = np.arange(0, h, step), np.arange(0, w, step)
+        pixels = (rows[:, None] * w + cols[None, :]).ravel()
+        if self.pixel_map is not None:
+            pixels = np.asarray(self.pixel_map)[pixels]
+        out: dict[str, Any] = {"step": step}
+        for name in names:
+            vec = solver.backend.to_numpy(getattr(self.inner, name))
+            out[name] = _values_at(solver, vec, pixels).reshape(rows.size, cols.size, -1)
+        return out
+
     def request_stop(self) -> None:
         """Stop after this iteration."""
         self.inner.request_stop()
+
+
+def _values_at(solver: Any, vec: np.ndarray, pixels: np.ndarray) -> np.ndarray:
+    """Per-pixel values of a vector over the free variables: ``(m, C)`` with C = 1 for K = 2
+    (label 1's value) and C = K otherwise; fixed pixels read their one-hot label."""
+    k = int(solver.problem.k)
+    out = np.asarray(solver.probabilities_at(vec, pixels), dtype=np.float32)  # clipped
+    free = np.asarray(getattr(solver, "free", np.zeros(0, np.int64)))
+    if free.size:
+        per = np.asarray(vec).reshape(free.size, -1)
+        rows = np.minimum(np.searchsorted(free, pixels), free.size - 1)
+        ok = free[rows] == pixels
+        if per.shape[1] == 1 and k == 2:  # K = 2 in n unknowns: x is label 1's weight
+            out[ok, 0] = per[rows[ok], 0]
+            out[ok, 1] = 1.0 - per[rows[ok], 0]
+        elif per.shape[1] == k:
+            out[ok] = per[rows[ok]]
+    return out[:, :1] if k == 2 else out
 
 
 @dataclass
