@@ -4,11 +4,11 @@ docs/decisions.md).
     python benchmarks/ablation.py "early_fixing.enabled=False" ""
     python benchmarks/ablation.py --cases 2:1e5,2:5e5,3:1e5 "early_fixing.delta=0.02" ""
     python benchmarks/ablation.py "polish.edge_snap=False,admm.rho_growth=1.02"
-    python benchmarks/ablation.py --real tuning --k 2 "polish.tv_fuse_next=50" ""
+    python benchmarks/ablation.py --real tuning --k 2 "polish.tv.fuse_next=50" ""
 
-Each argument is one variant: comma-separated ``GROUP.FIELD=value`` settings, where GROUP is a
-field of :class:`solver.mrf.SolveOptions` (``polish``, ``early_fixing``, ``coarse_to_fine``) or
-``admm`` for an :class:`solver.ADMMParams` field; ``""`` is the default solver. Every variant
+Each argument is one variant: comma-separated ``PATH=value`` settings, where PATH is a dotted
+path into :class:`solver.mrf.SolveOptions` (``polish.edge_snap``, ``polish.tv.fuse_next``,
+``early_fixing.delta``) or ``admm.FIELD`` for an :class:`solver.ADMMParams` field; ``""`` is the default solver. Every variant
 starts from the defaults. The yardstick (min-cut for K = 2, α-expansion for K > 2) runs once
 per problem; then every variant solves every problem in turn, in this process, so their times
 are side by side. ``--real SPLIT`` takes the problems from the real-input benchmark's cases
@@ -49,7 +49,7 @@ def parse_cases(text: str) -> list[tuple[int, int]]:
 
 def split_settings(variant: str) -> list[str]:
     """The ``GROUP.FIELD=value`` settings of a variant: split at the commas outside brackets, so
-    a value may be a tuple or list (``"polish.thresholds=(0.2, 0.5),polish.split=True"``)."""
+    a value may be a tuple or list (``"polish.fusion.thresholds=(0.2, 0.5),polish.split=True"``)."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(variant):
         depth += ch in "([{"
@@ -62,25 +62,34 @@ def split_settings(variant: str) -> list[str]:
 
 
 def variant_options(variant: str) -> tuple[SolveOptions, dict[str, Any]]:
-    """The options and ADMM parameters of a variant string (defaults for the rest)."""
+    """The options and ADMM parameters of a variant string (defaults for the rest): each
+    setting a dotted path into :class:`SolveOptions` (``polish.tv.fuse_next=50``,
+    ``early_fixing.enabled=False``) or ``admm.FIELD``."""
     options, admm = SolveOptions(), {}
     groups = {f.name for f in dataclasses.fields(SolveOptions)}
     for setting in split_settings(variant):
         target, value = setting.split("=", 1)
-        group, _, name = target.strip().partition(".")
+        path = target.strip().split(".")
         parsed = ast.literal_eval(value.strip())
-        if group == "admm":
-            if name not in {f.name for f in dataclasses.fields(ADMMParams)}:
-                raise SystemExit(f"ADMMParams has no field {name!r}")
-            admm[name] = parsed
+        if path[0] == "admm":
+            if len(path) != 2 or path[1] not in {f.name for f in dataclasses.fields(ADMMParams)}:
+                raise SystemExit(f"ADMMParams has no field {'.'.join(path[1:])!r}")
+            admm[path[1]] = parsed
             continue
-        if group not in groups:
-            raise SystemExit(f"unknown group {group!r}: expected admm or one of {sorted(groups)}")
-        sub = getattr(options, group)
-        if name not in {f.name for f in dataclasses.fields(sub)}:
-            raise SystemExit(f"{type(sub).__name__} has no field {name!r}")
-        options = dataclasses.replace(options, **{group: dataclasses.replace(sub, **{name: parsed})})
+        if path[0] not in groups or len(path) < 2:
+            raise SystemExit(f"unknown group {path[0]!r}: expected admm or one of "
+                             f"{sorted(groups)}")
+        options = _replaced(options, path, parsed)
     return options, admm
+
+
+def _replaced(obj: Any, path: list[str], value: Any) -> Any:
+    """``obj`` with the field at the dotted ``path`` (a list of names) set to ``value``."""
+    name = path[0]
+    if not dataclasses.is_dataclass(obj) or name not in {f.name for f in dataclasses.fields(obj)}:
+        raise SystemExit(f"{type(obj).__name__} has no field {name!r}")
+    inner = value if len(path) == 1 else _replaced(getattr(obj, name), path[1:], value)
+    return dataclasses.replace(obj, **{name: inner})
 
 
 def real_problems(split: str, ks: set[int], max_pixels: float) -> list[tuple[str, int, Any]]:

@@ -81,6 +81,12 @@ def test_ablation_runs_variants_side_by_side_from_the_defaults(capsys):
     options, admm = ablation.variant_options("early_fixing.enabled=False,admm.rho_growth=1.02")
     assert options.early_fixing.enabled is False and admm == {"rho_growth": 1.02}
     assert options.polish == SolveOptions().polish  # the rest stays at the defaults
+    # a setting inside a group of the polish, by its dotted path
+    options, _ = ablation.variant_options("polish.tv.fuse_next=50,polish.edge_snap=False")
+    assert options.polish.tv.fuse_next == 50 and options.polish.edge_snap is False
+    assert options.polish.tv.iterations == SolveOptions().polish.tv.iterations
+    with pytest.raises(SystemExit, match="TVOptions has no field 'fuse_nxt'"):
+        ablation.variant_options("polish.tv.fuse_nxt=50")
     assert ablation.main(["--cases", "2:400", "early_fixing.enabled=False", ""]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
     assert len(lines) == 2

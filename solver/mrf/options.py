@@ -26,131 +26,140 @@ SNAPSHOT_ITERATIONS = frozenset((1, 2, 3, 5, 8, 12, 17, 25, 35, 50, 70, 100, 140
 
 
 @dataclass(frozen=True)
-class PolishOptions:
-    """What :func:`solver.mrf.polish.polish_labels` tries after ADMM (none of it raises the
-    energy).
+class FusionOptions:
+    """The level-set fusions of the polish: proposals made from ADMM's iterates
+    (:func:`solver.mrf.polish.fusion.fuse_level_sets_into`), plain and carved by ICM
+    (descent fusion, :mod:`solver.mrf.polish.descents`).
 
     Attributes
     ----------
-    split : bool
-        Try split moves (a region re-split between two other labels) in a final polish.
-    descents : bool
-        Try descent fusion (level sets of ADMM's iterates carved by ICM) in a final polish.
-    edge_snap : bool
-        Try edge-snapped proposals (boundary zones flooded again along image edges) in a final
-        polish.
-    pair_moves_binary : bool
-        Try pair moves for K = 2 too (K > 2 always does): at K = 2 descent fusion and the
-        edge-snapped proposals take the same two-pixel slivers, for less time.
     thresholds : tuple of float
         Level-set thresholds of the plain fusion ("label c wherever x_c > t").
+    max_pixels : int or None
+        Largest plain proposal, in pixels (larger ones are skipped; None: no cap). The early
+        iterates of K > 2 give proposals as large as the whole band.
+    coarse_rounds : int
+        Rounds of plain fusion at a coarser level of coarse to fine (each round fuses every
+        snapshot, then ICM and region moves; they stop when one takes nothing).
+    final_rounds : int
+        The same in a final polish, after descent fusion and the edge-snapped proposals.
     descent_thresholds : tuple of float
         Level-set thresholds of descent fusion for K = 2: wider than the plain fusion's, since
         ICM carves away what a loose level set takes in.
     descent_thresholds_multi : tuple of float
         The same for K > 2.
-    proposal_max_pixels : int or None
-        Largest level-set proposal, in pixels (larger ones are skipped; None: no cap). The early
-        iterates of K > 2 give proposals as large as the whole band.
     descent_max_pixels : int or None
         Largest descent-fusion proposal.
-    coarse_fusion_rounds : int
-        Rounds of plain level-set fusion at a coarser level of coarse to fine (each round fuses
-        every snapshot, then ICM and region moves; they stop when one takes nothing).
-    final_fusion_rounds : int
-        The same in a final polish, after descent fusion and the edge-snapped proposals.
-    region_cap : float
-        Largest region a region move considers, as a fraction of the level's pixels (at least
-        ``region_cap_min``): a search stops once it passes the cap, so a huge region (the
-        background) near a change costs at most the cap.
-    region_cap_min : int
-        Floor of that cap, in pixels.
     snapshot_iterations : frozenset of int
-        ADMM iterations whose continuous iterate is kept for the level-set fusions.
-    tv_iterations : int
-        K = 2, final polish: most linearized-ADMM steps on the TV relaxation whose level sets
-        are fused (:mod:`solver.mrf.polish.tv`); 0 turns the TV proposals off.
-    tv_gap : float or None
-        K = 2: the TV steps stop once the polished labels are proved within this fraction of
+        ADMM iterations whose continuous iterate is kept for the fusions.
+    """
+
+    thresholds: tuple[float, ...] = (0.2, 0.5, 0.8)
+    max_pixels: int | None = 20000
+    coarse_rounds: int = 3
+    final_rounds: int = 1
+    descent_thresholds: tuple[float, ...] = (0.1, 0.5, 0.9)
+    descent_thresholds_multi: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    descent_max_pixels: int | None = 15000
+    snapshot_iterations: frozenset[int] = SNAPSHOT_ITERATIONS
+
+
+@dataclass(frozen=True)
+class TVOptions:
+    """The TV-relaxation proposals of a final polish without constraints
+    (:mod:`solver.mrf.polish.tv`): of the labelling for K = 2, of each label's α-expansion
+    move for K > 2.
+
+    Attributes
+    ----------
+    iterations : int
+        K = 2: most linearized-ADMM steps on the TV relaxation whose level sets are fused; 0
+        turns the K = 2 proposals off.
+    gap : float or None
+        K = 2: the steps stop once the polished labels are proved within this fraction of
         their energy's magnitude of the optimum (the relaxation's duality gap, checked every
         25 steps); None: never.
-    tv_fuse_every : int or None
-        K = 2: the TV level sets are fused every this many steps (a multiple of 25), and the
-        steps stop once a fusion takes nothing; None: once, after ``tv_iterations`` steps.
-    tv_proof : float or None
-        K = 2, with ``tv_fuse_every``: neither an empty fusion nor the step count ends the TV
-        steps while the labels are not proved within this fraction of their energy's magnitude
-        of the optimum (the relaxation's duality gap at the labels after the fusion); the steps
-        go on, up to ``tv_proof_scale`` times the count. None: the old stops only.
-    tv_proof_scale : float
-        That longest run, as a multiple of the K = 2 step count (:func:`binary_tv_steps`).
-    tv_only_binary : bool
-        K = 2, where the TV proposals run: skip descent fusion and the edge-snapped proposals
-        (``descents``, ``edge_snap``), whose regions the TV relaxation's level sets take too.
-    tv_fuse_next : int or None
+    fuse_every : int or None
+        K = 2: the level sets are fused every this many steps (a multiple of 25), and the
+        steps stop once a fusion takes nothing; None: once, after ``iterations`` steps.
+    fuse_next : int or None
         K = 2: the rounds after the first are this many steps (a multiple of 25); None:
-        ``tv_fuse_every`` steps too.
-    tv_expansion_iterations : int
-        K > 2, final polish: the same for the TV relaxation of each label's α-expansion move
+        ``fuse_every`` steps too.
+    proof : float or None
+        K = 2, with ``fuse_every``: neither an empty fusion nor the step count ends the steps
+        while the labels are not proved within this fraction of their energy's magnitude of
+        the optimum (the duality gap at the labels after the fusion); the steps go on, up to
+        ``proof_scale`` times the count. None: the other stops only.
+    proof_scale : float
+        That longest run, as a multiple of the K = 2 step count (:func:`binary_tv_steps`).
+    only_binary : bool
+        K = 2, where the proposals run: skip descent fusion and the edge-snapped proposals
+        (``PolishOptions.descents``, ``edge_snap``), whose regions the relaxation's level sets
+        take too.
+    grow_above : int or None
+        Above this many pixels the K = 2 ``iterations`` grow with the image's side,
+        ``sqrt(n / grow_above)`` times, rounded up to whole rounds of ``fuse_every`` (a
+        boundary drifts a bounded distance in pixels a step); None: never.
+    expansion_iterations : int
+        K > 2: the same steps on the relaxation of each label's α-expansion move
         (:func:`solver.mrf.polish.tv.fuse_tv_expansions_into`); 0 turns them off.
-    tv_expansion_gap : float or None
-        K > 2: each expansion move's TV steps stop once the move is proved to gain at most
-        this fraction of the energy's magnitude (its duality gap at the current labels, checked
+    expansion_gap : float or None
+        K > 2: each expansion move's steps stop once the move is proved to gain at most this
+        fraction of the energy's magnitude (its duality gap at the current labels, checked
         every 25 steps); None: never.
-    tv_constrained_expansion_iterations : int
-        The same steps in the constrained polish (apart pairs, K > 2 area bounds), whose moves
-        keep the constraints (:mod:`solver.mrf.polish.constrained`); 0 turns them off.
-    tv_layered_iterations : int
+    step : float
+        The primal step scale of every TV relaxation (the local re-solves' and the
+        constrained polish's too), relative to the largest pairwise weight ``2 lam``.
+    thresholds : tuple of float
+        Levels of the relaxations proposed.
+    max_pixels : int or None
+        Largest image (pixels) given TV proposals (either kind); None: any.
+    """
+
+    iterations: int = 800
+    gap: float | None = 1e-5
+    fuse_every: int | None = 200
+    fuse_next: int | None = None
+    proof: float | None = 1e-3
+    proof_scale: float = 4.0
+    only_binary: bool = True
+    grow_above: int | None = 1_000_000
+    expansion_iterations: int = 400
+    expansion_gap: float | None = 1e-5
+    step: float = 1.0
+    thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
+    max_pixels: int | None = 4_000_000
+
+
+@dataclass(frozen=True)
+class ConstrainedOptions:
+    """The relaxations of the polish under area bounds and apart pairs
+    (:mod:`solver.mrf.polish.constrained`, :mod:`solver.mrf.polish.layered`).
+
+    Attributes
+    ----------
+    expansion_iterations : int
+        Steps of the TV-relaxed expansion moves in the constrained polish (apart pairs, K > 2
+        area bounds), whose moves keep the constraints; 0 turns them off.
+    tv_max_pixels : int or None
+        Largest image (pixels) given the constrained and layered polishes' relaxations.
+    layered_iterations : int
         K = 3 with one apart pair and no area bound, final polish: most steps on the layered TV
-        relaxation of the nesting (:mod:`solver.mrf.polish.layered`); 0 turns it off.
-    tv_layered_gap : float
+        relaxation of the nesting; 0 turns it off.
+    layered_gap : float
         Its steps stop once the polished labels are proved within this fraction of their
         energy's magnitude of the optimum (the relaxation's duality gap, checked every 25
         steps); 0: never.
-    local_iterations : int
-        Final polish of a labelling that came through a pyramid (K > 2, or K = 2 with
-        ``local_binary``): most steps of the TV-relaxed α-expansion moves re-solved in a window
-        around each straight label run along a pyramid cell line
-        (:func:`solver.mrf.polish.local.fuse_local_expansions_into`); 0 turns them off.
-    local_margin, local_run : int
-        Free pixels around such a run, and the shortest run (exclusive) that counts.
-    local_gap : float or None
-        A window's steps stop once its move is proved to gain at most this fraction of the
-        energy's magnitude; None: they run ``local_iterations``.
-    local_rounds : int
-        Most rounds of them: a round that took regions is followed by one around the new
-        labels' runs outside the zones already re-solved, with twice the margin.
-    local_binary : bool
-        Re-solve such zones for K = 2 too, where the TV proposals do not run (above
-        ``tv_max_pixels``; below it their steps reach the runs' regions). On the tuning
-        images at 6 MP (rectangles, K = 2) it took the straight runs 115 -> 22 at 1.37x the
-        time, still 0.6x min-cut's (docs/decisions.md, "Local re-solves at pyramid cell
-        lines").
-    local_again : bool
-        After the final level-set fusion, re-solve the runs it made outside the zones already
-        re-solved (a fusion can lengthen a run that was too short when they ran).
-    tv_step : float
-        Their primal step scale, relative to the largest pairwise weight ``2 lam``.
-    tv_thresholds : tuple of float
-        Levels of the TV relaxation proposed.
-    tv_max_pixels : int or None
-        Largest image (pixels) given TV proposals (either kind); None: any.
-    tv_constrained_max_pixels : int or None
-        The same for the TV relaxations of the constrained and layered polishes.
-    tv_grow_above : int or None
-        Above this many pixels the K = 2 proposals' ``tv_iterations`` grow with the image's
-        side, ``sqrt(n / tv_grow_above)`` times, rounded up to whole rounds of
-        ``tv_fuse_every`` (a boundary drifts a bounded distance in pixels a step); None: never.
-    tv_area_iterations, tv_area_step : int, float
-        The same for the TV relaxation under an area bound (K = 2 with area bounds, in the
-        constrained polish): its multiplier needs more and longer steps.
-    tv_area_levels : tuple of float
+    area_iterations, area_step : int, float
+        Steps and step scale of the TV relaxation under an area bound (K = 2): its multiplier
+        needs more and longer steps.
+    area_levels : tuple of float
         Levels of that relaxation whose sets, where within the bounds, are tried whole.
-    tv_area_small : tuple of (int, float) or None
+    area_small : tuple of (int, float) or None
         Steps and step scale of a second relaxation under the area bound on small images (the
         area multiplier of the first can swing there without settling); its own polish runs
         too and the best end is kept. None: none.
-    tv_area_small_pixels : int
+    area_small_pixels : int
         Largest image (pixels) given the second relaxation.
     relax_area_max_pixels : int
         Largest image (pixels) whose final polish, K = 2 with area bounds and no apart pairs,
@@ -160,50 +169,100 @@ class PolishOptions:
         Area bounds and apart pairs, "Relax and repair").
     """
 
+    expansion_iterations: int = 100
+    tv_max_pixels: int | None = 1_200_000
+    layered_iterations: int = 200
+    layered_gap: float = 1e-5
+    area_iterations: int = 400
+    area_step: float = 3.0
+    area_levels: tuple[float, ...] = tuple(round(0.02 * i, 2) for i in range(1, 50))
+    area_small: tuple[int, float] | None = (800, 1.0)
+    area_small_pixels: int = 40_000
+    relax_area_max_pixels: int = 131_072
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    """The local re-solves of a final polish where a labelling shows the pyramid: straight
+    label runs along a cell line (:func:`solver.mrf.polish.local.fuse_local_expansions_into`).
+
+    Attributes
+    ----------
+    iterations : int
+        A labelling that came through a pyramid (K > 2, or K = 2 with ``binary``): most steps
+        of the TV-relaxed α-expansion moves re-solved in a window around each run; 0 turns
+        them off.
+    margin, run : int
+        Free pixels around such a run, and the shortest run (exclusive) that counts.
+    gap : float or None
+        A window's steps stop once its move is proved to gain at most this fraction of the
+        energy's magnitude; None: they run ``iterations``.
+    rounds : int
+        Most rounds: a round that took regions is followed by one around the new labels' runs
+        outside the zones already re-solved, with twice the margin.
+    binary : bool
+        Re-solve such zones for K = 2 too, where the TV proposals do not run (above
+        ``TVOptions.max_pixels``; below it their steps reach the runs' regions). On the tuning
+        images at 6 MP (rectangles, K = 2) it took the straight runs 115 -> 22 at 1.37x the
+        time, still 0.6x min-cut's (docs/decisions.md, "Local re-solves at pyramid cell
+        lines").
+    again : bool
+        After the final level-set fusion, re-solve the runs it made outside the zones already
+        re-solved (a fusion can lengthen a run that was too short when they ran).
+    """
+
+    iterations: int = 1600
+    margin: int = 16
+    run: int = 16
+    gap: float | None = 1e-8
+    rounds: int = 3
+    binary: bool = True
+    again: bool = True
+
+
+@dataclass(frozen=True)
+class PolishOptions:
+    """What :func:`solver.mrf.polish.polish_labels` tries after ADMM (none of it raises the
+    energy), its stages' switches here and their settings in one group each.
+
+    Attributes
+    ----------
+    split : bool
+        Try split moves (a region re-split between two other labels, K > 2) in a final polish.
+    descents : bool
+        Try descent fusion (level sets of ADMM's iterates carved by ICM) in a final polish.
+    edge_snap : bool
+        Try edge-snapped proposals (boundary zones flooded again along image edges) in a final
+        polish.
+    pair_moves_binary : bool
+        Try pair moves for K = 2 too (K > 2 always does): at K = 2 descent fusion and the
+        edge-snapped proposals take the same two-pixel slivers, for less time.
+    region_cap : float
+        Largest region a region move considers, as a fraction of the level's pixels (at least
+        ``region_cap_min``): a search stops once it passes the cap, so a huge region (the
+        background) near a change costs at most the cap.
+    region_cap_min : int
+        Floor of that cap, in pixels.
+    fusion : FusionOptions
+        The level-set fusions (plain and descent).
+    tv : TVOptions
+        The TV-relaxation proposals without constraints.
+    constrained : ConstrainedOptions
+        The relaxations under area bounds and apart pairs.
+    local : LocalOptions
+        The local re-solves along the pyramid's cell lines.
+    """
+
     split: bool = True
     descents: bool = True
     edge_snap: bool = True
     pair_moves_binary: bool = False
-    thresholds: tuple[float, ...] = (0.2, 0.5, 0.8)
-    descent_thresholds: tuple[float, ...] = (0.1, 0.5, 0.9)
-    descent_thresholds_multi: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-    proposal_max_pixels: int | None = 20000
-    descent_max_pixels: int | None = 15000
-    coarse_fusion_rounds: int = 3
-    final_fusion_rounds: int = 1
     region_cap: float = 1 / 128
     region_cap_min: int = 2048
-    snapshot_iterations: frozenset[int] = SNAPSHOT_ITERATIONS
-    tv_iterations: int = 800
-    tv_gap: float | None = 1e-5
-    tv_fuse_every: int | None = 200
-    tv_fuse_next: int | None = None
-    tv_proof: float | None = 1e-3
-    tv_proof_scale: float = 4.0
-    tv_only_binary: bool = True
-    tv_expansion_iterations: int = 400
-    tv_expansion_gap: float | None = 1e-5
-    tv_constrained_expansion_iterations: int = 100
-    tv_layered_iterations: int = 200
-    tv_layered_gap: float = 1e-5
-    local_iterations: int = 1600
-    local_margin: int = 16
-    local_run: int = 16
-    local_gap: float | None = 1e-8
-    local_rounds: int = 3
-    local_binary: bool = True
-    local_again: bool = True
-    tv_step: float = 1.0
-    tv_thresholds: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
-    tv_max_pixels: int | None = 4_000_000
-    tv_constrained_max_pixels: int | None = 1_200_000
-    tv_grow_above: int | None = 1_000_000
-    tv_area_iterations: int = 400
-    tv_area_step: float = 3.0
-    tv_area_levels: tuple[float, ...] = tuple(round(0.02 * i, 2) for i in range(1, 50))
-    tv_area_small: tuple[int, float] | None = (800, 1.0)
-    tv_area_small_pixels: int = 40_000
-    relax_area_max_pixels: int = 131_072
+    fusion: FusionOptions = field(default_factory=FusionOptions)
+    tv: TVOptions = field(default_factory=TVOptions)
+    constrained: ConstrainedOptions = field(default_factory=ConstrainedOptions)
+    local: LocalOptions = field(default_factory=LocalOptions)
 
     def cap(self, n: int) -> int:
         """The region-move cap for a level of ``n`` pixels."""

@@ -13,6 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 from solver.mrf import AreaBound, Constraints, SolveOptions, build_problem, solve_mrf
+from solver.mrf.options import ConstrainedOptions, PolishOptions
 from solver.mrf.polish import layered, layered_kernels
 from solver.mrf.polish.tv import grid_terms
 from solver.reference.nested import nested_mincut
@@ -221,7 +222,7 @@ def test_the_polish_reaches_the_nesting_optimum_where_moves_of_one_label_stopped
     p = _cameraman_nesting()
     best = nested_mincut(p).energy
     got = solve_mrf(p, "admm", seed=0)
-    off = SolveOptions(polish=replace(SolveOptions().polish, tv_layered_iterations=0))
+    off = SolveOptions(polish=PolishOptions(constrained=ConstrainedOptions(layered_iterations=0)))
     without = solve_mrf(p, "admm", seed=0, options=off)
     assert got.feasible and without.feasible
     gap, gap_without = ((r.energy - best) / abs(best) for r in (got, without))
@@ -273,8 +274,7 @@ def test_three_labels_under_an_area_bound_get_the_expansion_moves():
     p = build_problem(image, strokes, 3,
                       constraints=Constraints(area=(AreaBound(2, 0.78 * a, 0.8 * a),)))
     got = solve_mrf(p, "admm", seed=0)
-    off = SolveOptions(polish=replace(SolveOptions().polish,
-                                      tv_constrained_expansion_iterations=0))
+    off = SolveOptions(polish=PolishOptions(constrained=ConstrainedOptions(expansion_iterations=0)))
     without = solve_mrf(p, "admm", seed=0, options=off)
     assert got.feasible and without.feasible
     assert got.energy < without.energy - 1e-3 * abs(without.energy)

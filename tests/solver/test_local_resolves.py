@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from solver.mrf import MRFProblem, SolveOptions, problem_from_unary
+from solver.mrf.options import LocalOptions, PolishOptions, TVOptions
 from solver.mrf.polish import local
 from solver.mrf.polish.local import cell_line_runs, fuse_local_expansions_into, run_regions
 from solver.mrf.polish.stencil import grid_view
@@ -232,7 +233,7 @@ def test_box_costs_are_the_image_costs_without_the_edges_that_leave_the_box(box)
 @pytest.mark.parametrize("k, tv_cap, binary, runs", [
     (3, None, False, True),   # K > 2: always
     (2, None, True, False),   # K = 2 where the TV proposals run: never
-    (2, 100, True, True),     # K = 2 above the proposals' cap, with local_binary
+    (2, 100, True, True),     # K = 2 above the proposals' cap, with local.binary
     (2, 100, False, False),
 ])
 def test_the_final_polish_runs_them_after_a_pyramid_where_they_are_asked_for(
@@ -243,8 +244,8 @@ def test_the_final_polish_runs_them_after_a_pyramid_where_they_are_asked_for(
     monkeypatch.setattr(pipeline, "fuse_local_expansions_into",
                         lambda *a, **kw: calls.append(a[2]) or 0)
     problem = random_problem((24, 26), k=k, seed=9)
-    options = replace(SolveOptions().polish, tv_max_pixels=tv_cap, local_binary=binary,
-                      tv_iterations=50, tv_expansion_iterations=50)
+    options = PolishOptions(tv=TVOptions(max_pixels=tv_cap, iterations=50, expansion_iterations=50),
+                            local=LocalOptions(binary=binary))
     labels = np.argmin(problem.unary, axis=1) + 1
     pipeline.polish_labels(problem, labels, options=options, cells=2)
     assert calls == ([2, 2] if runs else [])  # (after the TV moves, and after the fusion)
@@ -302,9 +303,9 @@ def test_after_the_last_fusion_the_polish_re_solves_only_the_runs_it_made(monkey
     monkeypatch.setattr(pipeline, "fuse_local_expansions_into", local_spy)
     monkeypatch.setattr(pipeline, "fuse_level_sets_into", fusion_spy)
     problem = random_problem((24, 26), k=3, seed=9)
-    options = replace(SolveOptions().polish, tv_expansion_iterations=50)  # (default: again)
+    options = PolishOptions(tv=TVOptions(expansion_iterations=50))  # (default: again)
     if not again:
-        options = replace(options, local_again=False)
+        options = replace(options, local=LocalOptions(again=False))
     labels = np.argmin(problem.unary, axis=1) + 1
     weights = np.full((problem.n, 3), 1.0 / 3)
     pipeline.polish_labels(problem, labels, [weights], options=options, cells=2)

@@ -11,6 +11,7 @@ import solver.backend as backend_module
 from solver.backend import Backend, GPUUnavailableError
 from solver.backend.threads import threaded
 from solver.mrf import MRFADMM, auto_backend, build_problem, solve_mrf
+from solver.mrf.options import TVOptions
 from solver.mrf.polish.icm import icm
 
 from ._mrf_helpers import brute_force, perturbed_fixed_point, random_problem, shapes_image
@@ -345,7 +346,7 @@ def test_pair_moves_take_a_two_pixel_sliver_icm_keeps():
     p = build_problem(image, strokes, 2, lam=10.0)
     best = solve_mrf(p, "mincut").energy
     assert solve_mrf(p, "admm").energy <= best + 1e-6 * abs(best)
-    bare = PolishOptions(descents=False, edge_snap=False, tv_iterations=0)
+    bare = PolishOptions(descents=False, edge_snap=False, tv=TVOptions(iterations=0))
     pairs = SolveOptions(polish=replace(bare, pair_moves_binary=True))
     assert solve_mrf(p, "admm", options=pairs).energy <= best + 1e-6 * abs(best)
     assert solve_mrf(p, "admm", options=SolveOptions(polish=bare)).energy > best + 0.01 * abs(best)

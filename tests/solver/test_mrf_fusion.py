@@ -5,7 +5,7 @@ import pytest
 from scipy import ndimage
 
 from solver.mrf import MRFADMM, build_problem, problem_from_unary, solve_mrf
-from solver.mrf.options import SNAPSHOT_ITERATIONS, PolishOptions
+from solver.mrf.options import SNAPSHOT_ITERATIONS, FusionOptions, PolishOptions, TVOptions
 from solver.mrf.polish.fusion import (
     THRESHOLDS,
     Snapshot,
@@ -22,7 +22,7 @@ from ._mrf_helpers import random_problem, shapes_image
 
 #: The polish without the K = 2 TV proposals, which also find what these tests build for the
 #: other moves (a region no local move recovers, a cut-off corner).
-NO_TV = PolishOptions(tv_iterations=0)
+NO_TV = PolishOptions(tv=TVOptions(iterations=0))
 
 
 def _expected_fusion(p, a, c):
@@ -283,8 +283,8 @@ def test_final_polish_descends_on_the_label_counts_threshold_grid_and_size_cap(m
     monkeypatch.setattr(pipeline, "_fuse_descents_in_place", spy)
     p = random_problem((16, 18), k=k, seed=1)
     snaps = [np.random.default_rng(2).dirichlet(np.ones(k), p.n)]
-    options = PolishOptions(descent_thresholds=(0.3, 0.7), descent_thresholds_multi=(0.4,),
-                            descent_max_pixels=77, tv_only_binary=False)  # (K = 2: descend)
+    options = PolishOptions(fusion=FusionOptions(descent_thresholds=(0.3, 0.7), descent_thresholds_multi=(0.4,),
+                            descent_max_pixels=77), tv=TVOptions(only_binary=False))  # (K = 2: descend)
     pipeline.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=True, options=options)
     pipeline.polish_labels(p, np.ones(p.shape, np.int32), snaps, split=False, options=options)
     expected = (0.3, 0.7) if k == 2 else (0.4,)
@@ -406,17 +406,17 @@ def _polish_one_based(problem, labels, snapshots, split):
                                           icm_optimal=True, since=lab if settled else None)
     snaps = [Snapshot.from_dense(s) for s in snapshots]
     if o.descents and split and snaps:
-        ts = o.descent_thresholds if problem.k == 2 else o.descent_thresholds_multi
-        carved, moved = fuse_descents(problem, lab, snaps, ts, o.descent_max_pixels)
+        ts = o.fusion.descent_thresholds if problem.k == 2 else o.fusion.descent_thresholds_multi
+        carved, moved = fuse_descents(problem, lab, snaps, ts, o.fusion.descent_max_pixels)
         if moved:
             lab, settled = settle_regions(problem, carved, icm_optimal=True,
                                           since=lab if settled else None)
-    steps = o.tv_iterations if problem.k == 2 else o.tv_expansion_iterations
-    if split and steps > 0 and problem.n <= o.tv_max_pixels:
-        proposed, moved = (fuse_tv(problem, lab, steps, o.tv_step, o.tv_thresholds, o.tv_gap,
-                                   o.tv_fuse_every) if problem.k == 2 else
-                           fuse_tv_expansions(problem, lab, steps, o.tv_step, o.tv_thresholds,
-                                              o.tv_expansion_gap))
+    steps = o.tv.iterations if problem.k == 2 else o.tv.expansion_iterations
+    if split and steps > 0 and problem.n <= o.tv.max_pixels:
+        proposed, moved = (fuse_tv(problem, lab, steps, o.tv.step, o.tv.thresholds, o.tv.gap,
+                                   o.tv.fuse_every) if problem.k == 2 else
+                           fuse_tv_expansions(problem, lab, steps, o.tv.step, o.tv.thresholds,
+                                              o.tv.expansion_gap))
         if moved:
             lab, settled = settle_regions(problem, icm(problem, proposed, since=lab),
                                           icm_optimal=True, since=lab if settled else None)
@@ -425,8 +425,8 @@ def _polish_one_based(problem, labels, snapshots, split):
         if moved:
             lab, settled = settle_regions(problem, snapped, icm_optimal=True,
                                           since=lab if settled else None)
-    for _ in range((o.final_fusion_rounds if split else o.coarse_fusion_rounds) if snaps else 0):
-        fused, moved = fuse_level_sets(problem, lab, snaps, max_pixels=o.proposal_max_pixels)
+    for _ in range((o.fusion.final_rounds if split else o.fusion.coarse_rounds) if snaps else 0):
+        fused, moved = fuse_level_sets(problem, lab, snaps, max_pixels=o.fusion.max_pixels)
         if moved == 0:
             break
         lab, settled = settle_regions(problem, icm(problem, fused, since=lab),

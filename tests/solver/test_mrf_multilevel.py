@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from solver.mrf import build_problem, problem_from_unary, solve_mrf
+from solver.mrf.options import TVOptions
 from solver.mrf.polish.icm import icm
 from solver.mrf.polish.regions import component_flips
 from solver.mrf.solve.pyramid import coarsen, fix_outside, pyramid, undecided_band
@@ -409,7 +410,7 @@ def test_warm_start_fusion_takes_every_region_where_the_warm_start_is_better():
     rng = np.random.default_rng(0)
     # (without the TV proposals, which reach the optimum here on their own)
     settled = polish_labels(p, rng.integers(1, 3, size=p.shape),
-                            options=PolishOptions(tv_iterations=0))
+                            options=PolishOptions(tv=TVOptions(iterations=0)))
     assert p.energy(settled) > p.energy(opt) + 1.0  # a labelling the fusion can improve
     fused = _fuse_warm_start(p, settled, opt, PolishOptions())
     assert p.energy(fused) == pytest.approx(p.energy(opt), abs=1e-9)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from solver.mrf import problem_from_unary, solve_mrf
+from solver.mrf.options import TVOptions
 from solver.mrf.polish.icm import icm
 from solver.mrf.polish.watershed import (
     boundary_zone,
@@ -98,11 +99,11 @@ def test_only_the_final_polish_snaps_boundaries_and_the_switch_turns_it_off(monk
         return fuse_edge_snapped_into(problem, lab, workspace=workspace)
     monkeypatch.setattr(pipeline, "fuse_edge_snapped_into", spy)
     p, labels = _step_problem()
-    snapping = PolishOptions(tv_only_binary=False)  # (K = 2: else the TV proposals stand in)
+    snapping = PolishOptions(tv=TVOptions(only_binary=False))  # (K = 2: else the TV proposals stand in)
     pipeline.polish_labels(p, labels, split=False, options=snapping)
     assert calls == []
     out = pipeline.polish_labels(p, labels, split=True, options=snapping)
     assert calls == [True] and p.energy(out) <= p.energy(labels)
     pipeline.polish_labels(p, labels, split=True,
-                           options=PolishOptions(edge_snap=False, tv_only_binary=False))
+                           options=PolishOptions(edge_snap=False, tv=TVOptions(only_binary=False)))
     assert calls == [True]

@@ -8,12 +8,12 @@ import pytest
 from solver.mrf import Constraints, build_problem, solve_mrf
 from solver.mrf.build.constraints import AreaBound
 from solver.mrf.build.problem import with_constraints
-from solver.mrf.options import PolishOptions
+from solver.mrf.options import ConstrainedOptions, FusionOptions, PolishOptions, TVOptions
 from solver.mrf.polish import pipeline
 from tests.solver._mrf_helpers import shapes_image
 
-CUSTOM = PolishOptions(region_cap=1 / 64, region_cap_min=512, final_fusion_rounds=2,
-                       thresholds=(0.3, 0.7))
+CUSTOM = PolishOptions(region_cap=1 / 64, region_cap_min=512,
+                       fusion=FusionOptions(final_rounds=2, thresholds=(0.3, 0.7)))
 
 
 def _case(k=3, seed=2):
@@ -119,9 +119,9 @@ def test_tv_moves_run_with_the_callers_steps_up_to_the_size_cap(monkeypatch, k, 
                         lambda problem, lab, n_steps, *a, **kw: calls.append(n_steps)
                         or real(problem, lab, n_steps, *a, **kw))
     monkeypatch.setattr(pipeline, other, lambda *a, **kw: pytest.fail(f"{other} for K = {k}"))
-    field = "tv_iterations" if k == 2 else "tv_expansion_iterations"
-    opts = PolishOptions(**{field: steps,
-                            "tv_max_pixels": None if room is None else p.n + room})
+    field = "iterations" if k == 2 else "expansion_iterations"
+    opts = PolishOptions(tv=TVOptions(**{field: steps,
+                                         "max_pixels": None if room is None else p.n + room}))
     pipeline.polish_labels(p, labels, weights, options=opts)
     assert calls == ([steps] if runs else [])
     calls.clear()
@@ -130,8 +130,8 @@ def test_tv_moves_run_with_the_callers_steps_up_to_the_size_cap(monkeypatch, k, 
 
 
 def test_the_plain_fusion_gets_the_callers_thresholds_and_proposal_cap(monkeypatch):
-    """The level-set fusion rounds use ``options.thresholds`` and
-    ``options.proposal_max_pixels`` (the size cap of a proposal), not the fusion's defaults."""
+    """The level-set fusion rounds use ``options.fusion.thresholds`` and
+    ``options.fusion.max_pixels`` (the size cap of a proposal), not the fusion's defaults."""
     p, labels, weights = _case()
     seen = []
     real = pipeline.fuse_level_sets_into
@@ -141,7 +141,7 @@ def test_the_plain_fusion_gets_the_callers_thresholds_and_proposal_cap(monkeypat
         return real(problem, lab, snapshots, thresholds, *args, **kwargs)
 
     monkeypatch.setattr(pipeline, "fuse_level_sets_into", spy)
-    opts = PolishOptions(thresholds=(0.3, 0.7), proposal_max_pixels=123, final_fusion_rounds=2)
+    opts = PolishOptions(fusion=FusionOptions(thresholds=(0.3, 0.7), max_pixels=123, final_rounds=2))
     pipeline.polish_labels(p, labels, weights, options=opts)
     assert seen and all(s == ((0.3, 0.7), 123) for s in seen)
 
@@ -155,47 +155,47 @@ def test_the_plain_fusion_gets_the_callers_thresholds_and_proposal_cap(monkeypat
 ])
 def test_descents_and_edge_snapping_give_way_to_the_tv_proposals_for_two_labels(
         monkeypatch, k, only, steps, room, skipped):
-    """``tv_only_binary``: a K = 2 final polish that runs the TV proposals skips descent
+    """``tv.only_binary``: a K = 2 final polish that runs the TV proposals skips descent
     fusion and the edge-snapped proposals; without the proposals, or for K > 2, both run."""
     p, labels, weights = _case(k=k)
     calls = []
     for name in ("_fuse_descents_in_place", "fuse_edge_snapped_into"):
         monkeypatch.setattr(pipeline, name,
                             lambda *a, _n=name, **kw: calls.append(_n) or False)
-    field = "tv_iterations" if k == 2 else "tv_expansion_iterations"
-    opts = PolishOptions(**{field: steps, "tv_max_pixels": p.n + room,
-                            "tv_only_binary": only})
+    field = "iterations" if k == 2 else "expansion_iterations"
+    opts = PolishOptions(tv=TVOptions(**{field: steps, "max_pixels": p.n + room,
+                                         "only_binary": only}))
     out = pipeline.polish_labels(p, labels, weights, options=opts)
     assert calls == ([] if skipped else ["_fuse_descents_in_place", "fuse_edge_snapped_into"])
     assert p.energy(out) <= p.energy(labels)
 
 
 def test_the_tv_rounds_get_the_callers_first_and_later_lengths(monkeypatch):
-    """``tv_fuse_every`` and ``tv_fuse_next`` reach the K = 2 TV proposals."""
+    """``tv.fuse_every`` and ``tv.fuse_next`` reach the K = 2 TV proposals."""
     p, labels, weights = _case(k=2)
     seen = []
     monkeypatch.setattr(pipeline, "fuse_tv_into",
                         lambda *a, **kw: seen.append((kw["every"], kw["next_every"])) or 0)
     pipeline.polish_labels(p, labels, weights,
-                           options=PolishOptions(tv_fuse_every=75, tv_fuse_next=25))
+                           options=PolishOptions(tv=TVOptions(fuse_every=75, fuse_next=25)))
     assert seen == [(75, 25)]
 
 
 def test_the_binary_tv_steps_grow_with_the_images_side(monkeypatch):
-    """Above ``tv_grow_above`` pixels the K = 2 proposals get ``sqrt(n / tv_grow_above)`` times
+    """Above ``tv.grow_above`` pixels the K = 2 proposals get ``sqrt(n / tv.grow_above)`` times
     the steps, in whole rounds; below it, and for K > 2, the caller's number."""
     assert pipeline.binary_tv_steps(10**6) == 800 == pipeline.binary_tv_steps(10**5)
     assert pipeline.binary_tv_steps(3 * 10**6) == 1400  # 1385.6 steps, rounded up to a round
     assert pipeline.binary_tv_steps(4 * 10**6) == 1600
-    assert pipeline.binary_tv_steps(4 * 10**6, PolishOptions(tv_grow_above=None)) == 800
-    assert pipeline.binary_tv_steps(4 * 10**6, PolishOptions(tv_iterations=0)) == 0
+    assert pipeline.binary_tv_steps(4 * 10**6, PolishOptions(tv=TVOptions(grow_above=None))) == 800
+    assert pipeline.binary_tv_steps(4 * 10**6, PolishOptions(tv=TVOptions(iterations=0))) == 0
     p, labels, weights = _case(k=2)
     calls = []
     real = pipeline.fuse_tv_into
     monkeypatch.setattr(pipeline, "fuse_tv_into",
                         lambda problem, lab, n_steps, *a, **kw: calls.append(n_steps)
                         or real(problem, lab, n_steps, *a, **kw))
-    opts = PolishOptions(tv_iterations=50, tv_fuse_every=25, tv_grow_above=p.n // 4,
-                         tv_constrained_max_pixels=p.n - 1)  # (not the proposals' cap)
+    opts = PolishOptions(tv=TVOptions(iterations=50, fuse_every=25, grow_above=p.n // 4),
+                         constrained=ConstrainedOptions(tv_max_pixels=p.n - 1))  # (not the proposals' cap)
     pipeline.polish_labels(p, labels, weights, options=opts)
     assert calls == [100]

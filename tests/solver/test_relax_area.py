@@ -8,6 +8,7 @@ import pytest
 from segapp.core.io import ASSETS_DIR, load_image
 from solver.mrf import (AreaBound, Constraints, PolishOptions, SolveOptions, build_problem,
                         solve_mrf, with_constraints)
+from solver.mrf.options import ConstrainedOptions
 from solver.mrf.polish.pipeline import _relaxed_area
 
 from ._mrf_helpers import random_problem
@@ -36,7 +37,7 @@ def test_relax_and_repair_reaches_the_parametric_min_cut_where_feasible_moves_st
     res = solve_mrf(p, "admm")
     assert p.feasible(res.labels)
     assert res.energy <= ref.energy + 5e-3 * abs(ref.energy)  # (1.41 % above without the move)
-    off = SolveOptions(polish=PolishOptions(relax_area_max_pixels=0))
+    off = SolveOptions(polish=PolishOptions(constrained=ConstrainedOptions(relax_area_max_pixels=0)))
     without = solve_mrf(p, "admm", options=off)
     assert res.energy <= without.energy
 
@@ -48,7 +49,8 @@ def test_relax_and_repair_keeps_the_bound_and_never_raises_the_energy(seed):
     rng = np.random.default_rng(seed)
     lo = int(rng.integers(60, 110))
     p = with_constraints(p0, Constraints(area=(AreaBound(1, lo, lo + 8, unit="px"),)))
-    start = solve_mrf(p, "admm", options=SolveOptions(polish=PolishOptions(relax_area_max_pixels=0)))
+    start = solve_mrf(p, "admm", options=SolveOptions(
+        polish=PolishOptions(constrained=ConstrainedOptions(relax_area_max_pixels=0))))
     out = _relaxed_area(p, start.labels, PolishOptions(), None)
     assert p.feasible(out)
     assert p.energy(out) <= start.energy + 1e-9

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from solver.mrf import SolveOptions, solve_mrf
+from solver.mrf.options import ConstrainedOptions, PolishOptions, TVOptions
 from solver.mrf.polish.stencil import grid_offsets
 from solver.mrf.polish.tv import (
     expansion_terms,
@@ -136,7 +137,7 @@ def test_polish_reaches_alpha_expansion_on_short_strokes_where_it_did_not_withou
     problem = build_problem(img, strokes, case.k)
     ref = solve_mrf(problem, "expansion").energy
     with_moves = solve_mrf(problem, "admm", seed=0).energy
-    off = SolveOptions(polish=replace(SolveOptions().polish, tv_expansion_iterations=0))
+    off = SolveOptions(polish=PolishOptions(tv=TVOptions(expansion_iterations=0)))
     without = solve_mrf(problem, "admm", seed=0, options=off).energy
     gap_with = (with_moves - ref) / abs(ref)
     gap_without = (without - ref) / abs(ref)
@@ -208,7 +209,7 @@ def test_nesting_polish_takes_expansion_moves_that_keep_the_margin():
     ref = solve_mrf(problem, "mincut").energy
     on = solve_mrf(problem, "admm", seed=0)
     off = solve_mrf(problem, "admm", seed=0, options=SolveOptions(
-        polish=replace(SolveOptions().polish, tv_constrained_expansion_iterations=0)))
+        polish=PolishOptions(constrained=ConstrainedOptions(expansion_iterations=0))))
     assert on.feasible and off.feasible
     gap_on = (on.energy - ref) / abs(ref)
     gap_off = (off.energy - ref) / abs(ref)

@@ -16,6 +16,7 @@ import pytest
 
 from segapp.core.io import ASSETS_DIR, load_image
 from solver.mrf import SolveOptions, build_problem, solve_mrf
+from solver.mrf.options import ConstrainedOptions, PolishOptions, TVOptions
 from solver.mrf.polish.pipeline import polish_labels
 from solver.mrf.polish.tv import fuse_tv_into, tv_relaxation
 from tests.solver._mrf_helpers import brute_force, random_problem
@@ -71,7 +72,7 @@ def test_default_polish_reaches_min_cut_on_a_rectangle_where_it_did_not_without_
     problem = _rectangle_only_cameraman()
     ref = solve_mrf(problem, "mincut").energy
     with_tv = solve_mrf(problem, "admm", seed=0).energy
-    off = SolveOptions(polish=replace(SolveOptions().polish, tv_iterations=0))
+    off = SolveOptions(polish=PolishOptions(tv=TVOptions(iterations=0)))
     without = solve_mrf(problem, "admm", seed=0, options=off).energy
     gap_with = (with_tv - ref) / abs(ref)
     gap_without = (without - ref) / abs(ref)
@@ -84,11 +85,11 @@ def test_default_polish_reaches_min_cut_on_a_rectangle_where_it_did_not_without_
 def test_the_proposals_run_only_where_asked():
     problem = _rectangle_only_cameraman()
     start = solve_mrf(problem, "admm", seed=0,
-                      options=SolveOptions(polish=replace(SolveOptions().polish,
-                                                          tv_iterations=0))).labels
-    small = replace(SolveOptions().polish, tv_max_pixels=problem.n - 1)
+                      options=SolveOptions(polish=PolishOptions(tv=TVOptions(iterations=0)))
+                      ).labels
+    small = PolishOptions(tv=TVOptions(max_pixels=problem.n - 1))
     assert np.array_equal(polish_labels(problem, start, options=small),
-                          polish_labels(problem, start, options=replace(small, tv_iterations=0)))
+                          polish_labels(problem, start, options=replace(small, tv=replace(small.tv, iterations=0))))
     assert problem.energy(polish_labels(problem, start)) < problem.energy(start) - 1.0
 
 
@@ -250,7 +251,7 @@ def test_constrained_polish_with_the_area_relaxation_reaches_the_yardstick():
     problem = _cameraman_with_a_raised_area()
     ref = solve_mrf(problem, "mincut").energy  # (the parametric min-cut's best feasible cut)
     with_tv = solve_mrf(problem, "admm")
-    off = SolveOptions(polish=replace(SolveOptions().polish, tv_iterations=0))
+    off = SolveOptions(polish=PolishOptions(tv=TVOptions(iterations=0)))
     without = solve_mrf(problem, "admm", options=off)
     assert problem.feasible(with_tv.labels) and problem.feasible(without.labels)
     # measured (2026-11-26): -0.20 % with the relaxation, +9.16 % without
@@ -262,14 +263,14 @@ def test_constrained_polish_with_the_area_relaxation_reaches_the_yardstick():
 def test_the_second_area_relaxation_reaches_the_yardstick_on_a_small_image():
     """The constraint benchmark's cameraman at 100 x 100 with the man's label bound to
     0.75-0.8 times its min-cut area: the first relaxation's multiplier swings there, the
-    second (``tv_area_small``) settles."""
+    second (``constrained.area_small``) settles."""
     problem = _cameraman_with_an_area(100, 0.75, 0.8)
     ref = solve_mrf(problem, "mincut").energy
     both = solve_mrf(problem, "admm")
     one = solve_mrf(problem, "admm", options=SolveOptions(
-        polish=replace(SolveOptions().polish, tv_area_small=None)))
+        polish=PolishOptions(constrained=ConstrainedOptions(area_small=None))))
     off = solve_mrf(problem, "admm", options=SolveOptions(
-        polish=replace(SolveOptions().polish, tv_area_small_pixels=problem.n - 1)))
+        polish=PolishOptions(constrained=ConstrainedOptions(area_small_pixels=problem.n - 1))))
     assert problem.feasible(both.labels)
     # measured (2026-11-27): +0.000 % with the second relaxation, +1.149 % without
     assert (both.energy - ref) / abs(ref) <= 1e-3

@@ -318,29 +318,29 @@ def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: P
     """K = 2 with area bounds and no apart pair: the TV relaxation under the area bound
     (:func:`solver.mrf.polish.tv.tv_relaxation_area`), from the repaired labels, as one more
     snapshot for the fusions, with its best level set within the bounds where that is below
-    ``lab``'s energy (None otherwise); on an image up to ``options.tv_area_small_pixels`` also
-    the relaxation with the steps and step scale of ``options.tv_area_small``. Empty where it
-    does not apply (``options.tv_iterations`` 0, an image above
-    ``options.tv_constrained_max_pixels``, no 8-neighbour grid)."""
+    ``lab``'s energy (None otherwise); on an image up to ``options.constrained.area_small_pixels`` also
+    the relaxation with the steps and step scale of ``options.constrained.area_small``. Empty where it
+    does not apply (``options.tv.iterations`` 0, an image above
+    ``options.constrained.tv_max_pixels``, no 8-neighbour grid)."""
     c = problem.constraints
-    if (problem.k != 2 or not c.has_area or c.has_apart or options.tv_iterations <= 0
-            or (options.tv_constrained_max_pixels is not None
-                and problem.n > options.tv_constrained_max_pixels)
+    if (problem.k != 2 or not c.has_area or c.has_apart or options.tv.iterations <= 0
+            or (options.constrained.tv_max_pixels is not None
+                and problem.n > options.constrained.tv_max_pixels)
             or grid_view(problem)[0].shape[0] == 0):
         return []
     w, _, lo, hi, _ = state
     total = float(w.sum())
     area = (max(float(lo[1]), total - float(hi[0]), 0.0),
             min(float(hi[1]), total - float(lo[0]), total))
-    runs = [(options.tv_area_iterations, options.tv_area_step)]
-    if problem.n <= options.tv_area_small_pixels and options.tv_area_small is not None:
-        runs.append(options.tv_area_small)
+    runs = [(options.constrained.area_iterations, options.constrained.area_step)]
+    if problem.n <= options.constrained.area_small_pixels and options.constrained.area_small is not None:
+        runs.append(options.constrained.area_small)
     out = []
     start_e = problem.energy(lab + 1)
     for iterations, step in runs:
         s = tv_relaxation_area(problem, lab, area, w, int(iterations), float(step))
         best, best_e = None, start_e
-        for cand in _level_sets_within(problem, s, w, area, options.tv_area_levels):
+        for cand in _level_sets_within(problem, s, w, area, options.constrained.area_levels):
             e = problem.energy(cand + 1)
             if e < best_e - 1e-9 * abs(best_e) and problem.feasible(cand + 1):
                 best, best_e = cand, e
@@ -356,26 +356,26 @@ def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions)
     relaxation of the α-expansion move (that keeps the pairs apart: :func:`solver.mrf.polish.
     tv.expansion_snapshot`), its level sets fused under the constraints as regions of α, each
     region taken only where the areas stay within their bounds (as the unconstrained polish's
-    TV-relaxed expansion moves, with ``options.tv_constrained_expansion_iterations`` steps, on
-    images up to ``options.tv_constrained_max_pixels`` with an 8-neighbour grid). On the
+    TV-relaxed expansion moves, with ``options.constrained.expansion_iterations`` steps, on
+    images up to ``options.constrained.tv_max_pixels`` with an 8-neighbour grid). On the
     kernels' ``args``, in place; returns the regions taken."""
     c = problem.constraints
-    steps = options.tv_constrained_expansion_iterations
+    steps = options.constrained.expansion_iterations
     if (not (c.has_apart or c.has_area) or problem.k < 3 or steps <= 0
-            or (options.tv_constrained_max_pixels is not None
-                and problem.n > options.tv_constrained_max_pixels)):
+            or (options.constrained.tv_max_pixels is not None
+                and problem.n > options.constrained.tv_max_pixels)):
         return 0
-    terms = grid_terms(problem, options.tv_step)
+    terms = grid_terms(problem, options.tv.step)
     if terms is None:
         return 0
     lab, movable, state = args[7], args[8], args[9:]
     taken = 0
     for alpha in range(problem.k):
-        snap = expansion_snapshot(problem, lab, alpha, terms, steps, min(options.tv_thresholds),
+        snap = expansion_snapshot(problem, lab, alpha, terms, steps, min(options.tv.thresholds),
                                   apart=state[4])
         if snap is not None:
             taken += _level_set_fusions(problem, lab, movable, state, [snap],
-                                        options.tv_thresholds, labels=(alpha,))
+                                        options.tv.thresholds, labels=(alpha,))
     log.debug("constrained TV expansions: %d regions taken", taken)
     return taken
 
@@ -396,9 +396,9 @@ def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
             step += mk.margin_moves(*args, problem.n)
         if problem.constraints.has_area:
             step += ck.swap_rounds(*args, MAX_ROUNDS)
-        if r < options.coarse_fusion_rounds and len(snapshots):
+        if r < options.fusion.coarse_rounds and len(snapshots):
             step += _level_set_fusions(problem, lab, movable, state, snapshots,
-                                       options.thresholds,
+                                       options.fusion.thresholds,
                                        starts=since.fusion_starts(problem, args))
         moves += step
         if step == 0:

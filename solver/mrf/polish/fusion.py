@@ -28,7 +28,7 @@ from solver.mrf.polish.morphology import square_morphology
 log = logging.getLogger(__name__)
 
 #: Level-set thresholds of the plain fusion by default (:attr:`PolishOptions.thresholds`).
-THRESHOLDS = PolishOptions().thresholds
+THRESHOLDS = PolishOptions().fusion.thresholds
 
 
 class Snapshot(NamedTuple):

@@ -136,11 +136,11 @@ def layered_proposals(problem: MRFProblem, lab: np.ndarray, options: PolishOptio
                       ) -> list[tuple[Snapshot, np.ndarray | None]]:
     """A nesting's layered relaxation from 0-based ``lab`` as ``[(snapshot, start)]`` for the
     constrained polish: the layers' label weights (``1 - u1``, ``u1 - u2``, ``u2``) as a
-    snapshot, and the best feasible level set of ``options.tv_thresholds`` where it is below
+    snapshot, and the best feasible level set of ``options.tv.thresholds`` where it is below
     ``lab``'s energy (None otherwise). Empty where it does not apply: not a nesting
-    (:func:`nesting_labels`), ``options.tv_layered_iterations`` 0, an image above
-    ``options.tv_constrained_max_pixels``, no grid view; and where the relaxation's duality
-    gap proves ``lab`` within ``options.tv_layered_gap`` of the optimum.
+    (:func:`nesting_labels`), ``options.constrained.layered_iterations`` 0, an image above
+    ``options.constrained.tv_max_pixels``, no grid view; and where the relaxation's duality
+    gap proves ``lab`` within ``options.constrained.layered_gap`` of the optimum.
 
     Parameters
     ----------
@@ -154,21 +154,21 @@ def layered_proposals(problem: MRFProblem, lab: np.ndarray, options: PolishOptio
     list of (Snapshot, numpy.ndarray or None)
     """
     labels = nesting_labels(problem)
-    if (labels is None or options.tv_layered_iterations <= 0
-            or (options.tv_constrained_max_pixels is not None
-                and problem.n > options.tv_constrained_max_pixels)):
+    if (labels is None or options.constrained.layered_iterations <= 0
+            or (options.constrained.tv_max_pixels is not None
+                and problem.n > options.constrained.tv_max_pixels)):
         return []
-    relaxed = layered_relaxation(problem, lab, labels, options.tv_layered_iterations,
-                                 options.tv_step, gap=options.tv_layered_gap)
+    relaxed = layered_relaxation(problem, lab, labels, options.constrained.layered_iterations,
+                                 options.tv.step, gap=options.constrained.layered_gap)
     if relaxed is None:
         return []
     u1, u2, steps, start_gap = relaxed
-    if start_gap <= options.tv_layered_gap:
+    if start_gap <= options.constrained.layered_gap:
         log.debug("layered relaxation: the start is within %.2g of the optimum after %d steps",
                   start_gap, steps)
         return []
     best, best_e = None, problem.energy(lab + 1)
-    for t in options.tv_thresholds:
+    for t in options.tv.thresholds:
         cand = layered_level_set(u1, u2, labels, t)
         e = problem.energy(cand + 1)
         if e < best_e - 1e-9 * abs(best_e) and problem.feasible(cand + 1):

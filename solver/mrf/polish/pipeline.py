@@ -53,8 +53,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
     completions, whole-region moves, region splits, then fusion with the level sets of ADMM's
     iterates carved by ICM (:func:`solver.mrf.polish.descents.fuse_descents`), with the TV
     relaxation's level sets (:mod:`solver.mrf.polish.tv`: of the labelling for K = 2, of each
-    label's expansion move for K > 2, if ``options.tv_iterations`` or
-    ``options.tv_expansion_iterations``), with the boundaries snapped to image edges
+    label's expansion move for K > 2, if ``options.tv.iterations`` or
+    ``options.tv.expansion_iterations``), with the boundaries snapped to image edges
     (:func:`solver.mrf.polish.watershed.fuse_edge_snapped`,
     if ``options.edge_snap``) and with the plain level sets; never raises the energy.
 
@@ -68,8 +68,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         label weights), for the level-set fusions; empty: no level-set fusion.
     max_rounds : int, optional
         Limit on rounds of plain level-set fusion, each followed by ICM and region moves
-        (default: ``options.final_fusion_rounds`` in a final polish,
-        ``options.coarse_fusion_rounds`` at a coarser level).
+        (default: ``options.fusion.final_rounds`` in a final polish,
+        ``options.fusion.coarse_rounds`` at a coarser level).
     split : bool
         This is a final polish: try split moves (if ``options.split``), descent fusion (if
         ``options.descents``) and edge-snapped proposals (if ``options.edge_snap``). The
@@ -91,8 +91,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         The labels came through a pyramid whose finest cells have this side: a final polish
         re-solves windows around straight label runs along its cell lines
         (:func:`solver.mrf.polish.local.fuse_local_expansions_into`, if
-        ``options.local_iterations``), after the TV relaxations, and again after the last
-        level-set fusion around the runs it made (``options.local_again``). None: a problem
+        ``options.local.iterations``), after the TV relaxations, and again after the last
+        level-set fusion around the runs it made (``options.local.again``). None: a problem
         solved whole.
     report : list, optional
         Where to append a :class:`solver.mrf.polish.stages.StageReport` per stage that ran
@@ -162,49 +162,49 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         snapshots = [s if isinstance(s, Snapshot) else Snapshot.from_dense(s)
                      for s in snapshots]
     tv_steps = (binary_tv_steps(problem.n, options) if problem.k == 2
-                else options.tv_expansion_iterations)
+                else options.tv.expansion_iterations)
     tv_runs = (split and tv_steps > 0
-               and (options.tv_max_pixels is None or problem.n <= options.tv_max_pixels))
+               and (options.tv.max_pixels is None or problem.n <= options.tv.max_pixels))
     # (K = 2: the TV relaxation's level sets take what descent fusion and edge snapping take)
-    tv_only = problem.k == 2 and tv_runs and options.tv_only_binary
+    tv_only = problem.k == 2 and tv_runs and options.tv.only_binary
     if options.descents and split and len(snapshots) and not tv_only:
         # before the plain fusion, which can take a union whose bad part a descent leaves out
-        thresholds = (options.descent_thresholds if problem.k == 2
-                      else options.descent_thresholds_multi)
+        thresholds = (options.fusion.descent_thresholds if problem.k == 2
+                      else options.fusion.descent_thresholds_multi)
         with stage("descent", compare=False) as took:
             if _fuse_descents_in_place(problem, lab, snapshots, thresholds,
-                                       options.descent_max_pixels, workspace=ws):
+                                       options.fusion.descent_max_pixels, workspace=ws):
                 took()
                 settled = settle(before if settled else None)
     if tv_runs:
         with stage("tv" if problem.k == 2 else "tv-expansion", compare=False) as took:
-            if (fuse_tv_into(problem, lab, tv_steps, options.tv_step, options.tv_thresholds,
-                             workspace=ws, backend=backend, gap=options.tv_gap,
-                             every=options.tv_fuse_every, next_every=options.tv_fuse_next,
-                             proof=options.tv_proof,
-                             proof_iterations=int(tv_steps * options.tv_proof_scale),
+            if (fuse_tv_into(problem, lab, tv_steps, options.tv.step, options.tv.thresholds,
+                             workspace=ws, backend=backend, gap=options.tv.gap,
+                             every=options.tv.fuse_every, next_every=options.tv.fuse_next,
+                             proof=options.tv.proof,
+                             proof_iterations=int(tv_steps * options.tv.proof_scale),
                              stop=stop)
                     if problem.k == 2 else
-                    fuse_tv_expansions_into(problem, lab, tv_steps, options.tv_step,
-                                            options.tv_thresholds, workspace=ws,
-                                            backend=backend, gap=options.tv_expansion_gap,
+                    fuse_tv_expansions_into(problem, lab, tv_steps, options.tv.step,
+                                            options.tv.thresholds, workspace=ws,
+                                            backend=backend, gap=options.tv.expansion_gap,
                                             stop=stop)):
                 took()
                 _icm_in_place(problem, lab, since=before)
                 settled = settle(before if settled else None)
-    local = (cells is not None and split and options.local_iterations > 0
-             and (problem.k > 2 or (options.local_binary and not tv_runs)))
+    local = (cells is not None and split and options.local.iterations > 0
+             and (problem.k > 2 or (options.local.binary and not tv_runs)))
     covered = np.zeros(problem.shape, bool) if local else None  # (zones re-solved so far)
 
     def resolve_runs(settled: bool) -> bool:
         """The local re-solves around the runs outside ``covered``, then ICM and region
         moves where they took regions; whether the labels are settled after."""
         with stage("local", compare=False) as took:
-            if fuse_local_expansions_into(problem, lab, cells, options.local_iterations,
-                                          options.tv_step, options.tv_thresholds,
-                                          margin=options.local_margin,
-                                          length=options.local_run, gap=options.local_gap,
-                                          rounds=options.local_rounds, covered=covered,
+            if fuse_local_expansions_into(problem, lab, cells, options.local.iterations,
+                                          options.tv.step, options.tv.thresholds,
+                                          margin=options.local.margin,
+                                          length=options.local.run, gap=options.local.gap,
+                                          rounds=options.local.rounds, covered=covered,
                                           workspace=ws, stop=stop):
                 took()
                 _icm_in_place(problem, lab, since=before)
@@ -227,19 +227,19 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                 took()
                 settled = settle(before if settled else None)
     if max_rounds is None:
-        max_rounds = options.final_fusion_rounds if split else options.coarse_fusion_rounds
+        max_rounds = options.fusion.final_rounds if split else options.fusion.coarse_rounds
     if len(snapshots) and max_rounds > 0:
         with stage("level-sets", compare=False) as took:
             for _ in range(max_rounds):
                 np.copyto(before, lab)
-                if fuse_level_sets_into(problem, lab, snapshots, options.thresholds,
-                                        max_pixels=options.proposal_max_pixels,
+                if fuse_level_sets_into(problem, lab, snapshots, options.fusion.thresholds,
+                                        max_pixels=options.fusion.max_pixels,
                                         workspace=ws) == 0:
                     break
                 took()
                 _icm_in_place(problem, lab, since=before)
                 settled = settle(before if settled else None)
-    if local and options.local_again and not (stop is not None and stop()):
+    if local and options.local.again and not (stop is not None and stop()):
         resolve_runs(settled)  # (after the last fusion: around the runs it made)
     return done()
 
@@ -256,7 +256,7 @@ def _constrained(problem: MRFProblem, labels: np.ndarray,
     """:func:`polish_labels` under area bounds and apart pairs: only moves that keep them
     (:func:`constrained_polish`), and for a K = 2 area bound the relax-and-repair move; each
     a stage of ``report`` where one is asked for."""
-    relax = (split and problem.n <= options.relax_area_max_pixels and problem.k == 2
+    relax = (split and problem.n <= options.constrained.relax_area_max_pixels and problem.k == 2
              and problem.constraints.has_area and not problem.constraints.has_apart)
     lab = kernels.zero_based(labels) if report is not None else None
     clock = StageClock(problem, lab, energy) if report is not None else None
@@ -276,9 +276,9 @@ def _constrained(problem: MRFProblem, labels: np.ndarray,
 
 
 def binary_tv_steps(n: int, options: PolishOptions = _DEFAULT) -> int:
-    """The most TV steps of a K = 2 final polish of ``n`` pixels: ``options.tv_iterations``,
-    grown with the image's side above ``options.tv_grow_above`` pixels and rounded up to whole
-    rounds of ``options.tv_fuse_every`` steps.
+    """The most TV steps of a K = 2 final polish of ``n`` pixels: ``options.tv.iterations``,
+    grown with the image's side above ``options.tv.grow_above`` pixels and rounded up to whole
+    rounds of ``options.tv.fuse_every`` steps.
 
     On the real-input benchmark's tuning images at 3 MP (K = 2, 2026-11-29), 800 steps left
     four of 24 cases with a straight block edge (worst +0.029% above min-cut's energy), 1600
@@ -295,12 +295,12 @@ def binary_tv_steps(n: int, options: PolishOptions = _DEFAULT) -> int:
     -------
     int
     """
-    steps = int(options.tv_iterations)
-    grow = options.tv_grow_above
+    steps = int(options.tv.iterations)
+    grow = options.tv.grow_above
     if grow is None or n <= grow or steps <= 0:
         return steps
     grown = steps * math.sqrt(n / grow)
-    block = max(int(options.tv_fuse_every or 1), 1)
+    block = max(int(options.tv.fuse_every or 1), 1)
     return int(math.ceil(grown / block - 1e-9) * block)
 
 

@@ -315,7 +315,7 @@ class MRFADMM:
 
     def snapshot_weights(self) -> list[Snapshot]:
         """The continuous iterates kept by the last :meth:`run` (at
-        ``options.polish.snapshot_iterations``), as label weights on the pixels free at
+        ``options.polish.fusion.snapshot_iterations``), as label weights on the pixels free at
         the time (:class:`solver.mrf.polish.fusion.Snapshot`; ``.dense()`` gives ``(n, K)``)."""
         return [Snapshot(free, self.free_weights(x), fixed) for free, fixed, x in self.snapshots]
 
@@ -445,7 +445,7 @@ class MRFADMM:
                         view: dict[str, Any] | None) -> Callable[[IterationState], bool | None]:
         """The LpBoxADMM callback of one piece of a run: snapshots, then the user's callback."""
         def inner_cb(state: IterationState) -> bool | None:
-            if state.record.iteration in self.options.polish.snapshot_iterations:
+            if state.record.iteration in self.options.polish.fusion.snapshot_iterations:
                 self.snapshots.append((active.free, active._snapshot_fixed(),
                                        active.backend.to_numpy(state.x).astype(np.float32)))
             if callback is not None:
