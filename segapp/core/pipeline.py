@@ -296,9 +296,10 @@ def run_segmentation(
     hard : numpy.ndarray, optional
         ``(H, W)`` hard-constraint labels, 0 = none.
     callback : callable, optional
-        ADMM callback, see :func:`solver.mrf.solve_mrf`; return True to stop. Its state also
-        carries ``reference_energy`` (None when no reference was asked for, or while an
-        isolated one is still solving).
+        The live view: called with each ADMM iteration's :class:`solver.mrf.MRFIterationState`
+        (the rounds' too, numbered on), whose ``reference_energy`` is set (None when no
+        reference was asked for, or while an isolated one is still solving). Its return value
+        is not read: ``cancelled`` stops a run.
     notice : callable, optional
         Called at once with each warning the user should see (a GPU that is missing or fails,
         and the solve runs on the CPU instead); every warning is also in the result's
@@ -326,10 +327,11 @@ def run_segmentation(
         then measured beside it (``segapp bench`` times them apart). False (the CLI's choice,
         whose own exit status reports a death): in this process, before the solver.
     cancelled : callable, optional
-        Polled while an isolated reference runs; when it returns True the reference is
-        abandoned (its child ended) and the run ends without it (the solve's ``callback`` is
-        expected to stop the solve). A solve that raises abandons it too. ADMM's polish polls
-        it too (``solve_mrf``'s ``stop``), where no ``callback`` is called.
+        The one way to stop a run: the answer the solver's callback gives at every iteration
+        and polish poll (:func:`solver.mrf.solve_mrf`), read after each yardstick round, and
+        polled while an isolated reference runs. Once True the run ends with the labels it
+        has (status ``"cancelled"``) and an isolated reference still solving is abandoned (its
+        child ended). A solve that raises abandons it too.
     solved : callable, optional
         Called with the solver's ``(H, W)`` labels and their energy when the solve is done and
         the run is about to wait for an isolated reference that is still solving, so that a
@@ -369,8 +371,26 @@ def run_segmentation(
         if phase is not None:
             phase(name)
 
-    # (ADMM's polish names each of its stages: "polish:tv", ...)
-    polish_step = None if phase is None else (lambda name: phase(f"polish:{name}"))
+    shown_phase = {"name": "admm"}
+
+    def relay(show: Callable[[MRFIterationState], Any] | None
+              ) -> Callable[[MRFIterationState], bool] | None:
+        """The solver's one callback for a solve of this run: ``show`` (the live view) sees
+        each iteration, ``phase`` each polish stage as it starts ("polish:tv", ...), and every
+        call answers ``cancelled``, the run's one stop. None where nobody listens."""
+        if show is None and phase is None and cancelled is None:
+            return None
+
+        def live(state: MRFIterationState) -> bool:
+            name = state.phase
+            if name == "admm":
+                if show is not None:
+                    show(state)
+            elif name.startswith("polish:") and name != shown_phase["name"] and phase:
+                phase(name)  # (a reduced copy's are "model:...": not shown)
+            shown_phase["name"] = name
+            return bool(cancelled is not None and cancelled())
+        return live
 
     ref_method = yardstick_method(params.k, level)
     h, w = np.shape(image)[:2]
@@ -403,16 +423,18 @@ def run_segmentation(
         nonlocal backend, offset
         if params.solver != "admm":
             res = solve_mrf(prob, params.solver)
+            if cancelled is not None and cancelled():  # (ends the rounds: no iterations)
+                res = replace(res, status="cancelled")
         else:
-            live = cb
+            show = cb
             if cb is not None and offset:
                 base = offset
 
-                def live(state: MRFIterationState) -> bool | None:
+                def show(state: MRFIterationState) -> Any:
                     state.offset += base
                     return cb(state)
-            admm = dict(seed=params.seed, x0=start, callback=live, polish=params.polish,
-                        stop=cancelled, on_stage=polish_step, **params.admm)
+            admm = dict(seed=params.seed, x0=start, callback=relay(show),
+                        polish=params.polish, **params.admm)
             try:
                 res = solve_mrf(prob, "admm", backend=backend, **admm)
             except gpu_errors() as exc:
@@ -426,7 +448,7 @@ def run_segmentation(
         offset = history[-1].iteration if history else offset
         return res
 
-    def round_callback(state: MRFIterationState) -> bool | None:
+    def round_callback(state: MRFIterationState) -> Any:
         state.reference_energy = state.reference_bound = None  # (a model not yet final)
         return callback(state)
 
@@ -438,7 +460,7 @@ def run_segmentation(
         previous=previous,
         solve=lambda prob, prev: solve(prob, x0 if prev is None else prev.x_continuous,
                                        round_callback if callback is not None else None),
-        stop=cancelled, step=step, polish=params.polish, **params.admm)
+        callback=relay(None), step=step, polish=params.polish, **params.admm)
     problem = prep.problem
     if params.solver == "admm" and prep.x0 is not None and (x0 is None or prep.results
                                                             or previous is not None):
@@ -498,7 +520,7 @@ def run_segmentation(
         step("solve")
         cb = callback
         if callback is not None:
-            def cb(state: MRFIterationState) -> bool | None:
+            def cb(state: MRFIterationState) -> Any:
                 collect(wait=False)
                 state.reference_energy = ref_energy  # a live plot draws the line on arrival
                 state.reference_bound = ref_bound

@@ -291,7 +291,7 @@ class LpBoxADMM:
             Seed of the random start point.
         callback : callable, optional
             ``callback(state)`` after every iteration with an :class:`IterationState`; return
-            True (or call ``state.request_stop()``) to stop.
+            True to stop.
         setup_time_s : float
             Set-up time to report in the result (and to count in its ``time_s``).
         resume : ADMMState, optional
@@ -383,7 +383,7 @@ class LpBoxADMM:
             if callback is not None:
                 state = IterationState(rec, x, z1, z2, P.max_iter, self.backend.to_numpy,
                                        self.expand)
-                if callback(state) or state.stop_requested:
+                if callback(state):
                     status = CANCELLED
                     break
             if (max(r1, r2, cres) < P.tol and len(recent) == P.stagnation_window

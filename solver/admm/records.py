@@ -80,8 +80,8 @@ class IterationState:
     """Passed to ``callback(state)`` after every iteration.
 
     The arrays live on the solver's backend (numpy or cupy) and are the solver's own buffers over
-    the free variables: copy them if you keep them. Use :meth:`x_host` for a numpy copy. Call
-    :meth:`request_stop` (or return True from the callback) to end the solve after this iteration.
+    the free variables: copy them if you keep them. Use :meth:`x_host` for a numpy copy. Return
+    True from the callback to end the solve after this iteration (the one way to stop it).
 
     Attributes
     ----------
@@ -100,7 +100,6 @@ class IterationState:
     max_iter: int
     _to_numpy: Any = None
     _expand: Any = None
-    stop_requested: bool = False
 
     def __getattr__(self, name: str) -> Any:
         # Expose the record's fields directly: state.iteration, state.objective, state.rho, ...
@@ -108,10 +107,6 @@ class IterationState:
         if record is not None and name in IterationRecord.__dataclass_fields__:
             return getattr(record, name)
         raise AttributeError(name)
-
-    def request_stop(self) -> None:
-        """Ask the solver to stop after this iteration."""
-        self.stop_requested = True
 
     def x_host(self) -> np.ndarray:
         """The continuous iterate over all variables (fixed ones at their values), as numpy."""

@@ -512,8 +512,7 @@ def solve_bqp(A: Any, b: Any = None, *, eq: Any = None, ineq: Any = None, fixed:
     run_callback = callback
     if callback is not None and s != 1.0:  # the caller sees the objective at its scale
         def run_callback(state: IterationState) -> bool:
-            shown = replace(state, record=_scaled_record(state.record, s))
-            return bool(callback(shown)) or shown.stop_requested
+            return bool(callback(replace(state, record=_scaled_record(state.record, s))))
     solver = LpBoxADMM(
         GenericSystem(Af, be), bf,
         eq=None if eqc is None else sparse_operator(*eqc, be),

@@ -196,8 +196,7 @@ def test_cancel_abandons_the_reference_at_once(runner, monkeypatch):
     monkeypatch.setattr(isolated, "CHILD_TARGET", f"{HERE}:hang")
     t0 = time.monotonic()
     out = run_segmentation(img, strokes, SegmentParams(k=2, rounds=0), isolate_reference=runner,
-                           cancelled=lambda: time.monotonic() - t0 > 0.5,
-                           callback=lambda state: True)
+                           cancelled=lambda: time.monotonic() - t0 > 0.5)
     assert time.monotonic() - t0 < 30  # not the 120 s of the reference
     assert out.reference_labels is None and out.warnings == []
     assert runner.pid is None  # the busy child was ended, so it holds up no later run

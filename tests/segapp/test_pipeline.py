@@ -200,14 +200,22 @@ def test_area_bounds_on_a_colour_photo_count_pixels_not_channels():
 
 
 @pytest.mark.slow
-def test_a_cancel_reaches_the_polish_where_no_callback_runs(monkeypatch):
-    """The run's ``cancelled`` flag is the solve's ``stop`` too: ADMM's polish polls it
-    (between its TV rounds), so a cancel pressed there ends the run as cancelled."""
-    seen = {}
+def test_a_cancel_reaches_the_polish_through_the_one_callback(monkeypatch):
+    """The run's ``cancelled`` flag is the one way to stop: the solver's callback answers it in
+    every phase, the polish's stages included (which poll it between their TV rounds), so a
+    cancel pressed there ends the run as cancelled."""
+    answers = {}
     real = pipeline.solve_mrf
 
     def solve(problem, method="admm", **kw):
-        seen["stop"] = kw.get("stop")
+        inner = kw["callback"]
+
+        def spy(state):
+            answer = inner(state)
+            answers.setdefault(state.phase.split(":")[0], []).append(answer)
+            return answer
+
+        kw["callback"] = spy
         return real(problem, method, **kw)
 
     monkeypatch.setattr(pipeline, "solve_mrf", solve)
@@ -215,8 +223,10 @@ def test_a_cancel_reaches_the_polish_where_no_callback_runs(monkeypatch):
     flag = {"on": False}
     out = run_segmentation(image, strokes, SegmentParams(k=2), reference=False,
                            cancelled=lambda: flag["on"])
-    assert out.status != "cancelled" and seen["stop"]() is False
+    assert out.status != "cancelled"
+    assert answers["polish"] and not any(answers["polish"]) and not any(answers["admm"])
     flag["on"] = True
+    answers.clear()
     out = run_segmentation(image, strokes, SegmentParams(k=2), reference=False,
                            cancelled=lambda: flag["on"])
     assert out.status == "cancelled" and out.labels.shape == (200, 200)

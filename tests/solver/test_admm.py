@@ -131,15 +131,15 @@ def test_callback_sees_every_iteration_and_can_stop(backend):
     assert set(np.unique(res.x)) <= {0, 1}
 
 
-def test_request_stop_and_full_history():
+def test_a_callbacks_true_stops_and_the_history_is_full():
     A, b = random_psd_bqp(4)
     full = solve_bqp(A, b)
     assert full.converged
     assert len(full.history) == full.iterations
     assert [r.iteration for r in full.history] == list(range(1, full.iterations + 1))
     assert full.time_s > 0
-    res = solve_bqp(A, b, callback=lambda s: s.request_stop() if s.iteration == 3 else None)
-    assert res.iterations == 3
+    res = solve_bqp(A, b, callback=lambda s: s.iteration == 3)
+    assert res.iterations == 3 and res.status == "cancelled"
 
 
 def test_rho_grows_and_is_capped():

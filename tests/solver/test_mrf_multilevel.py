@@ -207,11 +207,16 @@ def _big_problem(k=2, hard=False):
 def test_coarse_to_fine_is_the_default_for_big_images_and_matches_mincut_closely():
     p, truth = _big_problem()
     ref = solve_mrf(p, "mincut")
-    frames = []
+    seen = []
     res = solve_mrf(p, "admm", seed=0,
-                    callback=lambda s: frames.append((s.iteration, s.level,
-                                                      s.probabilities().shape)) and False)
+                    callback=lambda s: seen.append((s.phase, s.iteration, s.level,
+                                                    s.probabilities().shape)) and False)
+    frames = [f[1:] for f in seen if f[0] == "admm"]
     assert res.history[-1].iteration == res.iterations == len(frames)
+    # (each polish is asked with the iteration it follows, its phase naming the stage)
+    polish = [(i, f) for i, f in enumerate(seen) if f[0] != "admm"]
+    assert polish and all(f[0].startswith("polish:") for _, f in polish)
+    assert all(f[1] == seen[i - 1][1] for i, f in polish)
     assert [f[0] for f in frames] == list(range(1, len(frames) + 1))
     assert {f[2] for f in frames} == {(*p.shape, 2)}
     assert frames[0][1] > 0 and frames[-1][1] == 0
@@ -481,14 +486,13 @@ def test_a_stop_at_a_coarse_level_maps_its_labels_to_the_image_with_or_without_t
 @pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_a_stop_during_the_final_polish_ends_it_with_the_labels_polished_so_far(k, monkeypatch):
-    """``solve_mrf(stop=)``: a cancel pressed while the final polish runs (no iteration
-    callback there) ends the solve with status "cancelled" and labels no worse than ADMM's
-    own; a stop that never fires changes nothing. (Where the polish polls it:
-    tests/solver/test_tv_proposals.py.)"""
+    """A callback that says True once the final polish runs (a cancel pressed there) ends the
+    solve with status "cancelled" and labels no worse than ADMM's own; one that never says
+    True changes nothing. (Where the polish polls it: tests/solver/test_tv_proposals.py.)"""
     from solver.mrf.polish import tv
 
     p, _ = _big_problem(k=k)
-    whole = solve_mrf(p, "admm", seed=0, stop=lambda: False)
+    whole = solve_mrf(p, "admm", seed=0, callback=lambda state: False)
     plain = solve_mrf(p, "admm", seed=0)
     assert whole.status == plain.status and np.array_equal(whole.labels, plain.labels)
     final = {"on": False}
@@ -502,11 +506,12 @@ def test_a_stop_during_the_final_polish_ends_it_with_the_labels_polished_so_far(
         monkeypatch.setattr(f"solver.mrf.polish.pipeline.{name}", wrapped)
     asked = []
 
-    def stop():
-        asked.append(final["on"])
+    def stop(state):
+        if state.phase != "admm":
+            asked.append(final["on"])
         return final["on"]
 
-    res = solve_mrf(p, "admm", seed=0, stop=stop)
+    res = solve_mrf(p, "admm", seed=0, callback=stop)
     assert res.status == "cancelled" and res.labels.shape == p.shape
     assert res.energy == pytest.approx(p.energy(res.labels))
     assert res.energy <= res.energy_admm + 1e-9 * abs(res.energy_admm)

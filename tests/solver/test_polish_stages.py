@@ -131,26 +131,52 @@ def test_an_unknown_stage_is_refused():
             pass
 
 
-def test_each_stage_is_named_as_it_starts():
+def _stages_seen(phases: list[str]) -> list[str]:
+    """The polish stages a callback saw start: each run of one "polish:<stage>" phase once."""
+    out, last = [], None
+    for p in phases:
+        if p.startswith("polish:") and p != last:
+            out.append(p.removeprefix("polish:"))
+        last = p
+    return out
+
+
+def test_the_callback_sees_each_stage_as_it_starts():
+    """One live type: the callback's states carry a phase, "admm" for an iteration and
+    "polish:<stage>" within the polish, holding the last iteration's numbers there."""
     image, _, strokes = shapes_image(seed=1, k=2, size=64, noise=0.25)
     problem = build_problem(image, strokes, 2)
-    named: list[str] = []
-    res = solve_mrf(problem, "admm", seed=0, on_stage=named.append)
-    assert named == [s.name for s in res.stages]
+    seen: list = []
+    res = solve_mrf(problem, "admm", seed=0,
+                    callback=lambda s: seen.append((s.phase, s.iteration)))
+    phases = [p for p, _ in seen]
+    assert _stages_seen(phases) == [s.name for s in res.stages]
+    first = phases.index(next(p for p in phases if p != "admm"))
+    assert set(phases[:first]) == {"admm"} and "admm" not in phases[first:]
+    assert {it for p, it in seen[first:]} == {res.iterations}  # (the last iteration's)
     # coarse to fine: every level's polish names its stages, the final one's last
-    named.clear()
+    seen.clear()
     image, _, strokes = shapes_image(seed=1, k=2, size=200, noise=0.25)  # (three levels)
     res = solve_mrf(build_problem(image, strokes, 2), "admm", seed=0, coarse_to_fine=True,
-                    on_stage=named.append)
+                    callback=lambda s: seen.append((s.phase, s.iteration)))
+    named = _stages_seen([p for p, _ in seen])
     assert len(named) > len(res.stages) and set(named) <= set(STAGES)
     assert named[-len(res.stages):] == [s.name for s in res.stages]
-    # the yardsticks have no polish
-    named.clear()
-    solve_mrf(problem, "mincut", on_stage=named.append)
-    assert named == []
+    # the yardsticks have no iterations
+    seen.clear()
+    solve_mrf(problem, "mincut", callback=seen.append)
+    assert seen == []
 
 
-def test_an_on_stage_that_is_not_callable_is_refused():
-    image, _, strokes = shapes_image(seed=1, k=2, size=16)
-    with pytest.raises(ValueError, match="on_stage"):
-        solve_mrf(build_problem(image, strokes, 2), "admm", on_stage=3)
+def test_a_true_within_the_polish_stops_it():
+    """The callback's True is the one way to stop, in the polish too: the first stage that
+    asks ends the solve as cancelled, with labels no worse than ADMM's own."""
+    image, _, strokes = shapes_image(seed=1, k=2, size=64, noise=0.25)
+    problem = build_problem(image, strokes, 2)
+    full = solve_mrf(problem, "admm", seed=0)
+    res = solve_mrf(problem, "admm", seed=0, callback=lambda s: s.phase != "admm")
+    assert full.status != "cancelled" and res.status == "cancelled"
+    assert res.iterations == full.iterations  # (ADMM itself ran to its end)
+    assert len(res.stages) < len(full.stages)
+    assert res.energy == pytest.approx(problem.energy(res.labels))
+    assert res.energy <= res.energy_admm + 1e-9 * abs(res.energy_admm)

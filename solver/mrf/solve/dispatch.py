@@ -18,7 +18,7 @@ from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.solve.coarse_to_fine import slow_schedule, solve_coarse_to_fine
 from solver.mrf.solve.reduction import MRFADMM
-from solver.mrf.solve.state import MRFIterationState, MRFResult
+from solver.mrf.solve.state import CallbackChannel, MRFIterationState, MRFResult
 from solver.names import METHODS
 from solver.reference import alpha_expansion, lp_relaxation, mincut
 from solver.reference.lagrangian import lagrangian_swap
@@ -65,9 +65,7 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
               seed: int | None = None, x0: np.ndarray | None = None,
               callback: Callable[[MRFIterationState], bool | None] | None = None,
               polish: bool = True, coarse_to_fine: bool | None = None,
-              options: SolveOptions = DEFAULT_OPTIONS,
-              stop: Callable[[], bool] | None = None,
-              on_stage: Callable[[str], None] | None = None, **params: Any) -> MRFResult:
+              options: SolveOptions = DEFAULT_OPTIONS, **params: Any) -> MRFResult:
     """Minimise the MRF energy with ADMM or one of the yardsticks.
 
     Parameters
@@ -85,8 +83,13 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         ADMM warm start, ``(H, W, K)`` or ``(n, K)`` label weights (e.g. a previous
         ``result.x_continuous``).
     callback : callable, optional
-        ``callback(state)`` each ADMM iteration with an :class:`MRFIterationState`; return True
-        to stop.
+        ``callback(state)`` with an :class:`MRFIterationState`: each ADMM iteration
+        (``state.phase == "admm"``), and within the polish (every polish: a coarse level's
+        too) as each stage starts and between the rounds of its relaxations
+        (``"polish:<stage>"``, :data:`solver.mrf.polish.stages.STAGES`). Return True to stop,
+        the one way to: after that iteration (no polish follows) or at the polish's next poll,
+        with the labels polished so far and status ``"cancelled"``. The other methods have no
+        iterations and do not call it.
     polish : bool
         Finish ADMM's best labelling with :func:`solver.mrf.polish.polish_labels`: colour-parallel
         ICM and pair moves, closing and box fusion, whole-region moves, region splits (K > 2)
@@ -100,16 +103,14 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         in for the coarser answer (only a band round its boundaries is solved again).
     options : SolveOptions
         The switches of early fixing, coarse to fine and the polish (:mod:`solver.mrf.options`).
-    stop : callable, optional
-        ADMM coarse to fine: polled during the polish, where ``callback`` is not called (between
-        the rounds of its TV relaxations); True ends the solve with the labels polished so far
-        and status ``"cancelled"``. A cancel button passes the same flag its ``callback``
-        reads. The other methods and whole (small) problems do not poll it.
-    on_stage : callable, optional
-        ADMM: called with the name of each polish stage as it starts
-        (:data:`solver.mrf.polish.stages.STAGES`; every polish, a coarse level's and a
-        re-estimation round's too), so that a front end can say what the solve is doing
-        between iterations. The other methods have no polish and do not call it.
+    callback : callable, optional
+        ``callback(state)`` with an :class:`MRFIterationState`: each ADMM iteration
+        (``state.phase == "admm"``), and within the polish (every polish: a coarse level's
+        too) as each stage starts and between the rounds of its relaxations
+        (``"polish:<stage>"``, :data:`solver.mrf.polish.stages.STAGES`). Return True to stop,
+        the one way to: after that iteration (no polish follows) or at the polish's next poll,
+        with the labels polished so far and status ``"cancelled"``. The other methods have no
+        iterations and do not call it.
     **params
         :class:`solver.ADMMParams` fields. Without ``rho_growth`` and ``rho0``, a problem solved
         whole with at most ``whole_max`` pixels (and the coarsest level) uses the slower
@@ -124,17 +125,14 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     ------
     ValueError
         In one line naming the argument, before any iteration (for every method): an unknown
-        ``method``, a ``seed`` that is not None or an integer >= 0, a ``callback`` or ``stop``
-        that is not None or callable (``on_stage`` too), ADMM parameters that are wrong (or
-        given to a yardstick).
+        ``method``, a ``seed`` that is not None or an integer >= 0, a ``callback`` that is not
+        None or callable, ADMM parameters that are wrong (or given to a yardstick).
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     # (checked for every method, although only ADMM uses them: a wrong one is wrong anywhere)
     seed = check_seed(seed)
     check_callable(callback, "callback")
-    check_callable(stop, "stop")
-    check_callable(on_stage, "on_stage")
     if method == "admm":
         # (edge ends a yardstick asked the graph for: ADMM never reads them; docs/decisions.md,
         # Memory)
@@ -151,14 +149,19 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         whole_max = options.coarse_to_fine.whole_max
         if coarse_to_fine is None:
             coarse_to_fine = problem.n > whole_max
+        hooks: dict[str, Any] = {}
+        if callback is not None:
+            channel = CallbackChannel(callback)
+            hooks = dict(callback=channel.iteration, on_stage=channel.stage,
+                         stop=channel.stopped)
         if coarse_to_fine:
             return solve_coarse_to_fine(problem, backend, admm_params, seed=seed, x0=x0,
-                                        callback=callback, polish=polish, options=options,
-                                        slow_coarsest=slow, stop=stop, on_stage=on_stage)
+                                        polish=polish, options=options, slow_coarsest=slow,
+                                        **hooks)
         if slow and problem.n <= whole_max:
             admm_params = slow_schedule(admm_params, problem.k, options.coarse_to_fine)
         return MRFADMM(problem, backend, admm_params, options=options).run(
-            x0=x0, seed=seed, callback=callback, polish=polish, on_stage=on_stage)
+            x0=x0, seed=seed, polish=polish, **hooks)
     if params or coarse_to_fine:
         params = {**params, **({"coarse_to_fine": coarse_to_fine} if coarse_to_fine else {})}
         raise ValueError(f"ADMM parameters given to method {method!r}: {', '.join(params)}")

@@ -83,8 +83,7 @@ class Reestimation:
 
 def reestimate(problem: MRFProblem, image: np.ndarray,
                solve: Callable[[MRFProblem, object | None], object], rounds: int, *,
-               tol: float = 0.0, seed: int = 0,
-               stop: Callable[[], bool] | None = None) -> Reestimation:
+               tol: float = 0.0, seed: int = 0) -> Reestimation:
     """GrabCut's iteration with any solver: solve, refit the colour models to the answer
     (:func:`refit_models`), and again, up to ``rounds`` refits. The caller solves the returned
     problem for the answer, warm-started from the returned result.
@@ -104,18 +103,18 @@ def reestimate(problem: MRFProblem, image: np.ndarray,
         have settled).
     seed : int
         The seed ``problem`` was built with; refit ``r`` fits with ``seed + r``.
-    stop : callable, optional
-        Polled before each solve; True ends the rounds.
 
     Returns
     -------
     Reestimation
+        A solve whose result has status ``"cancelled"`` ends the rounds (its solver's callback
+        asked to stop).
     """
     if rounds < 0:
         raise ValueError(f"rounds must be >= 0, got {rounds}")
     colours = image_to_float(image) if rounds else None
     result, done, changed, results = None, 0, [], []
-    while done < rounds and not (stop is not None and stop()):
+    while done < rounds:
         new = solve(problem, result)
         results.append(new)
         if result is not None:

@@ -330,8 +330,10 @@ class MRFADMM:
             callback: Callable[[MRFIterationState], bool | None] | None = None,
             polish: bool = True, view: dict[str, Any] | None = None,
             start_labels: np.ndarray | None = None,
-            on_stage: Callable[[str], None] | None = None) -> MRFResult:
-        """Run ADMM; see :func:`solver.mrf.solve_mrf` for the arguments.
+            on_stage: Callable[[str], None] | None = None,
+            stop: Callable[[], bool] | None = None) -> MRFResult:
+        """Run ADMM; see :func:`solver.mrf.solve_mrf` for the arguments (``on_stage`` and
+        ``stop``: the polish's hooks, :class:`solver.mrf.solve.state.CallbackChannel`).
 
         ``start_labels`` (``(H, W)`` or ``(n,)`` labels in 1..K) is a warm start given as a
         labelling: the same run as ``x0`` = its one-hot weights, without making those for the
@@ -431,8 +433,11 @@ class MRFADMM:
         if polish and status != CANCELLED:
             labels = polish_labels(self.problem, labels, self.snapshot_weights(),
                                    options=self.options.polish, backend=self.backend,
-                                   report=stages, energy=energy, on_stage=on_stage)
+                                   report=stages, energy=energy, on_stage=on_stage,
+                                   stop=stop)
             energy = self.problem.energy(labels)
+            if stop is not None and stop():  # (a stop asked for within the polish)
+                status = CANCELLED
         return MRFResult(labels, energy, "admm", self.backend.name, res.iterations,
                          self.setup_time_s + time.perf_counter() - t_start, status,
                          history, self.probabilities(x_cont).reshape(self.problem.n,

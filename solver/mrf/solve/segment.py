@@ -142,7 +142,7 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
             rounds: int | None = None, method: str = "admm",
             previous: np.ndarray | None = None,
             solve: Callable[[MRFProblem, MRFResult | None], MRFResult] | None = None,
-            stop: Callable[[], bool] | None = None,
+            callback: Callable[[Any], bool | None] | None = None,
             step: Callable[[str], None] | None = None, **params: Any) -> Prepared:
     """The final model of a drawing (:class:`solver.mrf.options.ModelOptions`).
 
@@ -170,9 +170,12 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
     solve : callable, optional
         ``solve(problem, previous) -> MRFResult`` for the full image's rounds (default
         :func:`solver.mrf.solve_mrf` with ``method``, ADMM warm-started from ``previous``).
-        A copy's rounds always use the default.
-    stop : callable, optional
-        Polled before each round and by ADMM's polish; True ends the rounds.
+        A copy's rounds always use the default. A round whose result is ``"cancelled"`` ends
+        the rounds (``Prepared.stopped``).
+    callback : callable, optional
+        The default rounds' :func:`solver.mrf.solve_mrf` callback (True stops them); a reduced
+        copy's states have their phase prefixed ``"model:"`` (``"model:admm"``, ...): they
+        are the copy's, not the image's.
     step : callable, optional
         Called with a sentence as each round starts (a front end's progress text).
     **params
@@ -191,11 +194,20 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
                  unlabelled=unlabelled)
     n_rounds = model.rounds_for(rect) if rounds is None else int(rounds)
 
-    def default_solve(prob: MRFProblem, previous: MRFResult | None) -> MRFResult:
+    def default_solve(prob: MRFProblem, previous: MRFResult | None,
+                      live: Callable[[Any], bool | None] | None = callback) -> MRFResult:
         if method != "admm":
             return solve_mrf(prob, method)
         start = None if previous is None else previous.x_continuous
-        return solve_mrf(prob, "admm", seed=seed, x0=start, stop=stop, **params)
+        return solve_mrf(prob, "admm", seed=seed, x0=start, callback=live, **params)
+
+    copy_live = None  # (a reduced copy's states: their phase says so, "model:admm", ...)
+    if callback is not None:
+        def copy_live(state: Any) -> bool | None:
+            return callback(replace(state, phase=f"model:{state.phase}"))
+
+    def copy_solve(prob: MRFProblem, previous: MRFResult | None) -> MRFResult:
+        return default_solve(prob, previous, copy_live)
 
     counter = {"n": 0}
 
@@ -223,8 +235,8 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
             log.info("re-estimation on the full image: the reduced copy %s", exc)
             small = None
         if small is not None:
-            copy_rounds = reestimate(small, small_image, announced(default_solve), n_rounds,
-                                     tol=model.tol, seed=fit_seed, stop=stop)
+            copy_rounds = reestimate(small, small_image, announced(copy_solve), n_rounds,
+                                     tol=model.tol, seed=fit_seed)
             models = copy_rounds.problem.models
             if copy_rounds.result is not None:
                 start_labels = enlarged_labels(
@@ -239,18 +251,21 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
             fixed = problem.hard.reshape(h, w)  # (the full image's own seeds and outside)
             start_labels = np.where(fixed > 0, fixed, start_labels)
             x0 = np.eye(problem.k)[start_labels.ravel() - 1]
-        return Prepared(problem, x0, copy_rounds.rounds, f, [],
-                        bool(stop is not None and stop()), time.perf_counter() - t0)
+        return Prepared(problem, x0, copy_rounds.rounds, f, [], _cancelled(copy_rounds.result),
+                        time.perf_counter() - t0)
     if not n_rounds:
         return Prepared(problem, None, time_s=time.perf_counter() - t0)
     out = reestimate(problem, image, announced(solve or default_solve), n_rounds,
-                     tol=model.tol, seed=fit_seed, stop=stop)
+                     tol=model.tol, seed=fit_seed)
     last = out.result
-    stopped = last is not None and (last.status == "cancelled"
-                                    or (stop is not None and stop()))
     x0 = None if last is None else last.x_continuous
-    return Prepared(out.problem, x0, out.rounds, 1, list(out.results), stopped,
+    return Prepared(out.problem, x0, out.rounds, 1, list(out.results), _cancelled(last),
                     time.perf_counter() - t0)
+
+
+def _cancelled(result: MRFResult | None) -> bool:
+    """Whether a round's result says its solve was stopped."""
+    return result is not None and getattr(result, "status", "") == "cancelled"
 
 
 def _correction(image: np.ndarray, strokes: np.ndarray | None, k: int, rect: Rect | None,
@@ -297,7 +312,6 @@ def segment(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
             lam: float = DEFAULT_LAMBDA, beta: float | None = None, colour_model: str = "gmm",
             constraints: Constraints | None = None, model: ModelOptions = DEFAULT_MODEL,
             rounds: int | None = None, previous: np.ndarray | None = None,
-            stop: Callable[[], bool] | None = None,
             **params: Any) -> tuple[MRFResult, MRFProblem]:
     """Segment a photo from a drawing as the app and the command line do: :func:`prepare`,
     then :func:`solver.mrf.solve_mrf` on the final model, warm-started from the rounds.
@@ -306,8 +320,11 @@ def segment(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
     ----------
     image, strokes, k, rect, hard, lam, beta, colour_model, constraints, model, rounds, previous
         As for :func:`prepare` (``previous``: a correction, warm from the last answer).
-    method, backend, seed, callback, polish, stop, **params
-        As for :func:`solver.mrf.solve_mrf` (``callback`` sees the final solve only).
+    method, backend, seed, callback, polish, **params
+        As for :func:`solver.mrf.solve_mrf`. ``callback`` sees the rounds' solves too (their
+        iterations numbered from 1 each; a reduced copy's with phase ``"model:..."``, as for
+        :func:`prepare`); its True ends the rounds and the run, the result then the stopped
+        solve's (status ``"cancelled"``).
     x0 : numpy.ndarray, optional
         A warm start of the final solve (a previous answer's ``x_continuous``); it takes the
         place of the rounds' own.
@@ -323,14 +340,14 @@ def segment(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
     admm = dict(polish=polish, backend=backend, **params) if method == "admm" else {}
     prep = prepare(image, strokes, k, rect=rect, hard=hard, lam=lam, beta=beta,
                    colour_model=colour_model, seed=seed, constraints=constraints, model=model,
-                   rounds=rounds, method=method, previous=previous, stop=stop, **admm)
+                   rounds=rounds, method=method, previous=previous, callback=callback, **admm)
     rounds_done = prep.results
     if prep.stopped and rounds_done:
         res, rounds_done = rounds_done[-1], rounds_done[:-1]
     elif method == "admm":
         res = solve_mrf(prep.problem, "admm", backend=backend, seed=seed,
                         x0=prep.x0 if x0 is None else x0, callback=callback, polish=polish,
-                        stop=stop, **params)
+                        **params)
     else:
         res = solve_mrf(prep.problem, method)
     history, offset = [], 0

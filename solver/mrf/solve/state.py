@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -12,13 +13,18 @@ from solver.admm.records import ADMMResult, IterationRecord, IterationState, con
 
 @dataclass
 class MRFIterationState:
-    """What a ``solve_mrf`` callback receives each ADMM iteration (energies in MRF units).
+    """What a ``solve_mrf`` callback receives: each ADMM iteration, and each polish stage as it
+    starts and between the rounds of its relaxations (energies in MRF units).
 
     With coarse-to-fine solving, iterations are numbered across levels and every quantity refers
     to the full image: a coarse labelling copied to its pixels has exactly the coarse energy.
 
     Attributes
     ----------
+    phase : str
+        ``"admm"`` for an iteration; ``"polish:<stage>"`` within the polish
+        (:data:`solver.mrf.polish.stages.STAGES`; a coarse level's polish too), where the
+        other fields hold the last iteration's values (that level's).
     iteration, max_iter : int
     energy_continuous : float
         ``lam x'(I⊗L)x + d'x`` of the continuous iterate.
@@ -44,6 +50,7 @@ class MRFIterationState:
     max_iter_total: int | None = None
     reference_energy: float | None = None
     reference_bound: float | None = None
+    phase: str = "admm"
 
     iteration = property(lambda self: self.inner.record.iteration + self.offset)
     energy_continuous = property(lambda self: self.inner.record.objective)
@@ -108,9 +115,48 @@ class MRFIterationState:
             out[name] = _values_at(solver, vec, pixels).reshape(rows.size, cols.size, -1)
         return out
 
-    def request_stop(self) -> None:
-        """Stop after this iteration."""
-        self.inner.request_stop()
+
+class CallbackChannel:
+    """A solve's one callback as the three hooks its parts call: each ADMM iteration
+    (:meth:`iteration`), each polish stage as it starts (:meth:`stage`) and the polish's polls
+    between the rounds of its relaxations (:meth:`stopped`). The callback's True, at any of
+    them, is the one way to stop a solve: ADMM ends after that iteration, the polish at its
+    next poll.
+
+    Parameters
+    ----------
+    callback : callable
+        ``callback(state)`` with an :class:`MRFIterationState`; True stops.
+    """
+
+    def __init__(self, callback: Callable[[MRFIterationState], bool | None]) -> None:
+        self.callback = callback
+        self.last: MRFIterationState | None = None
+        self.phase = "admm"
+        self.stop = False
+
+    def iteration(self, state: MRFIterationState) -> bool:
+        """An ADMM iteration: the callback's answer (True: stop)."""
+        self.last, self.phase = state, "admm"
+        return self._ask(state)
+
+    def stage(self, name: str) -> None:
+        """A polish stage starts: the callback sees the last iteration's state with its name
+        as the phase (none before any iteration)."""
+        self.phase = f"polish:{name}"
+        self.stopped()
+
+    def stopped(self) -> bool:
+        """The polish's poll: whether the callback has asked to stop, asking it again with
+        the current phase."""
+        if not self.stop and self.last is not None:
+            self._ask(replace(self.last, phase=self.phase))
+        return self.stop
+
+    def _ask(self, state: MRFIterationState) -> bool:
+        if self.callback(state):
+            self.stop = True
+        return self.stop
 
 
 def _values_at(solver: Any, vec: np.ndarray, pixels: np.ndarray) -> np.ndarray:
