@@ -87,6 +87,25 @@ def add_columns(indptr, indices, data, g, changed, signs, scratch):  # pragma: n
 
 
 @jit
+def _read_pair(indptr, indices, data, v, i, j, tables):  # pragma: no cover
+    """Fill the tables' entries of matched rows ``i`` and ``j``, both ways.
+
+    ``v`` holds the variables ``((i,a), (i,b), (j,a), (j,b))`` for partners ``a`` of ``i``
+    and ``b`` of ``j``; ``tables`` is ``(pair, same, rowp, colp)``.
+    """
+    va, vib, vja, vb = v
+    pair, same, rowp, colp = tables
+    pair[i, j] = _entry(indptr, indices, data, vib, vja)
+    pair[j, i] = _entry(indptr, indices, data, vja, vib)
+    same[i, j] = _entry(indptr, indices, data, va, vb)
+    same[j, i] = _entry(indptr, indices, data, vb, va)
+    rowp[i, j] = _entry(indptr, indices, data, vib, va)
+    rowp[j, i] = _entry(indptr, indices, data, vja, vb)
+    colp[i, j] = _entry(indptr, indices, data, vib, vb)
+    colp[j, i] = _entry(indptr, indices, data, vja, va)
+
+
+@jit
 def _refresh(indptr, indices, data, partner, sr, sc, i, pair, same, rowp, colp,
              near):  # pragma: no cover
     """Read again the tables' entries that depend on row ``i``'s partner.
@@ -106,17 +125,8 @@ def _refresh(indptr, indices, data, partner, sr, sc, i, pair, same, rowp, colp,
         b = partner[j]
         if b < 0 or j == i:
             continue
-        vb = j * sr + b * sc
-        vib = i * sr + b * sc
-        vja = j * sr + a * sc
-        pair[i, j] = _entry(indptr, indices, data, vib, vja)
-        pair[j, i] = _entry(indptr, indices, data, vja, vib)
-        same[i, j] = _entry(indptr, indices, data, va, vb)
-        same[j, i] = _entry(indptr, indices, data, vb, va)
-        rowp[i, j] = _entry(indptr, indices, data, vib, va)
-        rowp[j, i] = _entry(indptr, indices, data, vja, vb)
-        colp[i, j] = _entry(indptr, indices, data, vib, vb)
-        colp[j, i] = _entry(indptr, indices, data, vja, va)
+        _read_pair(indptr, indices, data, (i * sr + a * sc, i * sr + b * sc, j * sr + a * sc,
+                                           j * sr + b * sc), i, j, (pair, same, rowp, colp))
 
 
 @jit
@@ -150,17 +160,8 @@ def descend(indptr, indices, data, diag, g, partner, n2, sr, sc, tol,
             b = partner[j]
             if b < 0:
                 continue
-            vb = j * sr + b * sc
-            vib = i * sr + b * sc
-            vja = j * sr + a * sc
-            pair[i, j] = _entry(indptr, indices, data, vib, vja)
-            pair[j, i] = _entry(indptr, indices, data, vja, vib)
-            same[i, j] = _entry(indptr, indices, data, va, vb)
-            same[j, i] = _entry(indptr, indices, data, vb, va)
-            rowp[i, j] = _entry(indptr, indices, data, vib, va)
-            rowp[j, i] = _entry(indptr, indices, data, vja, vb)
-            colp[i, j] = _entry(indptr, indices, data, vib, vb)
-            colp[j, i] = _entry(indptr, indices, data, vja, va)
+            _read_pair(indptr, indices, data, (va, i * sr + b * sc, j * sr + a * sc,
+                                               j * sr + b * sc), i, j, (pair, same, rowp, colp))
     rows = np.empty(n1, dtype=np.int64)
     free_rows = np.empty(n1, dtype=np.int64)
     free_cols = np.empty(n2, dtype=np.int64)

@@ -356,12 +356,12 @@ def test_polish_tries_pair_moves_for_more_than_two_labels_only(monkeypatch):
     from solver.mrf.polish import pipeline
 
     calls = []
-    real = pipeline._pair_moves_in_place  # (what the polish calls: 0-based, in place)
+    real = pipeline.pair_moves_into  # (what the polish calls: 0-based, in place)
 
     def counted(problem, lab, *args, **kw):
         calls.append(problem.k)
         return real(problem, lab, *args, **kw)
-    monkeypatch.setattr(pipeline, "_pair_moves_in_place", counted)
+    monkeypatch.setattr(pipeline, "pair_moves_into", counted)
     for k in (2, 3):
         image, _, strokes = _synthetic(0, k)
         p = build_problem(image, strokes, k)

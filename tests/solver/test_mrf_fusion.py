@@ -275,12 +275,12 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
 def test_final_polish_descends_on_the_label_counts_threshold_grid_and_size_cap(monkeypatch, k):
     from solver.mrf.polish import pipeline
     seen = []
-    real = pipeline._fuse_descents_in_place
+    real = pipeline.fuse_descents_into
 
     def spy(problem, lab, snapshots, thresholds, max_pixels=None, **kw):
         seen.append((tuple(thresholds), max_pixels))
         return real(problem, lab, snapshots, thresholds, max_pixels, **kw)
-    monkeypatch.setattr(pipeline, "_fuse_descents_in_place", spy)
+    monkeypatch.setattr(pipeline, "fuse_descents_into", spy)
     p = random_problem((16, 18), k=k, seed=1)
     snaps = [np.random.default_rng(2).dirichlet(np.ones(k), p.n)]
     options = PolishOptions(fusion=FusionOptions(descent_thresholds=(0.3, 0.7), descent_thresholds_multi=(0.4,),

@@ -37,7 +37,7 @@ def _spy(monkeypatch, name, log):
 def test_every_region_pass_gets_the_callers_options(monkeypatch):
     p, labels, weights = _case()
     log = []
-    _spy(monkeypatch, "_settle_in_place", log)
+    _spy(monkeypatch, "settle_regions_into", log)
     out = pipeline.polish_labels(p, labels, weights, options=CUSTOM)
     assert len(log) >= 2
     assert all(opts is CUSTOM for _, opts, _ in log)
@@ -71,7 +71,7 @@ def _fake_step(name, log, returns):
 
 
 @pytest.mark.parametrize("step, returns", [
-    ("_split_moves_in_place", 1), ("_fuse_descents_in_place", True),
+    ("split_moves_into", 1), ("fuse_descents_into", True),
     ("fuse_edge_snapped_into", True), ("fuse_level_sets_into", 3),
     ("fuse_tv_expansions_into", 2)])
 def test_each_step_that_changes_the_labels_is_followed_by_a_region_pass(monkeypatch, step,
@@ -81,19 +81,19 @@ def test_each_step_that_changes_the_labels_is_followed_by_a_region_pass(monkeypa
     next step (their regions can leave islands that only a region move removes)."""
     p, labels, weights = _case()
     log = []
-    quiet = {"_split_moves_in_place": 0, "_fuse_descents_in_place": False,
+    quiet = {"split_moves_into": 0, "fuse_descents_into": False,
              "fuse_edge_snapped_into": False, "fuse_level_sets_into": 0,
              "fuse_tv_expansions_into": 0}
     for name, none in quiet.items():  # every other step finds nothing
         monkeypatch.setattr(pipeline, name, _fake_step(name, log, returns) if name == step
                             else (lambda *a, _n=name, _v=none, **kw: log.append((_n, None, _v))
                                   or _v))
-    _spy(monkeypatch, "_settle_in_place", log)
+    _spy(monkeypatch, "settle_regions_into", log)
     pipeline.polish_labels(p, labels, weights, options=CUSTOM)
     names = [name for name, _, _ in log]
     at = names.index(step)
-    assert names[at + 1] == "_settle_in_place", names
-    assert all(opts is CUSTOM for name, opts, _ in log if name == "_settle_in_place")
+    assert names[at + 1] == "settle_regions_into", names
+    assert all(opts is CUSTOM for name, opts, _ in log if name == "settle_regions_into")
 
 
 @pytest.mark.parametrize("k, steps, room, runs", [
@@ -159,14 +159,14 @@ def test_descents_and_edge_snapping_give_way_to_the_tv_proposals_for_two_labels(
     fusion and the edge-snapped proposals; without the proposals, or for K > 2, both run."""
     p, labels, weights = _case(k=k)
     calls = []
-    for name in ("_fuse_descents_in_place", "fuse_edge_snapped_into"):
+    for name in ("fuse_descents_into", "fuse_edge_snapped_into"):
         monkeypatch.setattr(pipeline, name,
                             lambda *a, _n=name, **kw: calls.append(_n) or False)
     field = "iterations" if k == 2 else "expansion_iterations"
     opts = PolishOptions(tv=TVOptions(**{field: steps, "max_pixels": p.n + room,
                                          "only_binary": only}))
     out = pipeline.polish_labels(p, labels, weights, options=opts)
-    assert calls == ([] if skipped else ["_fuse_descents_in_place", "fuse_edge_snapped_into"])
+    assert calls == ([] if skipped else ["fuse_descents_into", "fuse_edge_snapped_into"])
     assert p.energy(out) <= p.energy(labels)
 
 

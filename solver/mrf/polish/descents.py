@@ -58,15 +58,15 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
         Regions taken.
     """
     lab = kernels.zero_based(labels)
-    moved = _fuse_descents_in_place(problem, lab, snapshots, thresholds, max_pixels, workspace)
+    moved = fuse_descents_into(problem, lab, snapshots, thresholds, max_pixels, workspace)
     return lab + 1, moved
 
 
-def _fuse_descents_in_place(problem: MRFProblem, lab: np.ndarray,
-                            snapshots: Sequence[Snapshot | np.ndarray],
-                            thresholds: Sequence[float] = THRESHOLDS,
-                            max_pixels: int | None = None,
-                            workspace: Workspace | None = None) -> int:
+def fuse_descents_into(problem: MRFProblem, lab: np.ndarray,
+                       snapshots: Sequence[Snapshot | np.ndarray],
+                       thresholds: Sequence[float] = THRESHOLDS,
+                       max_pixels: int | None = None,
+                       workspace: Workspace | None = None) -> int:
     """:func:`fuse_descents` on ``(n,)`` int64 0-based labels, changed in place; returns the
     number of regions taken."""
     fuse_into = descent_fuser(problem, lab, workspace)

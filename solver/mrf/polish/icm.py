@@ -46,12 +46,12 @@ def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
         ran out).
     """
     lab = kernels.zero_based(labels)
-    _icm_in_place(problem, lab, max_sweeps, None if since is None else kernels.zero_based(since))
+    icm_into(problem, lab, max_sweeps, None if since is None else kernels.zero_based(since))
     return kernels.one_based(lab, problem.shape)
 
 
-def _icm_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 30,
-                  since: np.ndarray | None = None) -> None:
+def icm_into(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 30,
+             since: np.ndarray | None = None) -> None:
     """:func:`icm` on ``(n,)`` int64 0-based labels, changed in place (``since`` 0-based too):
     the region moves' rounds, which work on such labels, skip four conversions of the image."""
     movable = problem.movable
@@ -89,12 +89,12 @@ def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10, *,
         ``(H, W)`` int32 labels with energy no higher than the input's.
     """
     lab = kernels.zero_based(labels)
-    _pair_moves_in_place(problem, lab, max_sweeps, lab.copy() if icm_optimal else None)
+    pair_moves_into(problem, lab, max_sweeps, lab.copy() if icm_optimal else None)
     return kernels.one_based(lab, problem.shape)
 
 
-def _pair_moves_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 10,
-                         before: np.ndarray | None = None) -> int:
+def pair_moves_into(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 10,
+                    before: np.ndarray | None = None) -> int:
     """:func:`pair_moves` on ``(n,)`` int64 0-based labels, changed in place; ``before``, if
     given, holds a copy of them that is an ICM fixed point (it is read, not kept). Returns the
     number of pairs moved."""
@@ -103,5 +103,5 @@ def _pair_moves_in_place(problem: MRFProblem, lab: np.ndarray, max_sweeps: int =
                                lab, movable, max_sweeps)
     log.debug("pair moves: %d", moved)
     if moved:
-        _icm_in_place(problem, lab, since=before)
+        icm_into(problem, lab, since=before)
     return moved

@@ -44,37 +44,9 @@ def _propose(indptr, indices, gw, geom, unary, lab, prop, apart, queue, size,
     """Set ``prop`` over the region to ``c``, its pixels beside a label apart from ``c`` (outside
     the region) to the cheapest label that may touch ``c`` and that neighbour; False when some
     pixel has no such label."""
-    k = unary.shape[1]
     for m in range(size):
         prop[queue[m]] = c
-    for m in range(size):
-        i = queue[m]
-        clash = False
-        _, flags_t = place(gw, geom, i)
-        for t in range(degree(indptr, gw, i)):
-            j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
-            if j >= 0 and prop[j] != c and apart[c, prop[j]]:
-                clash = True
-                break
-        if not clash:
-            continue
-        best, best_cost = -1, np.inf
-        for b in range(k):
-            if apart[b, c] or unary[i, b] >= best_cost:
-                continue
-            ok = True
-            _, flags_t = place(gw, geom, i)
-            for t in range(degree(indptr, gw, i)):
-                j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
-                if j >= 0 and prop[j] != c and apart[b, prop[j]]:
-                    ok = False
-                    break
-            if ok:
-                best, best_cost = b, unary[i, b]
-        if best < 0:
-            return False
-        prop[i] = best
-    return True
+    return _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size, c)
 
 
 @jit
@@ -231,33 +203,21 @@ def margin_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
 
 
 @jit
-def _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size):  # pragma: no cover
+def _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size,
+                avoid):  # pragma: no cover
     """Give each pixel of the region whose proposed label touches one apart from it the
-    cheapest label that touches none; False when some pixel has none."""
+    cheapest label that touches none (and, where ``avoid >= 0``, is not apart from ``avoid``);
+    False when some pixel has none. (A label is never apart from itself.)"""
     k = unary.shape[1]
     for m in range(size):
         i = queue[m]
-        clash = False
-        _, flags_t = place(gw, geom, i)
-        for t in range(degree(indptr, gw, i)):
-            j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
-            if j >= 0 and apart[prop[i], prop[j]]:
-                clash = True
-                break
-        if not clash:
+        if apart_ok(indptr, indices, gw, geom, prop, apart, i, prop[i]):
             continue
         best, best_cost = -1, np.inf
         for b in range(k):
-            if unary[i, b] >= best_cost:
+            if (avoid >= 0 and apart[b, avoid]) or unary[i, b] >= best_cost:
                 continue
-            ok = True
-            _, flags_t = place(gw, geom, i)
-            for t in range(degree(indptr, gw, i)):
-                j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
-                if j >= 0 and apart[b, prop[j]]:
-                    ok = False
-                    break
-            if ok:
+            if apart_ok(indptr, indices, gw, geom, prop, apart, i, b):
                 best, best_cost = b, unary[i, b]
         if best < 0:
             return False
@@ -304,7 +264,7 @@ def fuse_with_margin(indptr, indices, data, gw, geom, unary, two_lam, lab, movab
                     end += 1
         for m in range(end):
             prop[queue[m]] = c
-        keep = _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, end)
+        keep = _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, end, -1)
         if keep:
             net[:] = 0.0
             for m in range(end):

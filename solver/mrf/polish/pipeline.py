@@ -20,7 +20,7 @@ from solver.mrf.build.problem import MRFProblem, replace_problem
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.constrained import constrained_polish
-from solver.mrf.polish.descents import _fuse_descents_in_place
+from solver.mrf.polish.descents import fuse_descents_into
 from solver.mrf.polish.fusion import (
     Snapshot,
     Workspace,
@@ -28,9 +28,9 @@ from solver.mrf.polish.fusion import (
     fuse_closings_into,
     fuse_level_sets_into,
 )
-from solver.mrf.polish.icm import _icm_in_place, _pair_moves_in_place
+from solver.mrf.polish.icm import icm_into, pair_moves_into
 from solver.mrf.polish.local import fuse_local_expansions_into
-from solver.mrf.polish.regions import _settle_in_place, _split_moves_in_place
+from solver.mrf.polish.regions import settle_regions_into, split_moves_into
 from solver.mrf.polish.stages import StageClock
 from solver.mrf.polish.tv import fuse_tv_expansions_into, fuse_tv_into
 from solver.mrf.polish.watershed import fuse_edge_snapped_into
@@ -134,27 +134,27 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         return clock.stage(name, before if compare else None)
 
     def settle(since: np.ndarray | None) -> bool:
-        return _settle_in_place(problem, lab, icm_optimal=True, since=since, workspace=ws,
-                                options=options)
+        return settle_regions_into(problem, lab, icm_optimal=True, since=since, workspace=ws,
+                                   options=options)
 
     with stage("icm"):
-        _icm_in_place(problem, lab, since=None if since is None else kernels.zero_based(since))
+        icm_into(problem, lab, since=None if since is None else kernels.zero_based(since))
         if problem.k > 2 or options.pair_moves_binary:
             np.copyto(before, lab)
-            _pair_moves_in_place(problem, lab, before=before)
+            pair_moves_into(problem, lab, before=before)
     with stage("fill", compare=False) as took:
         for fill in (fuse_closings_into, fuse_boxes_into):
             np.copyto(before, lab)
             if fill(problem, lab, workspace=ws):
                 took()
-                _icm_in_place(problem, lab, since=before)
+                icm_into(problem, lab, since=before)
     with stage("regions"):
         settled = settle(None)
     if options.split and split and problem.k > 2:  # (region splits need a third label)
         with stage("split", compare=False) as took:
-            if _split_moves_in_place(problem, lab):
+            if split_moves_into(problem, lab):
                 took()
-                _icm_in_place(problem, lab, since=before)
+                icm_into(problem, lab, since=before)
                 settled = settle(before if settled else None)
     if len(snapshots):
         # built once for all rounds; dense weights as snapshots once, so every fusion sees
@@ -172,8 +172,8 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
         thresholds = (options.fusion.descent_thresholds if problem.k == 2
                       else options.fusion.descent_thresholds_multi)
         with stage("descent", compare=False) as took:
-            if _fuse_descents_in_place(problem, lab, snapshots, thresholds,
-                                       options.fusion.descent_max_pixels, workspace=ws):
+            if fuse_descents_into(problem, lab, snapshots, thresholds,
+                                  options.fusion.descent_max_pixels, workspace=ws):
                 took()
                 settled = settle(before if settled else None)
     if tv_runs:
@@ -190,7 +190,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                             backend=backend, gap=options.tv.expansion_gap,
                                             stop=stop)):
                 took()
-                _icm_in_place(problem, lab, since=before)
+                icm_into(problem, lab, since=before)
                 settled = settle(before if settled else None)
     local = (cells is not None and split and options.local.iterations > 0
              and (problem.k > 2 or (options.local.binary and not tv_runs)))
@@ -207,7 +207,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                           rounds=options.local.rounds, covered=covered,
                                           workspace=ws, stop=stop):
                 took()
-                _icm_in_place(problem, lab, since=before)
+                icm_into(problem, lab, since=before)
                 settled = settle(before if settled else None)
         return settled
 
@@ -237,7 +237,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
                                         workspace=ws) == 0:
                     break
                 took()
-                _icm_in_place(problem, lab, since=before)
+                icm_into(problem, lab, since=before)
                 settled = settle(before if settled else None)
     if local and options.local.again and not (stop is not None and stop()):
         resolve_runs(settled)  # (after the last fusion: around the runs it made)

@@ -16,7 +16,7 @@ from solver.mrf.options import PolishOptions
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import region_kernels
 from solver.mrf.polish.fusion import Workspace
-from solver.mrf.polish.icm import _icm_in_place
+from solver.mrf.polish.icm import icm_into
 
 log = logging.getLogger(__name__)
 
@@ -105,16 +105,16 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
         The last round moved nothing (False when ``max_rounds`` ran out first).
     """
     lab = kernels.zero_based(labels)
-    settled = _settle_in_place(problem, lab, max_rounds, icm_optimal=icm_optimal,
-                               since=None if since is None else kernels.zero_based(since),
-                               workspace=workspace, options=options)
+    settled = settle_regions_into(problem, lab, max_rounds, icm_optimal=icm_optimal,
+                                  since=None if since is None else kernels.zero_based(since),
+                                  workspace=workspace, options=options)
     return kernels.one_based(lab, problem.shape), settled
 
 
-def _settle_in_place(problem: MRFProblem, lab: np.ndarray, max_rounds: int = 10, *,
-                     icm_optimal: bool = False, since: np.ndarray | None = None,
-                     workspace: Workspace | None = None,
-                     options: PolishOptions = _DEFAULT) -> bool:
+def settle_regions_into(problem: MRFProblem, lab: np.ndarray, max_rounds: int = 10, *,
+                        icm_optimal: bool = False, since: np.ndarray | None = None,
+                        workspace: Workspace | None = None,
+                        options: PolishOptions = _DEFAULT) -> bool:
     """:func:`settle_regions` on ``(n,)`` int64 0-based labels, changed in place (``since``
     0-based too, read only); returns ``settled``."""
     k = problem.k
@@ -145,7 +145,7 @@ def _settle_in_place(problem: MRFProblem, lab: np.ndarray, max_rounds: int = 10,
         if moved == 0:
             settled = True
             break
-        _icm_in_place(problem, lab, since=before)
+        icm_into(problem, lab, since=before)
         icm_optimal = True
     log.debug("region moves: %d regions moved", moved_total)
     return settled
@@ -170,12 +170,12 @@ def split_moves(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
         Regions re-split.
     """
     lab = kernels.zero_based(labels)
-    moved = _split_moves_in_place(problem, lab, min_size, sweeps)
+    moved = split_moves_into(problem, lab, min_size, sweeps)
     return kernels.one_based(lab, problem.shape), moved
 
 
-def _split_moves_in_place(problem: MRFProblem, lab: np.ndarray, min_size: int = 16,
-                          sweeps: int = 10) -> int:
+def split_moves_into(problem: MRFProblem, lab: np.ndarray, min_size: int = 16,
+                     sweeps: int = 10) -> int:
     """:func:`split_moves` on ``(n,)`` int64 0-based labels, changed in place; returns the
     number of regions re-split."""
     hard = np.asarray(problem.hard).ravel()

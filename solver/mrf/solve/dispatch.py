@@ -103,14 +103,6 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         in for the coarser answer (only a band round its boundaries is solved again).
     options : SolveOptions
         The switches of early fixing, coarse to fine and the polish (:mod:`solver.mrf.options`).
-    callback : callable, optional
-        ``callback(state)`` with an :class:`MRFIterationState`: each ADMM iteration
-        (``state.phase == "admm"``), and within the polish (every polish: a coarse level's
-        too) as each stage starts and between the rounds of its relaxations
-        (``"polish:<stage>"``, :data:`solver.mrf.polish.stages.STAGES`). Return True to stop,
-        the one way to: after that iteration (no polish follows) or at the polish's next poll,
-        with the labels polished so far and status ``"cancelled"``. The other methods have no
-        iterations and do not call it.
     **params
         :class:`solver.ADMMParams` fields. Without ``rho_growth`` and ``rho0``, a problem solved
         whole with at most ``whole_max`` pixels (and the coarsest level) uses the slower
