@@ -13,7 +13,7 @@ import numpy as np
 from scipy.ndimage import gaussian_filter
 
 from solver.mrf.build.checks import RECT_BACKGROUND, RECT_OBJECT
-from solver.mrf.build.gmm import GaussianMixtureModel, as_samples
+from solver.mrf.build.gmm import DensityModel, GaussianMixtureModel, as_samples
 from solver.names import COLOUR_MODELS
 from solver.mrf.build.graph import image_to_float
 
@@ -38,7 +38,7 @@ class ColourModel(Protocol):
         """``-log p(c)`` for ``(m, C)`` colours."""
 
 
-class HistogramModel:
+class HistogramModel(DensityModel):
     """Smoothed colour histogram density on ``[0, 1]^C``.
 
     Parameters
@@ -88,27 +88,10 @@ class HistogramModel:
         smooth += self.floor
         prob = smooth / smooth.sum()
         self.log_density_ = np.log(prob).ravel() + c * np.log(self.bins)  # per unit volume
-        self._channels = c
+        self.channels_ = c
         return self
 
-    def neg_log_likelihood(self, colours: np.ndarray) -> np.ndarray:
-        """Negative log density ``-log p(c)`` of each colour row.
-
-        Parameters
-        ----------
-        colours : numpy.ndarray
-            ``(m, C)`` colours.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(m,)`` float64.
-        """
-        if self.log_density_ is None:
-            raise ValueError("HistogramModel is not fitted")
-        x = as_samples(colours)
-        if x.shape[1] != self._channels:
-            raise ValueError(f"expected {self._channels} colour channels, got {x.shape[1]}")
+    def _neg_log_likelihood(self, x: np.ndarray) -> np.ndarray:
         return -self.log_density_[self._bin_index(x)]
 
 

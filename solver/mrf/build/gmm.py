@@ -54,7 +54,42 @@ def _kmeans(x: np.ndarray, g: int, rng: np.random.Generator, iters: int = 10) ->
     return kmeans_assign(x, centres, iters)
 
 
-class GaussianMixtureModel:
+class DensityModel:
+    """A colour density fitted to samples; subclasses fit it (setting ``channels_``) and
+    evaluate it on checked colours (``_neg_log_likelihood``)."""
+
+    channels_: int | None = None
+
+    def _neg_log_likelihood(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def neg_log_likelihood(self, colours: np.ndarray) -> np.ndarray:
+        """Negative log density ``-log p(c)`` of each colour row.
+
+        Parameters
+        ----------
+        colours : numpy.ndarray
+            ``(m, C)`` colours, ``C`` the channels the model was fitted on.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(m,)`` float64.
+
+        Raises
+        ------
+        ValueError
+            The model is not fitted, or the colours have another number of channels.
+        """
+        if self.channels_ is None:
+            raise ValueError(f"{type(self).__name__} is not fitted")
+        x = np.ascontiguousarray(as_samples(colours))
+        if x.shape[1] != self.channels_:
+            raise ValueError(f"expected {self.channels_} colour channels, got {x.shape[1]}")
+        return self._neg_log_likelihood(x)
+
+
+class GaussianMixtureModel(DensityModel):
     """Full-covariance Gaussian mixture fitted by k-means and a few EM iterations.
 
     Parameters
@@ -124,27 +159,11 @@ class GaussianMixtureModel:
             resp = gmm_responsibilities(x, self.means_, factors[0], self._log_norm(factors,
                                                                                    x.shape[1]))
             self._set_params(x, resp)
+        self.channels_ = x.shape[1]
         logger.debug("GMM fitted: %d samples, %d components", x.shape[0], g)
         return self
 
-    def neg_log_likelihood(self, colours: np.ndarray) -> np.ndarray:
-        """Negative log density ``-log p(c)`` of each colour row.
-
-        Parameters
-        ----------
-        colours : numpy.ndarray
-            ``(m, C)`` colours.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(m,)`` float64.
-        """
-        if self.means_ is None:
-            raise ValueError("GaussianMixtureModel is not fitted")
-        x = np.ascontiguousarray(as_samples(colours))
-        if x.shape[1] != self.means_.shape[1]:
-            raise ValueError(f"expected {self.means_.shape[1]} colour channels, got {x.shape[1]}")
+    def _neg_log_likelihood(self, x: np.ndarray) -> np.ndarray:
         factors = self._cholesky()
         # one compiled pass per pixel (no (G, m, C) numpy temporaries)
         return threaded(gmm_neg_log_likelihood, x, np.ascontiguousarray(self.means_),
