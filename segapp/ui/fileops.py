@@ -13,6 +13,7 @@ import io
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import cv2
@@ -548,17 +549,11 @@ class FileOpsMixin:
             return False
         from segapp.core.formats import check_label_path
         from segapp.core.io import save_labels
-        try:
-            check_label_path(Path(path).name)
-            self._check_output(path, "labels")
-            save_labels(path, self.outcome.labels, palette=palette,
-                        k=self._outcome_k() if palette else None)
-        except FILE_ERRORS as exc:
-            self.error("Cannot save labels", error_sentence(exc, path))
-            return False
-        what = "colour-coded labels" if palette else "labels"
-        self.statusBar().showMessage(f"Saved {what} to {Path(path).name}", 5000)
-        return True
+        return self._export(
+            path, "labels", lambda: save_labels(path, self.outcome.labels, palette=palette,
+                                                k=self._outcome_k() if palette else None),
+            "Cannot save labels", check=check_label_path,
+            saved=f"Saved {'colour-coded labels' if palette else 'labels'} to {Path(path).name}")
 
     def save_cutout(self, path: str | None = None, labels: list[int] | None = None,
                     feather_px: float | None = None) -> bool:
@@ -591,20 +586,32 @@ class FileOpsMixin:
             return False
         from segapp.core.formats import check_cutout_path
         from segapp.core.io import save_cutout
+        names = ", ".join(str(j) for j in labels)
+        edge = f", soft edge {feather_px:g} px" if feather_px else ""
+        return self._export(
+            path, "cut-out", lambda: save_cutout(path, self.doc.image, self.outcome.labels,
+                                                 labels, feather_px or 0.0),
+            "Cannot export the cut-out", check=check_cutout_path,
+            saved=f"Saved the cut-out of label{'s' if len(labels) > 1 else ''} {names}{edge} "
+                  f"to {Path(path).name}")
+
+    def _export(self, path: str, what: str, write: Callable[[], object], failed: str, *,
+                check: Callable[[str], object] | None = None, saved: str | None = None) -> bool:
+        """Write one export: ``check`` (the file name's format) and the output check (never the
+        open photo or session, nor a folder) first, then ``write()``, which writes atomically.
+        A failure is shown in a dialog titled ``failed`` in one sentence; a success in the
+        status bar (``saved``, or "Saved <what> to <name>"). Returns whether it was written."""
         try:
-            check_cutout_path(Path(path).name)
-            self._check_output(path, "cut-out")
-            save_cutout(path, self.doc.image, self.outcome.labels, labels, feather_px or 0.0)
+            if check is not None:
+                check(Path(path).name)
+            self._check_output(path, what)
+            write()
         except (*FILE_ERRORS, MemoryError) as exc:
             message = ("there is not enough memory for it" if isinstance(exc, MemoryError)
                        else error_sentence(exc, path))
-            self.error("Cannot export the cut-out", message)
+            self.error(failed, message)
             return False
-        names = ", ".join(str(j) for j in labels)
-        edge = f", soft edge {feather_px:g} px" if feather_px else ""
-        self.statusBar().showMessage(
-            f"Saved the cut-out of label{'s' if len(labels) > 1 else ''} {names}{edge} to "
-            f"{Path(path).name}", 5000)
+        self.statusBar().showMessage(saved or f"Saved {what} to {Path(path).name}", 5000)
         return True
 
     def _outcome_k(self) -> int:
@@ -649,16 +656,11 @@ class FileOpsMixin:
             return False
         from segapp.core.formats import check_image_path
         from segapp.core.io import save_overlay
-        try:
-            check_image_path(Path(path).name, "overlay")
-            self._check_output(path, "overlay")
-            save_overlay(path, self.doc.image, self.outcome.labels,
-                         alpha=self.results_panel.opacity.value() / 100)
-        except FILE_ERRORS as exc:
-            self.error("Cannot save overlay", error_sentence(exc, path))
-            return False
-        self.statusBar().showMessage(f"Saved overlay to {Path(path).name}", 5000)
-        return True
+        alpha = self.results_panel.opacity.value() / 100
+        return self._export(
+            path, "overlay", lambda: save_overlay(path, self.doc.image, self.outcome.labels,
+                                                  alpha=alpha),
+            "Cannot save overlay", check=lambda name: check_image_path(name, "overlay"))
 
     def save_history(self, path: str | None = None) -> bool:
         """Save the energy history of the last run as CSV, atomically (a failure leaves any
@@ -680,14 +682,9 @@ class FileOpsMixin:
         ref = self.outcome.reference_energy
         for r in self.outcome.history:
             w.writerow([getattr(r, c) for c in cols] + ["" if ref is None else ref])
-        try:
-            self._check_output(path, "energy history")
-            write_atomic(path, buf.getvalue().encode("utf-8"))
-        except FILE_ERRORS as exc:
-            self.error("Cannot save history", error_sentence(exc, path))
-            return False
-        self.statusBar().showMessage(f"Saved energy history to {Path(path).name}", 5000)
-        return True
+        return self._export(path, "energy history",
+                            lambda: write_atomic(path, buf.getvalue().encode("utf-8")),
+                            "Cannot save history")
 
     # ---------------------------------------------------------------- autosave
     _autosave = None
