@@ -35,7 +35,7 @@ _WHERE = {
     "MRFADMM": "solver.mrf.solve.reduction",
     "MRFIterationState": "solver.mrf.solve.state",
     "MRFProblem": "solver.mrf.build.problem",
-    "MRFResult": "solver.mrf.solve.state",
+    "MRFResult": "solver.mrf.result",
     "PolishOptions": "solver.mrf.options",
     "FusionOptions": "solver.mrf.options",
     "TVOptions": "solver.mrf.options",

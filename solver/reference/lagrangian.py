@@ -22,10 +22,11 @@ import numpy as np
 
 from solver.mrf.polish.constrained import repair
 from solver.reference._grid import binary_grid_cut
-from solver.reference.parametric import ConstrainedReference
+from solver.reference.parametric import answer
 
 if TYPE_CHECKING:
     from solver.mrf.build.problem import MRFProblem
+    from solver.mrf.result import MRFResult
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ def _swap_move(problem: MRFProblem, unary: np.ndarray, labels: np.ndarray, a: in
     return out
 
 
-def lagrangian_swap(problem: MRFProblem) -> ConstrainedReference:
+def lagrangian_swap(problem: MRFProblem) -> MRFResult:
     """The best feasible labelling Lagrangian αβ-swap finds (see the module docstring).
 
     Parameters
@@ -75,7 +76,7 @@ def lagrangian_swap(problem: MRFProblem) -> ConstrainedReference:
 
     Returns
     -------
-    ConstrainedReference
+    MRFResult
         ``bound`` is None (none is proven), ``optimal`` False; ``feasible`` False when no
         round met every constraint (the labels are then the last round's).
     """
@@ -124,6 +125,5 @@ def lagrangian_swap(problem: MRFProblem) -> ConstrainedReference:
     feasible = problem.feasible(best[1])
     log.info("Lagrangian swap: energy %.6g (feasible: %s) in %.3f s", best[0], feasible,
              time.perf_counter() - t0)
-    return ConstrainedReference(np.asarray(best[1]).reshape(problem.shape).astype(np.int32),
-                                float(best[0]), None, False, "Lagrangian αβ-swap (best effort)",
-                                time.perf_counter() - t0, feasible)
+    return answer(problem, best[1], best[0], None, "expansion",
+                  "Lagrangian αβ-swap (best effort)", t0)

@@ -14,6 +14,7 @@ from solver.backend import CPU
 
 if TYPE_CHECKING:
     from solver.mrf.build.problem import MRFProblem
+    from solver.mrf.result import MRFResult
 
 __all__ = ["lp_relaxation", "lp_with_area", "project_simplex_rows"]
 
@@ -110,7 +111,7 @@ def lp_relaxation(
     return labels.reshape(problem.shape), x
 
 
-def lp_with_area(problem: "MRFProblem", *, max_iter: int = 5000, tol: float = 1e-6):
+def lp_with_area(problem: "MRFProblem", *, max_iter: int = 5000, tol: float = 1e-6) -> "MRFResult":
     """The K = 2 relaxation with area bounds: label 1's weights ``t`` in the box with its
     weighted sum bounded (:class:`solver.admm.sums.BoxWithSums`), solved by FISTA, then
     rounded to the pixels of largest weight that fit the bounds.
@@ -120,10 +121,10 @@ def lp_with_area(problem: "MRFProblem", *, max_iter: int = 5000, tol: float = 1e
 
     Returns
     -------
-    ConstrainedReference
+    MRFResult
         ``bound`` is the relaxed objective at FISTA's last iterate.
     """
-    from solver.reference.parametric import ConstrainedReference, area_bounds_k2  # noqa: PLC0415
+    from solver.reference.parametric import answer, area_bounds_k2  # noqa: PLC0415
 
     t0 = time.perf_counter()
     lap, lam, d, hard = problem.laplacian, problem.lam, problem.unary, problem.hard
@@ -153,7 +154,4 @@ def lp_with_area(problem: "MRFProblem", *, max_iter: int = 5000, tol: float = 1e
     energy = problem.energy(labels)
     logger.debug("lp_with_area: %d iterations, relaxed %.6g, rounded %.6g", iters, relaxed,
                  energy)
-    return ConstrainedReference(labels.reshape(problem.shape), energy, relaxed,
-                                abs(energy - relaxed) <= 1e-9 * max(1.0, abs(energy)),
-                                "relaxation with area bounds", time.perf_counter() - t0,
-                                problem.feasible(labels))
+    return answer(problem, labels, energy, relaxed, "lp", "relaxation with area bounds", t0)

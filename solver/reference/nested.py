@@ -21,11 +21,12 @@ import maxflow
 import numpy as np
 
 from solver.reference._grid import _direction_masks
-from solver.reference.parametric import ConstrainedReference
+from solver.reference.parametric import answer
 
 if TYPE_CHECKING:
     from solver.mrf.build.constraints import LevelConstraints
     from solver.mrf.build.problem import MRFProblem
+    from solver.mrf.result import MRFResult
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ def nesting_roles(level: LevelConstraints | None) -> tuple[int, int, int] | None
     return a + 1, 3 - a - b + 1, b + 1
 
 
-def nested_mincut(problem: MRFProblem) -> ConstrainedReference:
+def nested_mincut(problem: MRFProblem) -> MRFResult:
     """The optimal labelling of a nesting problem (see the module docstring).
 
     Parameters
@@ -58,7 +59,7 @@ def nested_mincut(problem: MRFProblem) -> ConstrainedReference:
 
     Returns
     -------
-    ConstrainedReference
+    MRFResult
         Optimal labels; ``bound`` is their energy.
     """
     t0 = time.perf_counter()
@@ -105,5 +106,4 @@ def nested_mincut(problem: MRFProblem) -> ConstrainedReference:
     labels[seg[0] & seg[1]] = inner
     energy = problem.energy(labels)
     log.info("layered min-cut: energy %.6g in %.3f s", energy, time.perf_counter() - t0)
-    return ConstrainedReference(labels.reshape(problem.shape), energy, energy, True,
-                                "layered min-cut (nesting)", time.perf_counter() - t0)
+    return answer(problem, labels, energy, energy, "mincut", "layered min-cut (nesting)", t0)

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from solver.admm.records import CONVERGED
 from solver.mrf.polish.constrained import settle_feasible
+from solver.mrf.result import MRFResult
 from solver.reference._grid import binary_grid_cut
 
 if TYPE_CHECKING:
@@ -37,35 +38,35 @@ log = logging.getLogger(__name__)
 MAX_CUTS = 40
 
 
-@dataclass(frozen=True)
-class ConstrainedReference:
-    """What a constrained yardstick found.
+def answer(problem: MRFProblem, labels: np.ndarray, energy: float, bound: float | None,
+           method: str, detail: str, t0: float) -> MRFResult:
+    """A constrained yardstick's answer, as every solve gives one (:class:`MRFResult`).
 
-    Attributes
+    Parameters
     ----------
+    problem : MRFProblem
     labels : numpy.ndarray
-        ``(H, W)`` int32 labels (satisfying every constraint when ``feasible``).
+        The labels found, any shape of ``problem.n`` values in 1..K.
     energy : float
         Their energy.
     bound : float or None
-        A lower bound on the constrained optimum, where the method proves one.
-    optimal : bool
-        Whether ``labels`` is proven optimal (its energy equals the bound).
-    method : str
-        What produced it, for reports and plots.
-    time_s : float
-    feasible : bool
-        Whether ``labels`` satisfies every constraint (a best-effort method may fail to find
-        such labels, and says so here).
-    """
+        A lower bound on the constrained optimum, where the method proves one (the result is
+        ``optimal`` when the energy meets it).
+    method, detail : str
+        The :func:`solver.mrf.solve_mrf` method it stands for, and what it ran.
+    t0 : float
+        ``time.perf_counter()`` at the start.
 
-    labels: np.ndarray | None
-    energy: float
-    bound: float | None
-    optimal: bool
-    method: str
-    time_s: float
-    feasible: bool = True
+    Returns
+    -------
+    MRFResult
+        Its ``constraints`` say whether each holds (``feasible``).
+    """
+    elapsed = time.perf_counter() - t0
+    labels = np.asarray(labels, dtype=np.int32).reshape(problem.shape)
+    return MRFResult(labels, float(energy), method, "cpu", 0, elapsed, CONVERGED,
+                     constraints=problem.constraint_report(labels),
+                     bound=None if bound is None else float(bound), detail=detail)
 
 
 def area_bounds_k2(problem: MRFProblem) -> tuple[float, float]:
@@ -84,7 +85,7 @@ def _cut(problem: MRFProblem, mu: float) -> np.ndarray:
     return np.where(sink, 2, 1).astype(np.int32)
 
 
-def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
+def parametric_mincut(problem: MRFProblem) -> MRFResult:
     """The best labelling of a K = 2 problem within its area bounds that a search over the
     Lagrange multiplier finds, and the Lagrangian lower bound (see the module docstring).
 
@@ -95,7 +96,7 @@ def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
 
     Returns
     -------
-    ConstrainedReference
+    MRFResult
     """
     t0 = time.perf_counter()
     c = problem.constraints
@@ -128,8 +129,7 @@ def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
 
     a0 = visit(0.0)
     if lo - 1e-9 <= a0 <= hi + 1e-9:
-        return ConstrainedReference(best[1].reshape(problem.shape), best[0], best[0], True,
-                                    "parametric min-cut", time.perf_counter() - t0)
+        return answer(problem, best[1], best[0], best[0], "mincut", "parametric min-cut", t0)
     sign = 1.0 if a0 > hi else -1.0  # grow mu to shrink label 1, or below zero to grow it
     inside = (lambda a: a <= hi) if sign > 0 else (lambda a: a >= lo)
     near, far = 0.0, sign
@@ -155,10 +155,7 @@ def parametric_mincut(problem: MRFProblem) -> ConstrainedReference:
     if best[1] is None:  # (the moves ran out: only on contrived hard constraints)
         lab = settle_feasible(problem, outside[min(outside, key=lambda a: min(abs(a - lo),
                                                                             abs(a - hi)))])
-        return ConstrainedReference(lab, problem.energy(lab), float(bound), False,
-                                    "parametric min-cut", time.perf_counter() - t0,
-                                    feasible=problem.feasible(lab))
+        return answer(problem, lab, problem.energy(lab), bound, "mincut", "parametric min-cut",
+                      t0)
     log.info("parametric min-cut: %d cuts, energy %.6g, bound %.6g", cuts, best[0], bound)
-    return ConstrainedReference(best[1].reshape(problem.shape).astype(np.int32), float(best[0]),
-                                float(bound), optimal, "parametric min-cut",
-                                time.perf_counter() - t0)
+    return answer(problem, best[1], best[0], bound, "mincut", "parametric min-cut", t0)

@@ -269,6 +269,36 @@ def test_the_parametric_min_cut_bounds_and_meets_the_constrained_optimum(seed):
             assert ref.energy == pytest.approx(best, abs=1e-9)
 
 
+@pytest.mark.parametrize("method, k, constraints, detail", [
+    ("mincut", 2, Constraints(area=(AreaBound(1, 4, 6, "px"),)), "parametric min-cut"),
+    ("lp", 2, Constraints(area=(AreaBound(1, 4, 6, "px"),)), "LP relaxation with area bounds"),
+    ("mincut", 3, Constraints(apart=((1, 3),)), "layered min-cut"),
+    ("expansion", 3, Constraints(apart=((1, 3),)), "Lagrangian αβ-swap (best effort)"),
+])
+def test_a_constrained_yardstick_answers_in_the_one_result_type(method, k, constraints, detail):
+    """The constrained yardsticks return an MRFResult, as ADMM does: the front door's method,
+    what ran in ``detail``, the bound and each constraint's report (``feasible``), ``optimal``
+    only where the energy meets a bound."""
+    from solver.mrf import MRFResult
+
+    p = _tiny((3, 4), k, 1, constraints)
+    best, _ = brute(p)
+    res = solve_mrf(p, method)
+    assert type(res) is MRFResult and res.method == method and res.detail == detail
+    assert res.labels.shape == p.shape and res.labels.dtype == np.int32
+    assert res.energy == pytest.approx(p.energy(res.labels))
+    assert res.feasible == p.feasible(res.labels) and len(res.constraints) >= 1
+    if res.bound is not None:
+        assert res.bound <= best + 1e-6
+    assert res.optimal == (res.bound is not None
+                           and abs(res.energy - res.bound) <= 1e-9 * max(1.0, abs(res.energy)))
+    if res.optimal:
+        assert res.energy == pytest.approx(best, abs=1e-9)
+    report = res.as_dict()
+    assert report["method"] == method and report["detail"] == detail
+    assert report["bound"] == res.bound and report["feasible"] == res.feasible
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_the_layered_min_cut_is_the_nesting_optimum(seed):

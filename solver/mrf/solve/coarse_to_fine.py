@@ -28,7 +28,7 @@ from solver.mrf.polish.regions import settle_regions
 from solver.mrf.polish.stages import StageReport
 from solver.mrf.solve.pyramid import fix_outside, pyramid, undecided_band
 from solver.mrf.solve.reduction import MRFADMM, label_weights
-from solver.mrf.solve.state import MRFResult
+from solver.mrf.result import MRFResult
 
 log = logging.getLogger(__name__)
 

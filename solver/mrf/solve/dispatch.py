@@ -18,7 +18,8 @@ from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.solve.coarse_to_fine import slow_schedule, solve_coarse_to_fine
 from solver.mrf.solve.reduction import MRFADMM
-from solver.mrf.solve.state import CallbackChannel, MRFIterationState, MRFResult
+from solver.mrf.result import MRFResult
+from solver.mrf.solve.state import CallbackChannel, MRFIterationState
 from solver.names import METHODS
 from solver.reference import alpha_expansion, lp_relaxation, mincut
 from solver.reference.lagrangian import lagrangian_swap
@@ -221,7 +222,4 @@ def _constrained_yardstick(problem: MRFProblem, method: str) -> MRFResult:
     ref = {"parametric min-cut": parametric_mincut, "layered min-cut": nested_mincut,
            "Lagrangian αβ-swap (best effort)": lagrangian_swap,
            "LP relaxation with area bounds": lp_with_area}[variant](problem)
-    labels = np.asarray(ref.labels, dtype=np.int32).reshape(problem.shape)
-    return MRFResult(labels, float(ref.energy), method, "cpu", 0, ref.time_s, CONVERGED,
-                     constraints=problem.constraint_report(labels), bound=ref.bound,
-                     detail=variant)
+    return replace(ref, method=method, detail=variant)

@@ -53,7 +53,8 @@ from solver.mrf.solve.early_fixing import (
     settled,
     variable_rows,
 )
-from solver.mrf.solve.state import MRFIterationState, MRFResult
+from solver.mrf.result import MRFResult
+from solver.mrf.solve.state import MRFIterationState
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from solver.mrf.build.problem import MRFProblem, build_problem
 from solver.mrf.options import DEFAULT_LAMBDA, DEFAULT_MODEL, ModelOptions
 from solver.mrf.solve.dispatch import solve_mrf
 from solver.mrf.solve.grabcut import reestimate
-from solver.mrf.solve.state import MRFResult
+from solver.mrf.result import MRFResult
 
 log = logging.getLogger(__name__)
 
