@@ -18,7 +18,7 @@ import numpy as np
 from segapp.core.isolated import IsolatedReference, PendingReference, ReferenceStopped
 from segapp.core.isolated import shared as shared_reference
 from segapp.core.memory import check_memory
-from solver.admm.records import IterationRecord, converged
+from solver.admm.records import IterationRecord
 from solver.backend import GPUUnavailableError, get_backend, gpu_errors
 from solver.mrf import (
     DEFAULT_LAMBDA,
@@ -34,6 +34,7 @@ from solver.mrf import (
     solve_mrf,
     yardstick_method,
 )
+from solver.mrf.result import Verdicts
 from solver.names import BACKENDS, COLOUR_MODELS, METHODS
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ class SegmentParams:
 
 
 @dataclass
-class SegmentationResult:
+class SegmentationResult(Verdicts):
     """What a segmentation produced.
 
     Attributes
@@ -194,16 +195,6 @@ class SegmentationResult:
     total_time_s: float | None = None
     rounds: int = 0
     stages: tuple = ()
-
-    @property
-    def feasible(self) -> bool:
-        """Whether every area bound and apart pair holds for ``labels``."""
-        return all(r.satisfied for r in self.constraints)
-
-    @property
-    def converged(self) -> bool:
-        """Whether the solve ended on its own terms (status converged or settled)."""
-        return converged(self.status)
 
     @property
     def gap(self) -> float | None:

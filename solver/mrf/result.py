@@ -13,11 +13,29 @@ import numpy as np
 
 from solver.admm.records import ADMMResult, IterationRecord, converged
 
-__all__ = ["MRFResult"]
+__all__ = ["MRFResult", "Verdicts"]
+
+
+class Verdicts:
+    """What an answer's ``constraints`` and ``status`` say: shared by :class:`MRFResult` and
+    the application's segmentation result, which hold both."""
+
+    constraints: list
+    status: str
+
+    @property
+    def feasible(self) -> bool:
+        """Whether every area bound and apart pair holds for ``labels``."""
+        return all(r.satisfied for r in self.constraints)
+
+    @property
+    def converged(self) -> bool:
+        """Whether the solve ended on its own terms (status converged or settled)."""
+        return converged(self.status)
 
 
 @dataclass
-class MRFResult:
+class MRFResult(Verdicts):
     """Outcome of :func:`solver.mrf.solve_mrf`.
 
     Attributes
@@ -108,14 +126,5 @@ class MRFResult:
         return self.bound is not None and abs(self.energy - self.bound) <= 1e-9 * max(
             1.0, abs(self.energy))
 
-    @property
-    def feasible(self) -> bool:
-        """Whether every area bound and apart pair holds for ``labels``."""
-        return all(r.satisfied for r in self.constraints)
-
-    @property
-    def converged(self) -> bool:
-        """Whether the solve ended on its own terms (status converged or settled)."""
-        return converged(self.status)
 
 
