@@ -34,7 +34,6 @@ included, the constrained one warm-started by its rounds) are recorded too. Writ
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import sys
@@ -267,17 +266,8 @@ def report(records: list[dict], settings: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Build the cases, run each, write JSON and Markdown."""
-    ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        epilog="Tune only on --split tuning; the held-out half is for checking what was kept.")
-    ap.add_argument("--max-pixels", type=float, default=3e5,
-                    help="largest case size (default 3e5; 1e6 adds the 1 MP rung)")
-    ap.add_argument("--split", choices=("tuning", "heldout", "both"), default="both")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the drawn inputs (default 0)")
-    ap.add_argument("--quick", action="store_true", help="four small images at 1e4 pixels")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"),
-                    help="folder for constrained_inputs.json and constrained_inputs.md")
-    ap.add_argument("--list", action="store_true", help="print the cases and exit")
+    ap = ri.half_parser(__doc__, "constrained_inputs", 3e5, "3e5; 1e6 adds the 1 MP rung",
+                        "four small images at 1e4 pixels")
     ap.add_argument("--merge", help="a constrained_inputs.json whose records of the other half "
                     "are kept beside this run's (each case's times are side by side anyway)")
     args = ap.parse_args(argv)

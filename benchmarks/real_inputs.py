@@ -641,22 +641,31 @@ def report(records: list[dict], settings: dict) -> str:
             f"{stages_table(records)}\n## Cases\n\n{table(records)}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Build the cases, solve each with the yardstick and ADMM, write JSON and Markdown."""
+def half_parser(doc: str, name: str, max_pixels: float, max_help: str,
+                quick_help: str) -> argparse.ArgumentParser:
+    """The options a benchmark over these images' halves takes (this one's and
+    ``constrained_inputs.py``'s): ``--max-pixels``, ``--split``, ``--seed``, ``--quick``,
+    ``--out`` (for ``<name>.json`` and ``<name>.md``) and ``--list``."""
     ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
+        description=doc.splitlines()[0],
         epilog="Tune only on --split tuning; the held-out half is for checking what was kept.")
-    ap.add_argument("--max-pixels", type=float, default=1e6,
-                    help="largest case size (default 1e6; 3e6 adds a 3 MP rung)")
+    ap.add_argument("--max-pixels", type=float, default=max_pixels,
+                    help=f"largest case size (default {max_help})")
     ap.add_argument("--split", choices=("tuning", "heldout", "both"), default="both",
                     help="which half of the images to run (default both)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the drawn inputs (default 0)")
-    ap.add_argument("--quick", action="store_true",
-                    help="a small subset: four small images, one case per kind, up to 3e4 px")
+    ap.add_argument("--quick", action="store_true", help=quick_help)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"),
-                    help="folder for real_inputs.json and real_inputs.md")
-    ap.add_argument("--draw", help="also write each case's input drawn over its image here")
+                    help=f"folder for {name}.json and {name}.md")
     ap.add_argument("--list", action="store_true", help="print the cases and exit")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the cases, solve each with the yardstick and ADMM, write JSON and Markdown."""
+    ap = half_parser(__doc__, "real_inputs", 1e6, "1e6; 3e6 adds a 3 MP rung",
+                     "a small subset: four small images, one case per kind, up to 3e4 px")
+    ap.add_argument("--draw", help="also write each case's input drawn over its image here")
     args = ap.parse_args(argv)
     todo = cases(args.max_pixels, args.split, args.quick)
     if args.list:
