@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from solver.mrf.polish.constrained import repair
-from solver.reference._grid import binary_grid_cut
+from solver.mrf.polish.swap import apart_penalty, swap_move
 from solver.reference.parametric import answer
 
 if TYPE_CHECKING:
@@ -33,37 +33,6 @@ log = logging.getLogger(__name__)
 #: Rounds of multiplier updates, and αβ-swap sweeps in each.
 ROUNDS = 30
 SWEEPS = 4
-
-
-def _swap_move(problem: MRFProblem, unary: np.ndarray, labels: np.ndarray, a: int, b: int,
-               penalty: np.ndarray) -> np.ndarray:
-    """The best labelling reachable by letting the pixels labelled ``a`` or ``b`` (0-based) swap
-    between the two, for unaries ``unary`` and pair costs ``2 lam W [l_i != l_j] +
-    penalty[l_i, l_j]``."""
-    g = problem.graph
-    cap = 2.0 * problem.lam * g.weights
-    li, lj = labels[g.i], labels[g.j]
-    part = (labels == a) | (labels == b)
-    pi, pj = part[g.i], part[g.j]
-    n = problem.n
-    cost0 = unary[:, a].copy()  # value 0: label a, value 1: label b
-    cost1 = unary[:, b].copy()
-    # an edge to a pixel that keeps its label becomes a unary of the pixel that may swap
-    for here, there, lthere, ok in ((g.i, g.j, lj, pi & ~pj), (g.j, g.i, li, pj & ~pi)):
-        sel = np.flatnonzero(ok)
-        other = lthere[sel]
-        for value, cost in ((a, cost0), (b, cost1)):
-            pay = cap[sel] * (other != value) + penalty[value, other]
-            cost += np.bincount(here[sel], weights=pay, minlength=n)
-    both = pi & pj
-    inner = np.where(both, cap + penalty[a, b], 0.0)
-    hard = np.asarray(problem.hard).ravel()
-    force0 = ~part | (hard == a + 1)
-    force1 = part & (hard == b + 1)
-    one = binary_grid_cut(g, cost0, cost1, inner, force0=force0, force1=force1)
-    out = labels.copy()
-    out[part] = np.where(one[part], b, a)
-    return out
 
 
 def lagrangian_swap(problem: MRFProblem) -> MRFResult:
@@ -88,8 +57,7 @@ def lagrangian_swap(problem: MRFProblem) -> MRFResult:
     w = c.pixel_weights(problem.n)
     d = problem.unary
     spread = float(np.max(d.max(axis=1) - d.min(axis=1))) if d.size else 1.0
-    big = 10.0 * (spread + 16.0 * problem.lam * float(np.max(problem.graph.weights, initial=1.0)))
-    penalty = np.where(c.apart, big, 0.0)
+    penalty = apart_penalty(problem)
     mu = np.zeros(k)
     hard = np.asarray(problem.hard).ravel()
     labels = np.where(hard > 0, hard - 1, np.argmin(d, axis=1)).astype(np.int64)
@@ -102,7 +70,7 @@ def lagrangian_swap(problem: MRFProblem) -> MRFResult:
             before = labels.copy()
             for a in range(k):
                 for b in range(a + 1, k):
-                    labels = _swap_move(problem, unary, labels, a, b, penalty)
+                    labels = swap_move(problem, unary, labels, a, b, penalty)
             if np.array_equal(before, labels):
                 break
         lab1 = labels + 1

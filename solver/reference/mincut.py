@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from solver.reference._grid import binary_grid_cut
+from solver.mrf.polish.grid_cut import binary_grid_cut
 
 if TYPE_CHECKING:
     from solver.mrf.build.problem import MRFProblem

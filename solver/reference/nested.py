@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import maxflow
 import numpy as np
 
-from solver.reference._grid import _direction_masks
+from solver.mrf.polish.grid_cut import direction_masks
 from solver.reference.parametric import answer
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def nested_mincut(problem: MRFProblem) -> MRFResult:
             (snk if value else src)[layer][fixed] = big  # forbid the other value
     g = maxflow.Graph[float]()
     nodes = g.add_grid_nodes((2, h, w))
-    for (dr, dc), mask in _direction_masks(problem.graph):
+    for (dr, dc), mask in direction_masks(problem.graph):
         if not mask.any():
             continue
         fwd = np.zeros(h * w)

@@ -27,7 +27,7 @@ import numpy as np
 from solver.admm.records import CONVERGED
 from solver.mrf.polish.constrained import settle_feasible
 from solver.mrf.result import MRFResult
-from solver.reference._grid import binary_grid_cut
+from solver.mrf.polish.grid_cut import binary_grid_cut
 
 if TYPE_CHECKING:
     from solver.mrf.build.problem import MRFProblem

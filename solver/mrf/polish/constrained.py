@@ -4,12 +4,14 @@ that keep it so.
 A constrained problem's labelling from ADMM's rounding may break a bound by a few pixels, or
 leave a few pixels of apart labels side by side, so the polish starts with a repair (the
 cheapest single-pixel moves that remove the conflicts, then those that bring each area within
-its bounds). From then on every move is exact, lowers the energy and keeps every constraint:
-ICM that takes a pixel's best feasible label, whole-region moves to the best feasible label
-(also with a margin of a third label where the region touches one apart from the new label,
-:mod:`solver.mrf.polish.margin_kernels`), and exchanges of two boundary pixels between two
-labels, which leave both areas where they were (with an area pinned, no single pixel can
-move). See :mod:`solver.mrf.polish.constrained_kernels`.
+its bounds). Where single pixels cannot undo a conflict (a junction of four labels with two
+pairs apart, :mod:`solver.mrf.polish.swap`), αβ-swaps that price the conflicts follow, then
+whole regions giving way. From then on every move is exact, lowers the energy and keeps every
+constraint: ICM that takes a pixel's best feasible label, whole-region moves to the best
+feasible label (also with a margin of a third label where the region touches one apart from
+the new label, :mod:`solver.mrf.polish.margin_kernels`), and exchanges of two boundary pixels
+between two labels, which leave both areas where they were (with an area pinned, no single
+pixel can move). See :mod:`solver.mrf.polish.constrained_kernels`.
 
 With two labels and area bounds the final polish runs a second time from the TV relaxation
 under the bound (:func:`solver.mrf.polish.tv.tv_relaxation_area`): from its best level set
@@ -30,6 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import ndimage
 
+from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import constrained_kernels as ck
@@ -38,6 +41,7 @@ from solver.mrf.polish import margin_kernels as mk
 from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.layered import layered_proposals
 from solver.mrf.polish.stencil import grid_view
+from solver.mrf.polish.swap import swap_repair
 from solver.mrf.polish.tv import expansion_snapshot, grid_terms, tv_relaxation_area
 
 log = logging.getLogger(__name__)
@@ -93,15 +97,73 @@ def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> tuple:
     movable = hard == 0
     args = (*kernels.graph_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable,
             *level_state(problem, lab))
-    left, out = 0, 0.0
-    for _ in range(4):
-        left = ck.repair_apart(*args, MAX_ROUNDS) if problem.constraints.has_apart else 0
-        out = ck.repair_areas(*args, MAX_ROUNDS) if problem.constraints.has_area else 0.0
-        if left == 0 and out == 0.0:
-            return args
+    c = problem.constraints
+    for last in (False, True):
+        for _ in range(4):
+            left = ck.repair_apart(*args, MAX_ROUNDS) if c.has_apart else 0
+            out = ck.repair_areas(*args, MAX_ROUNDS) if c.has_area else 0.0
+            if left == 0 and out == 0.0:
+                return args
+        if last or not left:
+            break
+        # what single pixels could not undo (a junction of labels that no sequence of single
+        # moves can unwind, :mod:`solver.mrf.polish.swap`): swaps of two labels, then whole
+        # regions giving way; the areas counted again
+        if swap_repair(problem, lab):
+            args[10][:] = level_state(problem, lab)[1]
+            _region_repair(problem, lab, movable, args[9:])
+        args[10][:] = level_state(problem, lab)[1]
     log.warning("constrained polish: %d pixels still touch a label they must not, areas %.3g "
                 "outside their bounds", left, out)
     return args
+
+
+def _region_repair(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
+                   max_moves: int = 64) -> int:
+    """Whole regions that give way to end conflicts between apart labels: of every 8-connected
+    region of one label holding a pixel in conflict (and no pixel that may not move), the one
+    whose move to a label it may take beside all its neighbours costs least moves, then the
+    next, until no conflict is left or no region can move (at most ``max_moves``). What a
+    junction of four labels around a point needs where no swap of two labels undoes it
+    (:mod:`solver.mrf.polish.swap`); the areas are brought back by the repair after it.
+    Changes ``lab`` and the state's counts in place; returns the moves."""
+    w, counts, _, _, apart = state
+    graph = kernels.graph_arrays(problem)
+    gi, gj = edge_ends(problem.graph)
+    struct = np.ones((3, 3), bool)
+    moved = 0
+    for _ in range(max_moves):
+        bad = np.flatnonzero(apart[lab[gi], lab[gj]])
+        if bad.size == 0:
+            break
+        hot = np.zeros(problem.n, bool)
+        hot[gi[bad]] = hot[gj[bad]] = True
+        best = (np.inf, None, -1, -1)
+        for a in np.unique(lab[hot]):
+            comp, nc = ndimage.label((lab == a).reshape(problem.shape), structure=struct)
+            comp = comp.ravel()
+            keep = np.zeros(nc + 1, bool)
+            keep[np.unique(comp[hot & (lab == a)])] = True
+            comp = np.where(keep[comp], comp, 0)
+            size, pinned, unary, border, touch = ck.region_sums(
+                *graph, problem.unary, 2.0 * problem.lam, lab, comp, w, movable, nc)
+            delta = unary - unary[:, [a]] + border[:, [a]] - border
+            delta[(touch.astype(np.int64) @ apart.astype(np.int64)) > 0] = np.inf
+            delta[:, a] = np.inf
+            delta[pinned | ~keep] = np.inf
+            r, c = np.unravel_index(int(np.argmin(delta)), delta.shape)
+            if delta[r, c] < best[0]:
+                best = (float(delta[r, c]), comp == r, int(a), int(c))
+        cost, region, a, c = best
+        if region is None:
+            break
+        lab[region] = c
+        counts[a] -= float(w[region].sum())
+        counts[c] += float(w[region].sum())
+        moved += 1
+        log.debug("region repair: %d pixels of label %d to %d (energy %+.4g)",
+                  int(region.sum()), a + 1, c + 1, cost)
+    return moved
 
 
 def settle_feasible(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Binary s-t min-cut on a pixel grid with PyMaxflow's grid calls (shared by the yardsticks).
+"""Binary s-t min-cut on a pixel grid with PyMaxflow's grid calls (shared by the yardsticks
+and the polish's swap repair, :mod:`solver.mrf.polish.swap`).
 
 Convention: a node on the source side takes binary value 0, on the sink side value 1.  A node
 with value 1 pays its ``cost1`` (its source->node edge is cut), with value 0 its ``cost0``; a
@@ -17,7 +18,7 @@ from solver.mrf.build.graph import NEIGHBOUR_OFFSETS, GridGraph
 logger = logging.getLogger(__name__)
 
 
-def _direction_masks(graph: GridGraph) -> list[tuple[tuple[int, int], np.ndarray]]:
+def direction_masks(graph: GridGraph) -> list[tuple[tuple[int, int], np.ndarray]]:
     """For each forward neighbour offset, a boolean mask selecting the graph's edges along it."""
     w = graph.shape[1]
     dr = graph.j // w - graph.i // w
@@ -75,7 +76,7 @@ def binary_grid_cut(
         c0 = np.where(force1, big, c0)
     g = maxflow.Graph[float]()
     nodes = g.add_grid_nodes((h, w))
-    for off, mask in _direction_masks(graph):
+    for off, mask in direction_masks(graph):
         if not mask.any():
             continue
         src = graph.i[mask]
