@@ -110,25 +110,24 @@ def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> tuple:
         # moves can unwind, :mod:`solver.mrf.polish.swap`): swaps of two labels, then whole
         # regions giving way; the areas counted again
         if swap_repair(problem, lab):
-            args[10][:] = level_state(problem, lab)[1]
-            _region_repair(problem, lab, movable, args[9:])
+            _region_repair(problem, args)
         args[10][:] = level_state(problem, lab)[1]
     log.warning("constrained polish: %d pixels still touch a label they must not, areas %.3g "
                 "outside their bounds", left, out)
     return args
 
 
-def _region_repair(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
-                   max_moves: int = 64) -> int:
-    """Whole regions that give way to end conflicts between apart labels: of every 8-connected
-    region of one label holding a pixel in conflict (and no pixel that may not move), the one
-    whose move to a label it may take beside all its neighbours costs least moves, then the
-    next, until no conflict is left or no region can move (at most ``max_moves``). What a
-    junction of four labels around a point needs where no swap of two labels undoes it
-    (:mod:`solver.mrf.polish.swap`); the areas are brought back by the repair after it.
-    Changes ``lab`` and the state's counts in place; returns the moves."""
-    w, counts, _, _, apart = state
-    graph = kernels.graph_arrays(problem)
+def _region_repair(problem: MRFProblem, args: tuple, max_moves: int = 16) -> int:
+    """Whole regions that give way to end conflicts between apart labels, on the kernels'
+    ``args`` (in place). For every 8-connected region of one label that holds a pixel in
+    conflict, and every other label: the region's movable pixels take that label, then the
+    single-pixel repair runs (around a hard pixel left behind it puts a ring of a label that
+    may touch both). Of these candidates the one with the fewest conflicts left, then the
+    lowest energy, is taken where it leaves fewer than before; again until none is left or
+    none helps (at most ``max_moves``). What a junction of four labels around a point needs
+    where no swap of two labels undoes it (:mod:`solver.mrf.polish.swap`); the areas are
+    brought back by the repair after it. Returns the moves."""
+    lab, movable, apart = args[7], args[8], args[13]
     gi, gj = edge_ends(problem.graph)
     struct = np.ones((3, 3), bool)
     moved = 0
@@ -138,31 +137,33 @@ def _region_repair(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, st
             break
         hot = np.zeros(problem.n, bool)
         hot[gi[bad]] = hot[gj[bad]] = True
-        best = (np.inf, None, -1, -1)
+        best = (bad.size, np.inf, None)
         for a in np.unique(lab[hot]):
-            comp, nc = ndimage.label((lab == a).reshape(problem.shape), structure=struct)
+            comp, _ = ndimage.label((lab == a).reshape(problem.shape), structure=struct)
             comp = comp.ravel()
-            keep = np.zeros(nc + 1, bool)
-            keep[np.unique(comp[hot & (lab == a)])] = True
-            comp = np.where(keep[comp], comp, 0)
-            size, pinned, unary, border, touch = ck.region_sums(
-                *graph, problem.unary, 2.0 * problem.lam, lab, comp, w, movable, nc)
-            delta = unary - unary[:, [a]] + border[:, [a]] - border
-            delta[(touch.astype(np.int64) @ apart.astype(np.int64)) > 0] = np.inf
-            delta[:, a] = np.inf
-            delta[pinned | ~keep] = np.inf
-            r, c = np.unravel_index(int(np.argmin(delta)), delta.shape)
-            if delta[r, c] < best[0]:
-                best = (float(delta[r, c]), comp == r, int(a), int(c))
-        cost, region, a, c = best
-        if region is None:
+            for r in np.unique(comp[hot & (lab == a)]):
+                region = (comp == r) & movable
+                if not region.any():
+                    continue
+                for c in range(problem.k):
+                    if c == a:
+                        continue
+                    cand = lab.copy()
+                    cand[region] = c
+                    state = level_state(problem, cand)
+                    ck.repair_apart(*args[:7], cand, movable, *state, MAX_ROUNDS)
+                    left = int(np.count_nonzero(apart[cand[gi], cand[gj]]))
+                    if left > best[0]:
+                        continue
+                    energy = problem.energy(cand + 1)
+                    if (left, energy) < best[:2]:
+                        best = (left, energy, cand)
+        if best[2] is None or best[0] >= bad.size:
             break
-        lab[region] = c
-        counts[a] -= float(w[region].sum())
-        counts[c] += float(w[region].sum())
+        lab[:] = best[2]
         moved += 1
-        log.debug("region repair: %d pixels of label %d to %d (energy %+.4g)",
-                  int(region.sum()), a + 1, c + 1, cost)
+        log.debug("region repair: %d edges in conflict left, energy %.6g", best[0], best[1])
+    args[10][:] = level_state(problem, lab)[1]
     return moved
 
 
