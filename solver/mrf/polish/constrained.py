@@ -50,6 +50,9 @@ _DEFAULT = PolishOptions()
 #: Sweeps of constrained ICM, rounds of region moves and exchanges, repair passes.
 MAX_SWEEPS = 30
 MAX_ROUNDS = 10
+#: Times the repair may fall back on swaps and region moves where single pixels leave a
+#: conflict (each one from where the last left off).
+FALLBACKS = 3
 
 
 def level_state(problem: MRFProblem, lab: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -98,13 +101,13 @@ def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> tuple:
     args = (*kernels.graph_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable,
             *level_state(problem, lab))
     c = problem.constraints
-    for last in (False, True):
+    for fallback in range(FALLBACKS + 1):
         for _ in range(4):
             left = ck.repair_apart(*args, MAX_ROUNDS) if c.has_apart else 0
             out = ck.repair_areas(*args, MAX_ROUNDS) if c.has_area else 0.0
             if left == 0 and out == 0.0:
                 return args
-        if last or not left:
+        if fallback == FALLBACKS or not left:
             break
         # what single pixels could not undo (a junction of labels that no sequence of single
         # moves can unwind, :mod:`solver.mrf.polish.swap`): swaps of two labels, then whole
