@@ -147,3 +147,44 @@ def test_rounds_are_checked():
     assert SegmentParams().rounds_for((0, 0, 2, 2)) == DEFAULT_MODEL.rect_rounds
     assert SegmentParams().rounds_for(None) == DEFAULT_MODEL.stroke_rounds
     assert SegmentParams(rounds=0).rounds_for((0, 0, 2, 2)) == 0
+
+
+def test_a_large_constrained_photo_is_reestimated_on_a_reduced_copy_with_its_constraints(
+        monkeypatch):
+    """With an area bound the rounds run on the copy too, the bound carried over (a bound in
+    pixels scaled to the copy), and the full image's answer meets it."""
+    from solver.mrf import AreaBound, Constraints
+    import solver.mrf.solve.segment as segment_module
+
+    img2, truth2, rect = sky_and_rocket(h=120, w=180)
+    n = 120 * 180
+    area = int(truth2.sum())
+    cons = Constraints(area=(AreaBound(1, round(1.1 * area), round(1.3 * area), "px"),))
+    params = SegmentParams(rounds=3, model=replace(DEFAULT_MODEL, copy_pixels=3000),
+                           constraints=cons)
+    built = []
+    real = segment_module.build_problem
+    monkeypatch.setattr(segment_module, "build_problem",
+                        lambda image, *a, **kw: built.append(
+                            (np.shape(image)[:2], kw.get("constraints"))) or real(image, *a, **kw))
+    out = run_segmentation(img2, None, params, rect=rect, reference=False)
+    (hs, ws), small = built[0]
+    assert hs * ws <= 3000 and built[-1][0] == (120, 180) and built[-1][1] == cons
+    ratio = hs * ws / n
+    assert small.area[0].unit == "px"
+    assert small.area[0].lo <= 1.1 * area * ratio <= small.area[0].hi
+    assert out.feasible
+    ones = int(np.sum(out.labels == 1))
+    assert round(1.1 * area) <= ones <= round(1.3 * area)
+
+
+def test_constraints_resized_scale_pixel_bounds_outwards_and_keep_the_rest():
+    from solver.mrf import AreaBound, Constraints
+
+    c = Constraints(area=(AreaBound(1, 0.2, 0.3), AreaBound(2, 1001, 2001, "px")),
+                    apart=((1, 3),))
+    r = c.resized(0.1)
+    assert r.area[0] == c.area[0] and r.apart == c.apart
+    assert (r.area[1].lo, r.area[1].hi, r.area[1].unit) == (100, 201, "px")
+    with pytest.raises(ValueError, match="ratio"):
+        c.resized(0.0)

@@ -128,6 +128,27 @@ class Constraints:
     def __bool__(self) -> bool:
         return bool(self.area or self.apart)
 
+    def resized(self, ratio: float) -> Constraints:
+        """The same constraints on an image ``ratio`` times as many pixels (a reduced copy):
+        bounds in pixels scaled, widened outwards to whole pixels; fractions and apart pairs
+        as they are.
+
+        Parameters
+        ----------
+        ratio : float
+            Pixels of the other image over this one's, > 0.
+
+        Returns
+        -------
+        Constraints
+        """
+        if not ratio > 0:
+            raise ValueError(f"the pixel ratio must be > 0, got {ratio}")
+        area = tuple(b if b.unit != "px" else
+                     AreaBound(b.label, math.floor(b.lo * ratio), math.ceil(b.hi * ratio), "px")
+                     for b in self.area)
+        return Constraints(area=area, apart=self.apart)
+
     def validate(self, k: int, shape: tuple[int, int], seeds: np.ndarray | None = None,
                  hard: np.ndarray | None = None) -> LevelConstraints:
         """Check the constraints against the image and the user's drawing; their solver form.

@@ -149,8 +149,8 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
     Stroke pixels become seeds (``model.fix_strokes``); the colour models are fitted (the
     unlabelled pixels also training ``model.unlabelled`` for K = 2 strokes alone) and then
     re-estimated ``rounds`` times (:func:`solver.mrf.reestimate`): above ``model.copy_pixels``
-    pixels, without constraints, on a reduced copy (:func:`reduced_copy`), whose final models
-    the full image takes.
+    pixels on a reduced copy (:func:`reduced_copy`, the constraints carried over by
+    :meth:`solver.mrf.Constraints.resized`), whose final models the full image takes.
 
     Parameters
     ----------
@@ -225,13 +225,17 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
                            colour_model, fit_seed, build, t0)
     models = start_labels = None
     copy_rounds, f = None, 1
-    if n_rounds and h * w > model.copy_pixels and not constraints:
+    if n_rounds and h * w > model.copy_pixels:
         small_image, small_strokes, small_rect, small_hard, f = reduced_copy(
             image, strokes, rect, hard, model.copy_pixels)
+        small_n = int(np.shape(small_image)[0]) * int(np.shape(small_image)[1])
         try:
             small = build_problem(small_image, small_strokes, k, rect=small_rect,
-                                  hard=small_hard, **build)
-        except ValueError as exc:  # (a label's strokes lost to a later label's on every block)
+                                  hard=small_hard, constraints=(
+                                      constraints.resized(small_n / (h * w)) if constraints
+                                      else None), **build)
+        except ValueError as exc:  # (a label's strokes lost to a later label's on every block,
+            # or strokes the constraints refuse once reduced)
             log.info("re-estimation on the full image: the reduced copy %s", exc)
             small = None
         if small is not None:
