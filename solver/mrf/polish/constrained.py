@@ -113,8 +113,9 @@ def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> tuple:
         # moves can unwind, :mod:`solver.mrf.polish.swap`): swaps of two labels, then whole
         # regions giving way; the areas counted again
         if swap_repair(problem, lab):
-            _region_repair(problem, args)
-        args[10][:] = level_state(problem, lab)[1]
+            _region_repair(problem, args)  # (which counts the areas again)
+        else:
+            _recount(problem, args)
     # (info, not a warning: a coarse level's repair may leave what a finer level undoes; the
     # answer's own constraint report says whether the final labels hold, and the app and the
     # command line tell the person)
@@ -156,8 +157,9 @@ def _region_repair(problem: MRFProblem, args: tuple, max_moves: int = 16) -> int
                         continue
                     cand = lab.copy()
                     cand[region] = c
-                    state = level_state(problem, cand)
-                    ck.repair_apart(*args[:7], cand, movable, *state, MAX_ROUNDS)
+                    counts = np.bincount(cand, weights=args[9], minlength=problem.k)
+                    ck.repair_apart(*args[:7], cand, movable, args[9], counts, *args[11:],
+                                    MAX_ROUNDS)
                     left = int(np.count_nonzero(apart[cand[gi], cand[gj]]))
                     if left > best[0]:
                         continue
@@ -169,8 +171,14 @@ def _region_repair(problem: MRFProblem, args: tuple, max_moves: int = 16) -> int
         lab[:] = best[2]
         moved += 1
         log.debug("region repair: %d edges in conflict left, energy %.6g", best[0], best[1])
-    args[10][:] = level_state(problem, lab)[1]
+    _recount(problem, args)
     return moved
+
+
+def _recount(problem: MRFProblem, args: tuple) -> None:
+    """The kernels' area counts (``args[10]``) made those of their labels again, in place,
+    after moves made outside the kernels."""
+    args[10][:] = np.bincount(args[7], weights=args[9], minlength=problem.k)
 
 
 def settle_feasible(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
