@@ -23,10 +23,11 @@ from solver.mrf import (
     with_constraints,
 )
 from solver.mrf.build.constraints import touching_pairs
+from solver.mrf.build.stencil import graph_arrays, potts_of
 from solver.mrf.polish import constrained_kernels as ck
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import margin_kernels as mk
-from solver.mrf.polish.constrained import constrained_polish, level_state
+from solver.mrf.polish.constrained import Labelling, constrained_polish, level_state
 from solver.mrf.solve.constraint_terms import apart_split, carry_split_state
 from solver.mrf.solve.reduction import MRFADMM
 from solver.reference.nested import nested_mincut
@@ -159,7 +160,7 @@ def test_a_margin_move_takes_a_region_across_a_label_it_must_not_touch():
     assert p.feasible(start)
     lab = kernels.zero_based(start)
     movable = np.asarray(p.hard).ravel() == 0
-    args = (*kernels.graph_arrays(p), p.unary, 2.0 * p.lam, lab, movable, *level_state(p, lab))
+    args = Labelling(potts_of(p), lab, movable, level_state(p, lab))
     moves = mk.margin_moves(*args, p.n)
     out = kernels.one_based(lab, p.shape)
     assert moves >= 1
@@ -278,19 +279,17 @@ def test_admms_own_labels_keep_apart_labels_apart_with_early_fixing(seed, size):
 def test_fusion_with_a_margin_takes_a_proposal_the_plain_fusion_must_refuse():
     p, start = _nest_start()
     proposal = np.where(np.asarray(p.hard).reshape(p.shape) > 0, 3, 1)  # 1 beside the hard 3
-    graph = kernels.graph_arrays(p)
     movable = np.asarray(p.hard).ravel() == 0
     plain = kernels.zero_based(start)
     x = np.eye(3)[kernels.zero_based(proposal)]
     state = level_state(p, plain)
     comp, queue = np.full(p.n, -1, np.int64), np.empty(p.n, np.int64)
     seeds = ck.level_set_seeds(x, plain, movable, 0.5)
-    assert seeds.size and ck.fuse_level_set(*graph, p.unary, 2 * p.lam, plain, movable, *state, x,
-                                            0, 0.5, seeds, comp, queue) == 0  # touches the hard 3
+    assert seeds.size and ck.fuse_level_set(potts_of(p), plain, movable, state, x, 0, 0.5, seeds,
+                                            comp, queue) == 0  # touches the hard 3
     lab = kernels.zero_based(start)
-    taken = mk.fuse_with_margin(*graph, p.unary, 2 * p.lam, lab, movable, *level_state(p, lab),
-                                x, 0, 0.5, seeds, lab.copy(), np.full(p.n, -1, np.int64), queue,
-                                0)
+    taken = mk.fuse_with_margin(potts_of(p), lab, movable, level_state(p, lab), x, 0, 0.5, seeds,
+                                lab.copy(), np.full(p.n, -1, np.int64), queue, 0)
     out = kernels.one_based(lab, p.shape)
     assert taken == 1 and p.feasible(out)
     assert p.energy(out) <= nested_mincut(p).energy + 1e-9  # the proposal with its margin
@@ -309,11 +308,10 @@ def test_margin_bound_is_below_every_margin_move_of_the_region(seed):
     lab = kernels.zero_based(nested_mincut(p).labels).astype(np.int64)
     flip = (rng.random(p.n) < 0.2) & p.movable
     lab[flip] = 1  # (the middle label never breaks the pair)
-    indptr, indices, data, gw, geom = graph = kernels.graph_arrays(p)
+    indptr, indices, data, gw, geom = graph_arrays(p)
     assert gw.size  # (the kernels read the grid)
     L = p.laplacian
     apart = np.ascontiguousarray(p.constraints.apart)
-    two_lam = 2.0 * p.lam
     seen, mark = np.zeros(p.n, bool), np.full(p.n, -1, np.int64)
     queue, cost = np.empty(p.n, np.int64), np.empty(3)
     checked = 0
@@ -330,14 +328,13 @@ def test_margin_bound_is_below_every_margin_move_of_the_region(seed):
                     mark[j] = s
                     queue[end] = j
                     end += 1
-        bound = mk._margin_bound(*graph, p.unary, two_lam, lab, mark, s, queue, size, end)
+        bound = mk._margin_bound(potts_of(p), lab, mark, s, queue, size, end)
         for c in range(3):
             prop = lab.copy()
-            if c == a or not mk._propose(indptr, indices, gw, geom, p.unary, lab, prop, apart,
-                                         queue, size, c):
+            if c == a or not mk._propose(potts_of(p), lab, prop, apart, queue, size, c):
                 continue
-            mk._settle_ring(*graph, p.unary, two_lam, prop, apart, queue, size, end, cost)
-            d = mk._change(*graph, p.unary, two_lam, lab, prop, apart, mark, s, queue, end)
+            mk._settle_ring(potts_of(p), prop, apart, queue, size, end, cost)
+            d = mk._change(potts_of(p), lab, prop, apart, mark, s, queue, end)
             if np.isfinite(d):
                 assert d == pytest.approx(p.energy(prop + 1) - p.energy(lab + 1), abs=1e-9)
                 assert bound <= d + 1e-9
@@ -351,7 +348,7 @@ def test_a_margin_move_lets_the_ring_the_old_region_needed_go():
     p, start = _nest_start(cost2=5.0, cost1=0.95)
     lab = kernels.zero_based(start)
     movable = np.asarray(p.hard).ravel() == 0
-    args = (*kernels.graph_arrays(p), p.unary, 2.0 * p.lam, lab, movable, *level_state(p, lab))
+    args = Labelling(potts_of(p), lab, movable, level_state(p, lab))
     assert mk.margin_moves(*args, p.n) >= 1
     out = kernels.one_based(lab, p.shape)
     assert p.feasible(out)
@@ -380,7 +377,6 @@ def test_fusion_from_the_seeds_is_the_fusion_from_every_pixel_with_margins(seed,
     # the same sequence of calls, every pixel a seed
     ref = start.copy()
     w, counts, lo, hi, apart = level_state(p, ref)
-    graph = kernels.graph_arrays(p)
     every = np.arange(p.n, dtype=np.int64)
     comp, queue, mark = (np.full(p.n, -1, np.int64), np.empty(p.n, np.int64),
                          np.full(p.n, -1, np.int64))
@@ -389,12 +385,12 @@ def test_fusion_from_the_seeds_is_the_fusion_from_every_pixel_with_margins(seed,
         for t in thresholds:
             for lbl in range(3):
                 if area:
-                    ref_taken += ck.fuse_level_set(*graph, p.unary, 2 * p.lam, ref, movable, w,
-                                                   counts, lo, hi, apart, x, lbl, t, every,
-                                                   comp, queue)
-                ref_taken += mk.fuse_with_margin(*graph, p.unary, 2 * p.lam, ref, movable, w,
-                                                 counts, lo, hi, apart, x, lbl, t, every,
-                                                 ref.copy(), mark, queue, base)
+                    ref_taken += ck.fuse_level_set(potts_of(p), ref, movable,
+                                                   ck.Areas(w, counts, lo, hi, apart), x, lbl, t,
+                                                   every, comp, queue)
+                ref_taken += mk.fuse_with_margin(potts_of(p), ref, movable,
+                                                 ck.Areas(w, counts, lo, hi, apart), x, lbl, t,
+                                                 every, ref.copy(), mark, queue, base)
                 base += p.n
     assert ref_taken > 0 and taken == ref_taken
     assert lab.tolist() == ref.tolist() and state[1].tolist() == counts.tolist()
@@ -403,7 +399,7 @@ def test_fusion_from_the_seeds_is_the_fusion_from_every_pixel_with_margins(seed,
 
 def test_the_pixels_touching_a_label_apart_are_those_at_an_edge_between_such_labels():
     from solver.mrf.build.graph import edge_ends
-    from solver.mrf.polish.icm_kernels import graph_arrays
+    from solver.mrf.build.stencil import graph_arrays
     from solver.mrf.solve import reduction_kernels
 
     rng = np.random.default_rng(4)

@@ -10,6 +10,8 @@ from solver.admm.sums import BoxWithSums, _project_xp, round_k2_sums, round_oneh
 from solver.backend import CPU
 from solver.mrf import (AreaBound, Constraints, build_problem, problem_from_unary, solve_mrf,
                         with_constraints)
+from solver.mrf.build.stencil import potts_of
+from solver.mrf.polish.constrained import Labelling
 from solver.reference.lagrangian import lagrangian_swap
 from solver.reference.nested import nested_mincut
 from solver.reference.parametric import parametric_mincut
@@ -393,7 +395,6 @@ def test_level_set_fusion_from_the_seeds_is_the_fusion_from_every_pixel(seed):
     labels, counts and regions taken that starting from every pixel gives, over a run of
     thresholds and labels on one snapshot, with area bounds that refuse some regions."""
     from solver.mrf.polish import constrained_kernels as ck
-    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish.constrained import level_state
 
     rng = np.random.default_rng(seed)
@@ -403,15 +404,14 @@ def test_level_set_fusion_from_the_seeds_is_the_fusion_from_every_pixel(seed):
     start = np.where(p.hard > 0, p.hard, rng.integers(1, k + 1, p.n)) - 1
     movable = np.asarray(p.hard).ravel() == 0
     x = rng.dirichlet(np.full(k, 0.4), p.n).astype(np.float32)
-    graph = kernels.graph_arrays(p)
     ends = []
     for seeds in (np.arange(p.n, dtype=np.int64),
                   ck.level_set_seeds(x, start, movable, 0.2)):
         lab = start.astype(np.int64)
         w, counts, lo, hi, apart = level_state(p, lab)
         comp, queue = np.full(p.n, -1, np.int64), np.empty(p.n, np.int64)
-        taken = [ck.fuse_level_set(*graph, p.unary, 2 * p.lam, lab, movable, w, counts, lo, hi,
-                                   apart, x, c, t, seeds, comp, queue)
+        areas = ck.Areas(w, counts, lo, hi, apart)
+        taken = [ck.fuse_level_set(potts_of(p), lab, movable, areas, x, c, t, seeds, comp, queue)
                  for t in (0.2, 0.5, 0.8) for c in range(k)]
         assert (comp == -1).all()  # the scratch is left as it was found
         ends.append((lab, counts, taken))
@@ -429,21 +429,19 @@ def test_constrained_icm_from_the_changed_pixels_is_icm_from_every_pixel(seed):
     a grid with apart pairs and area bounds (also on a labelling forked from another). A
     change left unmarked or a pixel wrongly let go would show as a different labelling."""
     from solver.mrf.polish import constrained_kernels as ck
-    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish.constrained import MAX_SWEEPS, _Incremental, level_state, repair
 
     rng = np.random.default_rng(seed)
     k = 3
     area = (AreaBound(2, 40, 90, "px"),) if seed % 2 else ()
     p = _tiny((12, 14), k, seed, Constraints(area=area, apart=((1, 3),)), hard_fraction=0.05)
-    graph = kernels.graph_arrays(p)
     hard = np.asarray(p.hard).ravel()
     movable = hard == 0
     lab = np.asarray(repair(p, rng.integers(1, k + 1, p.shape))).ravel().astype(np.int64) - 1
     runs = []
     for incremental in (False, True):
         x = lab.copy()
-        args = (*graph, p.unary, 2 * p.lam, x, movable, *level_state(p, x))
+        args = Labelling(potts_of(p), x, movable, level_state(p, x))
         since, trace = _Incremental(args), []
         r = np.random.default_rng(seed + 100)
         for step in range(8):
@@ -460,11 +458,11 @@ def test_constrained_icm_from_the_changed_pixels_is_icm_from_every_pixel(seed):
             y = np.where(hard > 0, hard - 1, y.ravel())
             if p.feasible(y + 1):
                 x[:] = y
-                args = (*graph, p.unary, 2 * p.lam, x, movable, *level_state(p, x))
+                args = Labelling(potts_of(p), x, movable, level_state(p, x))
             if step == 4:  # another labelling, from the state of this one
                 since = since.fork() if incremental else since
                 x = np.asarray(repair(p, np.roll(x, 7) + 1)).ravel().astype(np.int64) - 1
-                args = (*graph, p.unary, 2 * p.lam, x, movable, *level_state(p, x))
+                args = Labelling(potts_of(p), x, movable, level_state(p, x))
         runs.append(trace)
     assert sum(runs[0][0::2]) > 0
     assert runs[1] == runs[0]
@@ -478,7 +476,6 @@ def test_fusion_rounds_from_the_changes_are_fusion_rounds_from_every_pixel(seed)
     the regions that rounds from every pixel take, round after round, with other changes in
     between, on snapshots that propose many regions; a change left unmarked, or a region
     beside one taken earlier in the round left out, shows as a different labelling."""
-    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish.constrained import (_Incremental, _level_set_fusions, level_state,
                                                repair)
 
@@ -503,12 +500,12 @@ def test_fusion_rounds_from_the_changes_are_fusion_rounds_from_every_pixel(seed)
     runs = []
     for incremental in (False, True):
         lab = start.copy()
-        args = (*kernels.graph_arrays(p), p.unary, 2 * p.lam, lab, movable, *level_state(p, lab))
+        args = Labelling(potts_of(p), lab, movable, level_state(p, lab))
         since, trace = _Incremental(args), []
         r = np.random.default_rng(seed + 100)
         for _ in range(5):
             starts = since.fusion_starts(p, args) if incremental else None
-            trace.append(_level_set_fusions(p, lab, movable, args[9:], snaps, (0.2, 0.5, 0.8),
+            trace.append(_level_set_fusions(p, lab, movable, args.areas, snaps, (0.2, 0.5, 0.8),
                                             starts=starts))
             trace.append(lab.tolist())
             # another move between the rounds: a block to a label, where that is feasible
@@ -517,7 +514,7 @@ def test_fusion_rounds_from_the_changes_are_fusion_rounds_from_every_pixel(seed)
             y[r0:r0 + 3, c0:c0 + 3] = r.integers(0, 3)
             if p.feasible(y + 1):
                 lab[:] = y.ravel()
-                args[10][:] = np.bincount(lab, minlength=3)
+                args.areas.counts[:] = np.bincount(lab, minlength=3)
         runs.append(trace)
     assert sum(runs[0][2::2]) > 0  # the rounds after the first take regions too
     assert runs[1] == runs[0]
@@ -529,7 +526,6 @@ def test_expansion_moves_run_with_apart_pairs_and_an_area_bound_together(seed):
     too: from a poor feasible start they take regions, and every labelling stays feasible
     with its energy lowered."""
     from solver.mrf.options import PolishOptions
-    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish.constrained import _expansion_fusions, level_state, repair
 
     rng = np.random.default_rng(seed)
@@ -544,8 +540,7 @@ def test_expansion_moves_run_with_apart_pairs_and_an_area_bound_together(seed):
     start = np.asarray(repair(p, np.full(p.shape, 1))).ravel().astype(np.int64) - 1
     assert p.feasible(start + 1)
     lab = start.copy()
-    args = (*kernels.graph_arrays(p), p.unary, 2 * p.lam, lab, np.ones(p.n, bool),
-            *level_state(p, lab))
+    args = Labelling(potts_of(p), lab, np.ones(p.n, bool), level_state(p, lab))
     taken = _expansion_fusions(p, args, PolishOptions())
     assert taken > 0 and p.feasible(lab + 1)
     assert p.energy(lab + 1) < p.energy(start + 1)
@@ -561,7 +556,6 @@ def test_swap_rounds_leave_no_exchange_that_lowers_the_energy(seed):
     once counted their common edge as mended twice, raised the energy and went round in
     circles until the round limit.)"""
     from solver.mrf.polish import constrained_kernels as ck
-    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish.constrained import level_state
 
     rng = np.random.default_rng(seed)
@@ -574,12 +568,10 @@ def test_swap_rounds_leave_no_exchange_that_lowers_the_energy(seed):
     lab[np.flatnonzero(lab != 0)[: max(0, 30 - int((lab == 0).sum()))]] = 0
     lab = lab.astype(np.int64)
     assert (lab == 0).sum() == 30
-    graph = kernels.graph_arrays(p)
     movable = np.ones(p.n, bool)
     w, counts, lo, hi, apart = level_state(p, lab)
     before, areas = p.energy(lab + 1), np.bincount(lab, minlength=k)
-    made = ck.swap_rounds(*graph, p.unary, 2 * p.lam, lab, movable, w, counts, lo, hi, apart,
-                          1000)
+    made = ck.swap_rounds(potts_of(p), lab, movable, ck.Areas(w, counts, lo, hi, apart), 1000)
     assert 0 < made < 1000 and p.energy(lab + 1) < before
     assert np.bincount(lab, minlength=k).tolist() == areas.tolist()
     cost = np.empty(k)
@@ -596,7 +588,7 @@ def test_swap_rounds_leave_no_exchange_that_lowers_the_energy(seed):
                 if not any(lab[j] == other for j in csr.indices[csr.indptr[i]:csr.indptr[i + 1]]
                            if j != i):
                     continue
-                ck.pixel_costs(*graph, p.unary, 2 * p.lam, lab, i, cost)
+                ck.pixel_costs(potts_of(p), lab, i, cost)
                 moves[li].append((cost[other] - cost[li], i))
             for d1, i in moves[a]:
                 for d2, j in moves[c]:

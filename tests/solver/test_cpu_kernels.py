@@ -95,8 +95,8 @@ def test_onehot_rounding_and_group_sums_match_numpy():
 def test_warm_up_compiles_the_kernels_of_both_label_counts():
     from solver.admm.steps import cpu_kernels, fused_kernels
     from solver.mrf import warm_up
-    from solver.mrf.build import grid_kernels, pyramid_kernels
-    from solver.mrf.polish import descent_kernels, morphology, region_kernels, stencil, watershed
+    from solver.mrf.build import grid_kernels, pyramid_kernels, stencil
+    from solver.mrf.polish import descent_kernels, morphology, region_kernels, watershed
     from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.solve import early_fixing as freeze
     from solver.mrf.solve import reduction_kernels

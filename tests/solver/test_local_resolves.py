@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from solver.mrf import MRFProblem, SolveOptions, problem_from_unary
+from solver.mrf.build.stencil import grid_view
 from solver.mrf.options import LocalOptions, PolishOptions, TVOptions
 from solver.mrf.polish import local
 from solver.mrf.polish.local import cell_line_runs, fuse_local_expansions_into, run_regions
-from solver.mrf.polish.stencil import grid_view
 from solver.mrf.polish.tv import (expansion_terms, grid_steps, grid_terms, kernel_grid,
                                   may_move)
 from tests.solver._mrf_helpers import random_problem
@@ -216,7 +216,7 @@ def test_a_round_that_takes_regions_is_followed_by_one_around_the_new_runs(monke
 
 @pytest.mark.parametrize("box", [(0, 30, 0, 37), (3, 17, 5, 22), (10, 30, 0, 12)])
 def test_box_costs_are_the_image_costs_without_the_edges_that_leave_the_box(box):
-    from solver.mrf.polish.stencil import box_forward_costs, forward_costs  # noqa: PLC0415
+    from solver.mrf.build.stencil import box_forward_costs, forward_costs  # noqa: PLC0415
 
     problem = random_problem((30, 37), k=2, seed=8)
     gw, geom = grid_view(problem)

@@ -11,6 +11,7 @@ import solver.backend as backend_module
 from solver.backend import Backend, GPUUnavailableError
 from solver.backend.threads import threaded
 from solver.mrf import MRFADMM, auto_backend, build_problem, solve_mrf
+from solver.mrf.build.stencil import csr_arrays, graph_arrays
 from solver.mrf.options import TVOptions
 from solver.mrf.polish.icm import icm
 
@@ -132,7 +133,7 @@ def _reference_sweeps(p, lab, active, sweeps):
     turn, row-major, moving each active pixel to its best label and activating its neighbours."""
     from solver.mrf.polish import icm_kernels as kernels
 
-    indptr, indices, data = kernels.csr_arrays(p)
+    indptr, indices, data = csr_arrays(p)
     h, w = p.shape
     movable = p.hard.ravel() == 0
     agree = np.zeros(p.k)
@@ -171,12 +172,12 @@ def test_icm_sweeps_match_a_plain_scan_of_the_colour_classes(shape, sweeps, chun
     expected = _reference_sweeps(p, lab.copy(), active.copy(), sweeps)
     assert not np.array_equal(expected, lab)  # ICM moved something
     # through the grid view where the image is wide enough for one, and through the CSR
-    indptr, indices, data, gw, geom = kernels.graph_arrays(p)
+    indptr, indices, data, gw, geom = graph_arrays(p)
     assert gw.size == (p.graph.weights.size if shape[1] >= 3 else 0)
     for arrays in ((indptr, indices, data, gw, geom),
-                   (*kernels.csr_arrays(p), np.empty(0), geom)):
+                   (*csr_arrays(p), np.empty(0), geom)):
         got = lab.copy()
-        threaded(kernels.icm_sweeps, *arrays, p.unary, 2.0 * p.lam, got,
+        threaded(kernels.icm_sweeps, (*arrays, p.unary, 2.0 * p.lam), got,
                  p.hard.ravel() == 0, active.copy(), shape[1], sweeps, chunk,
                  threads=min(2, numba.config.NUMBA_NUM_THREADS))
         np.testing.assert_array_equal(got, expected)
@@ -420,7 +421,6 @@ def test_split_bound_is_below_every_split_of_the_region(k):
     """The bound that lets split moves pass over a region is at most the exact energy change
     of any relabelling of it with the labels around it (random relabellings, ICM's included),
     so skipping a region whose bound is at least 0 loses no move."""
-    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish import region_kernels as rk
 
     checked = 0
@@ -428,7 +428,7 @@ def test_split_bound_is_below_every_split_of_the_region(k):
         p = random_problem((12, 13), k=k, seed=seed)
         rng = np.random.default_rng(seed)
         lab = np.repeat(rng.integers(0, k, size=(12, 3)), 5, axis=1)[:, :13].ravel()
-        graph = kernels.graph_arrays(p)
+        graph = graph_arrays(p)
         two_lam = 2.0 * p.lam
         for a in range(k):
             region, order, starts, nc = rk._mask_components(*graph[:2], *graph[3:], lab == a)
@@ -437,13 +437,13 @@ def test_split_bound_is_below_every_split_of_the_region(k):
                 others = [b for b in range(k) if b != a]
                 near = np.zeros(k, bool)
                 near[others] = True
-                bound = rk._split_bound(*graph, p.unary, two_lam, region, r, order, s0, s1, a,
-                                        near)
+                bound = rk._split_bound((*graph, p.unary, two_lam), region, r, order, s0, s1,
+                                        a, near)
                 prop = np.empty(p.n, np.int64)
                 for trial in range(5):
                     prop[order[s0:s1]] = rng.choice(others, size=s1 - s0)
-                    delta = rk._split_delta(*graph, p.unary, two_lam, lab, region, r, order, s0,
-                                            s1, a, prop)
+                    delta = rk._split_delta((*graph, p.unary, two_lam), lab, region, r, order,
+                                            s0, s1, a, prop)
                     new = lab.copy()
                     new[order[s0:s1]] = prop[order[s0:s1]]
                     assert delta == pytest.approx(p.energy(new + 1) - p.energy(lab + 1))

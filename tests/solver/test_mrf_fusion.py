@@ -5,6 +5,7 @@ import pytest
 from scipy import ndimage
 
 from solver.mrf import MRFADMM, build_problem, problem_from_unary, solve_mrf
+from solver.mrf.build.stencil import potts_of
 from solver.mrf.options import SNAPSHOT_ITERATIONS, FusionOptions, PolishOptions, TVOptions
 from solver.mrf.polish.fusion import (
     THRESHOLDS,
@@ -243,7 +244,6 @@ def test_descent_fusion_takes_the_part_of_a_level_set_that_pays():
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k):
     from solver.mrf.polish import descent_kernels
-    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish.descents import fuse_descents
     from solver.mrf.polish.fusion import Snapshot
     for seed in range(3):
@@ -261,9 +261,7 @@ def test_descent_fusion_never_raises_energy_keeps_hard_pixels_and_its_scratch(k)
         snap = Snapshot.from_dense(snaps[0])
         lab0 = lab.ravel().astype(np.int64) - 1
         scratch[1][:] = lab0  # the copy of the labels, equal to them on entry
-        descent_kernels.fuse_descents(*kernels.graph_arrays(p), p.unary,
-                                      2.0 * p.lam, lab0,
-                                      hard == 0, snap.pixels, snap.weights, snap.fixed,
+        descent_kernels.fuse_descents(potts_of(p), lab0, hard == 0, snap.pixels, snap.weights, snap.fixed,
                                       np.zeros(0, np.int64), np.array([0.2, 0.5]), p.n, scratch)
         _, work, member, region, _, _, _, listed, row, _, inq, touched, _, _ = scratch
         assert not member.any() and not listed.any() and not inq.any() and not touched.any()
@@ -353,8 +351,7 @@ def test_fusions_find_the_fixed_disagreement_once_and_again_after_a_take(k):
         taken = 0
         for snap in snaps:
             extra = region_kernels.fixed_disagreement(lab0, free, snap.fixed)
-            taken += kernel(*kernels.graph_arrays(p), p.unary, 2.0 * p.lam, lab0,
-                            free, snap.pixels, snap.weights, snap.fixed, extra, ts, p.n, scratch)
+            taken += kernel(potts_of(p), lab0, free, snap.pixels, snap.weights, snap.fixed, extra, ts, p.n, scratch)
         return lab0 + 1, taken
 
     taken_any = 0

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from solver.mrf import build_problem, problem_from_unary, solve_mrf
+from solver.mrf.build.stencil import csr_arrays, graph_arrays
 from solver.mrf.options import TVOptions
 from solver.mrf.polish.icm import icm
 from solver.mrf.polish.regions import component_flips
@@ -142,7 +143,6 @@ def test_region_moves_leave_out_regions_above_the_cap():
 
 @pytest.mark.parametrize("through", ["grid", "csr"])
 def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(through):
-    from solver.mrf.polish import icm_kernels as kernels
     from solver.mrf.polish import region_kernels
     p = random_problem((20, 20), k=2, seed=0)
     mask = np.zeros((20, 20), bool)
@@ -151,16 +151,17 @@ def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(throu
     mask[0, 19] = True          # 1 pixel, never seeded
     mask[1, 0] = True           # 1 pixel beside the last, a row apart: not its neighbour
     mask = mask.ravel()
-    indptr, indices, data, gw, geom = kernels.graph_arrays(p)
+    indptr, indices, data, gw, geom = graph_arrays(p)
     if through == "csr":
-        indptr, indices, data = kernels.csr_arrays(p)
+        indptr, indices, data = csr_arrays(p)
         gw = np.empty(0)
     region, order, starts, big = scratch = region_kernels.region_scratch(p.n)
     # (pixel 0 is off the mask: passed over, though its neighbour 20 is on it)
     seeds = np.array([0, 2 * 20 + 2, 3 * 20 + 3, 12 * 20 + 12, 17 * 20 + 17, 20], np.int64)
     lab = np.zeros(p.n, np.int32)  # the mask: label 0 where preferred
-    nc, nbig = region_kernels._capped_components(indptr, indices, gw, geom, lab, 0, mask,
-                                                 seeds, 10, region, order, starts, big)
+    potts = (indptr, indices, data, gw, geom, p.unary, 2.0 * p.lam)
+    nc, nbig = region_kernels._capped_components(potts, lab, 0, mask, seeds, 10, region, order,
+                                                 starts, big)
     assert nc == 2  # the small square and the lone pixel; the big one's searches stopped
     assert 10 < nbig < 64
     square = np.zeros((20, 20), bool)
@@ -171,16 +172,14 @@ def test_capped_components_follow_the_seeds_and_leave_the_scratch_as_found(throu
     region[order[:starts[nc]]] = -1
     region[big[:nbig]] = -1
     # no seeds: every pixel of the mask seeds, in index order
-    nc, nbig = region_kernels._capped_components(indptr, indices, gw, geom, lab, 0, mask,
-                                                 np.empty(0, np.int64), 10, region, order,
-                                                 starts, big)
+    nc, nbig = region_kernels._capped_components(potts, lab, 0, mask, np.empty(0, np.int64), 10,
+                                                 region, order, starts, big)
     assert nc == 3 and square.ravel()[big[:nbig]].all()  # (every seed of it met the -2s)
     assert [order[starts[r]:starts[r + 1]].tolist() for r in (0, 1)] == [[19], [20]]
     region[order[:starts[nc]]] = -1
     region[big[:nbig]] = -1
     region.fill(-1)
-    region_kernels.move_regions(indptr, indices, data, gw, geom, p.unary, 2.0 * p.lam,
-                                lab, 0, mask, p.hard.ravel(), seeds, 10, scratch)
+    region_kernels.move_regions(potts, lab, 0, mask, p.hard.ravel(), seeds, 10, scratch)
     assert (region == -1).all()
 
 

@@ -13,14 +13,12 @@ import scipy.sparse as sp
 from solver.mrf import solve_mrf
 from solver.mrf.build.graph import laplacian
 from solver.mrf.build.problem import MRFProblem, replace_problem
-from solver.mrf.polish import descent_kernels
-from solver.mrf.polish import icm_kernels as kernels
-from solver.mrf.polish.fusion import Snapshot
-from solver.mrf.polish.icm import icm
-from solver.mrf.polish.stencil import (
+from solver.mrf.build.stencil import (
     best_label_grid,
     column_at,
+    csr_arrays,
     degree,
+    graph_arrays,
     grid_geometry,
     grid_offsets,
     grid_view,
@@ -29,6 +27,10 @@ from solver.mrf.polish.stencil import (
     row_length,
     row_value_at,
 )
+from solver.mrf.polish import descent_kernels
+from solver.mrf.polish import icm_kernels as kernels
+from solver.mrf.polish.fusion import Snapshot
+from solver.mrf.polish.icm import icm
 from solver.mrf.solve import reduction_kernels
 from solver.mrf.solve.pyramid import coarsen
 
@@ -64,9 +66,9 @@ def _row_entries(indptr, indices, data, gw, geom, n):
 
 def _ways(p):
     """The graph arrays through the grid view and through the CSR arrays alone."""
-    grid = kernels.graph_arrays(p)
+    grid = graph_arrays(p)
     assert grid[3].size > 0 and grid[0].size == 1  # (the grid view, no matrix)
-    return grid, (*kernels.csr_arrays(p), np.empty(0), grid[4])
+    return grid, (*csr_arrays(p), np.empty(0), grid[4])
 
 
 def _present(rows):
@@ -100,7 +102,7 @@ def test_a_coarse_level_reads_a_copy_of_its_weights_in_the_grids_order():
     assert grid_view(coarse)[0] is gw  # made once per matrix
     L = coarse.laplacian
     csr = (L.indptr, L.indices, L.data, np.empty(0), geom)
-    assert (_bits(_present(_links(*kernels.graph_arrays(coarse), coarse.n)))
+    assert (_bits(_present(_links(*graph_arrays(coarse), coarse.n)))
             == _bits(_present(_links(*csr, coarse.n))))
 
 
@@ -149,7 +151,7 @@ def test_best_label_through_the_grid_is_the_csrs_for_every_pixel(k):
         p = random_problem((11, 13), k=k, seed=seed)
         lab = np.random.default_rng(seed).integers(0, k, p.n)
         gw, geom = grid_view(p)
-        got = both(*kernels.csr_arrays(p), gw, geom, p.unary, 2.0 * p.lam, lab, np.zeros(k))
+        got = both(*csr_arrays(p), gw, geom, p.unary, 2.0 * p.lam, lab, np.zeros(k))
         np.testing.assert_array_equal(got[:, 1], got[:, 0])
         assert (got[:, 0] != lab).any()  # (the labels are far from a fixed point)
 
@@ -162,7 +164,7 @@ def test_the_split_by_fixed_pixels_reads_the_grid_as_the_csr_bit_for_bit(shape):
     hard = p.hard.ravel().astype(np.int64)
     L = p.laplacian
     from_csr = reduction_kernels.split_fixed(L.indptr, L.indices, L.data, hard, 3)
-    from_grid = reduction_kernels.split_fixed(*kernels.graph_arrays(p)[:3], hard, 3,
+    from_grid = reduction_kernels.split_fixed(*graph_arrays(p)[:3], hard, 3,
                                               grid=grid_view(p))
     for a, b in zip(from_csr, from_grid):
         assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
@@ -214,8 +216,7 @@ def _both_ways(kernel, k, shape, scratch):
             work = scratch(p)
             if len(work) > 9:
                 work[1][:] = lab0  # descent fusion's copy of the labels
-            taken = kernel(*arrays, p.unary,
-                           2.0 * p.lam, lab0, p.hard.ravel() == 0, snap.pixels, snap.weights,
+            taken = kernel((*arrays, p.unary, 2.0 * p.lam), lab0, p.hard.ravel() == 0, snap.pixels, snap.weights,
                            snap.fixed, np.zeros(0, np.int64), np.array([0.2, 0.5, 0.8]), p.n,
                            work)
             out.append((taken, lab0))
@@ -263,7 +264,7 @@ def test_region_moves_are_the_same_through_the_grid_and_the_csr(k):
 
     def moves(arrays, p, lab0):  # the regions of each label in turn, as settle_regions does
         return sum(region_kernels.move_regions(
-            *arrays, p.unary, 2.0 * p.lam, lab0, a, np.empty(0, bool), p.hard.ravel(),
+            (*arrays, p.unary, 2.0 * p.lam), lab0, a, np.empty(0, bool), p.hard.ravel(),
             np.arange(p.n), 50, region_kernels.region_scratch(p.n)) for a in range(k))
 
     _moves_both_ways(moves, k, (18, 20), 4)
@@ -275,9 +276,9 @@ def test_pair_and_split_moves_are_the_same_through_the_grid_and_the_csr(k):
     from solver.mrf.polish import region_kernels
 
     def moves(arrays, p, lab0):
-        moved = kernels.pair_moves(*arrays, p.unary, 2.0 * p.lam, lab0, p.hard.ravel() == 0, 10)
+        moved = kernels.pair_moves((*arrays, p.unary, 2.0 * p.lam), lab0, p.hard.ravel() == 0, 10)
         for a in range(k):
-            moved += region_kernels.split_regions(*arrays, p.unary, 2.0 * p.lam, lab0,
+            moved += region_kernels.split_regions((*arrays, p.unary, 2.0 * p.lam), lab0,
                                                   lab0 == a, a, p.hard.ravel(), 4, 10)
         return moved
 

@@ -9,9 +9,9 @@ import pytest
 
 from solver.mrf import Constraints, problem_from_unary, solve_mrf, with_constraints
 from solver.mrf.build.graph import edge_ends
+from solver.mrf.build.stencil import potts_of
 from solver.mrf.polish import constrained_kernels as ck
-from solver.mrf.polish import icm_kernels as kernels
-from solver.mrf.polish.constrained import _region_repair, level_state, repair
+from solver.mrf.polish.constrained import Labelling, _region_repair, level_state, repair
 from solver.mrf.polish.swap import apart_penalty, conflicts, swap_move, swap_repair
 
 from ._mrf_helpers import random_problem
@@ -44,8 +44,7 @@ def test_single_pixel_moves_cannot_undo_a_four_label_junction():
     """The reason for the fallback: the cheapest single-pixel repair leaves the junction."""
     p, quad = _quadrants()
     lab = quad.ravel().astype(np.int32) - 1
-    args = (*kernels.graph_arrays(p), p.unary, 2.0 * p.lam, lab, p.hard.ravel() == 0,
-            *level_state(p, lab))
+    args = Labelling(potts_of(p), lab, p.hard.ravel() == 0, level_state(p, lab))
     assert ck.repair_apart(*args, 50) > 0
     assert conflicts(p, lab) > 0
 
@@ -81,8 +80,7 @@ def test_constrained_solve_of_a_four_label_junction_is_feasible():
 
 
 def _args(p, lab):
-    return (*kernels.graph_arrays(p), p.unary, 2.0 * p.lam, lab, np.asarray(p.hard).ravel() == 0,
-            *level_state(p, lab))
+    return Labelling(potts_of(p), lab, np.asarray(p.hard).ravel() == 0, level_state(p, lab))
 
 
 def test_region_repair_moves_a_whole_region_and_keeps_the_counts():
@@ -92,7 +90,7 @@ def test_region_repair_moves_a_whole_region_and_keeps_the_counts():
     args = _args(p, lab)
     assert _region_repair(p, args) >= 1
     assert conflicts(p, lab) == 0
-    np.testing.assert_allclose(args[10], np.bincount(lab, minlength=4))
+    np.testing.assert_allclose(args.areas.counts, np.bincount(lab, minlength=4))
     assert np.mean(lab == quad.ravel() - 1) > 0.7  # about one quadrant gave way, not more
 
 

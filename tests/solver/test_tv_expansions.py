@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from solver.mrf import SolveOptions, solve_mrf
+from solver.mrf.build.stencil import grid_offsets
 from solver.mrf.options import ConstrainedOptions, PolishOptions, TVOptions
-from solver.mrf.polish.stencil import grid_offsets
 from solver.mrf.polish.tv import (
     expansion_terms,
     fuse_tv_expansion_into,

@@ -148,8 +148,8 @@ def test_a_step_over_every_pixel_matches_the_reference(shape, pulled):
     one-dimensional views) gives the numpy reference's values and duals: on a grid split into
     several runs, with an area row's pull, and on grids so small that some directions have no
     edge (a single row)."""
+    from solver.mrf.build.stencil import grid_offsets
     from solver.mrf.polish import tv_kernels
-    from solver.mrf.polish.stencil import grid_offsets
 
     h, w = shape
     n = h * w

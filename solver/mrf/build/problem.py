@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
+from solver.backend.threads import threaded
 from solver.mrf.build.checks import (
     MAX_LABELS,
     RECT_BACKGROUND,
@@ -22,12 +23,11 @@ from solver.mrf.build.checks import (
     label_image,
     seed_map,
 )
+from solver.mrf.build.colour import fit_colour_models, unary_costs
 from solver.mrf.build.constraints import ConstraintReport, Constraints, LevelConstraints
 from solver.mrf.build.constraints import report as constraint_report
-from solver.mrf.build.colour import fit_colour_models, unary_costs
 from solver.mrf.build.graph import (GridGraph, build_grid_graph, edge_ends, image_to_float,
                                     laplacian, own_grid)
-from solver.backend.threads import threaded
 from solver.mrf.build.grid_kernels import (cheapest_labels, grid_potts_energy,
                                            grid_potts_energy_threaded, potts_energy)
 from solver.mrf.options import DEFAULT_LAMBDA  # (the default λ; see build_problem's reasoning)
@@ -99,7 +99,7 @@ class MRFProblem:
         :func:`problem_from_unary` make problems): made from the graph at the first access and
         kept with the problem (until :meth:`forget_laplacian`; not pickled). The solvers and the
         polish do not read it on a graph of the grid's own edges (they read its weights,
-        :mod:`solver.mrf.polish.stencil`), so a photo's segmentation never makes it: its CSR
+        :mod:`solver.mrf.build.stencil`), so a photo's segmentation never makes it: its CSR
         arrays are 108 bytes a pixel.
     hard : numpy.ndarray
         ``(n,)`` int32: 0 = free, ``k`` = pixel fixed to label ``k``.

@@ -28,19 +28,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 from scipy import ndimage
 
 from solver.mrf.build.graph import edge_ends
 from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.stencil import Potts, grid_view, potts_of
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import constrained_kernels as ck
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import margin_kernels as mk
 from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.layered import layered_proposals
-from solver.mrf.polish.stencil import grid_view
 from solver.mrf.polish.swap import swap_repair
 from solver.mrf.polish.tv import expansion_snapshot, grid_terms, tv_relaxation_area
 
@@ -55,10 +56,21 @@ MAX_ROUNDS = 10
 FALLBACKS = 3
 
 
-def level_state(problem: MRFProblem, lab: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``(w, counts, lo, hi, apart)`` of a level for the kernels: pixel weights, the current
-    areas of 0-based ``lab``, the bounds (widened by the largest weight on a coarse level, and
-    by a hair for rounding) and the apart matrix."""
+class Labelling(NamedTuple):
+    """What the constrained kernels work on, for one labelling: the energy, the 0-based labels
+    (changed in place), the movable pixels and the constraint state (its ``counts`` kept those
+    of ``lab``). A kernel takes them as ``kernel(*labelling, ...)``."""
+
+    potts: Potts
+    lab: np.ndarray
+    movable: np.ndarray
+    areas: ck.Areas
+
+
+def level_state(problem: MRFProblem, lab: np.ndarray) -> ck.Areas:
+    """The constraint state of a level for the kernels: pixel weights, the current areas of
+    0-based ``lab``, the bounds (widened by the largest weight on a coarse level, and by a hair
+    for rounding) and the apart matrix."""
     c = problem.constraints
     w = c.pixel_weights(problem.n)
     counts = np.bincount(lab, weights=w, minlength=problem.k).astype(np.float64)
@@ -66,7 +78,7 @@ def level_state(problem: MRFProblem, lab: np.ndarray) -> tuple[np.ndarray, ...]:
     eps = 1e-9 * max(1.0, float(w.sum()))
     lo = np.where(c.area_given, c.lo - slack - eps, -np.inf)
     hi = np.where(c.area_given, c.hi + slack + eps, np.inf)
-    return w, counts, lo, hi, np.ascontiguousarray(c.apart)
+    return ck.Areas(w, counts, lo, hi, np.ascontiguousarray(c.apart))
 
 
 def repair(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
@@ -90,16 +102,13 @@ def repair(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
     return kernels.one_based(lab, problem.shape)
 
 
-def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> tuple:
+def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> Labelling:
     """Repair 0-based ``lab`` in place (see :func:`repair`); returns the kernels' arguments
-    for it, ``(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo, hi,
-    apart)`` (the graph arrays from :func:`solver.mrf.polish.icm_kernels.graph_arrays`), with
-    the counts of the repaired labels."""
+    for it, with the counts of the repaired labels."""
     hard = np.asarray(problem.hard).ravel()
     lab[hard > 0] = hard[hard > 0] - 1
     movable = hard == 0
-    args = (*kernels.graph_arrays(problem), problem.unary, 2.0 * problem.lam, lab, movable,
-            *level_state(problem, lab))
+    args = Labelling(potts_of(problem), lab, movable, level_state(problem, lab))
     c = problem.constraints
     for fallback in range(FALLBACKS + 1):
         for _ in range(4):
@@ -124,7 +133,7 @@ def _repair_in_place(problem: MRFProblem, lab: np.ndarray) -> tuple:
     return args
 
 
-def _region_repair(problem: MRFProblem, args: tuple, max_moves: int = 16) -> int:
+def _region_repair(problem: MRFProblem, args: Labelling, max_moves: int = 16) -> int:
     """Whole regions that give way to end conflicts between apart labels, on the kernels'
     ``args`` (in place). For every 8-connected region of one label that holds a pixel in
     conflict, and every other label: the region's movable pixels take that label, then the
@@ -134,7 +143,8 @@ def _region_repair(problem: MRFProblem, args: tuple, max_moves: int = 16) -> int
     none helps (at most ``max_moves``). What a junction of four labels around a point needs
     where no swap of two labels undoes it (:mod:`solver.mrf.polish.swap`); the areas are
     brought back by the repair after it. Returns the moves."""
-    lab, movable, apart = args[7], args[8], args[13]
+    lab, movable, areas = args.lab, args.movable, args.areas
+    apart = areas.apart
     gi, gj = edge_ends(problem.graph)
     struct = np.ones((3, 3), bool)
     moved = 0
@@ -157,8 +167,8 @@ def _region_repair(problem: MRFProblem, args: tuple, max_moves: int = 16) -> int
                         continue
                     cand = lab.copy()
                     cand[region] = c
-                    counts = np.bincount(cand, weights=args[9], minlength=problem.k)
-                    ck.repair_apart(*args[:7], cand, movable, args[9], counts, *args[11:],
+                    counts = np.bincount(cand, weights=areas.w, minlength=problem.k)
+                    ck.repair_apart(args.potts, cand, movable, areas._replace(counts=counts),
                                     MAX_ROUNDS)
                     left = int(np.count_nonzero(apart[cand[gi], cand[gj]]))
                     if left > best[0]:
@@ -175,10 +185,10 @@ def _region_repair(problem: MRFProblem, args: tuple, max_moves: int = 16) -> int
     return moved
 
 
-def _recount(problem: MRFProblem, args: tuple) -> None:
-    """The kernels' area counts (``args[10]``) made those of their labels again, in place,
-    after moves made outside the kernels."""
-    args[10][:] = np.bincount(args[7], weights=args[9], minlength=problem.k)
+def _recount(problem: MRFProblem, args: Labelling) -> None:
+    """The kernels' area counts made those of their labels again, in place, after moves made
+    outside the kernels."""
+    args.areas.counts[:] = np.bincount(args.lab, weights=args.areas.w, minlength=problem.k)
 
 
 def settle_feasible(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
@@ -218,8 +228,8 @@ class _Incremental:
     bound a refused region may fit once the areas move, and every round looks at all of
     them."""
 
-    def __init__(self, args: tuple):
-        self.pending = args[8].copy()
+    def __init__(self, args: Labelling):
+        self.pending = args.movable.copy()
         self.last: np.ndarray | None = None
         self.fused: np.ndarray | None = None
 
@@ -233,9 +243,9 @@ class _Incremental:
         other.fused = None
         return other
 
-    def icm(self, args: tuple) -> int:
+    def icm(self, args: Labelling) -> int:
         """Constrained ICM on ``args`` (in place); returns the moves."""
-        lab = args[7]
+        lab = args.lab
         active = self.pending.copy()
         if self.last is not None:
             active |= _around_changes(args, self.last)
@@ -243,32 +253,32 @@ class _Incremental:
         self.last = lab.copy()
         return moves
 
-    def fusion_starts(self, problem: MRFProblem, args: tuple) -> np.ndarray | None:
+    def fusion_starts(self, problem: MRFProblem, args: Labelling) -> np.ndarray | None:
         """The movable pixels where this round of fusions may start a region (see above);
         None for all of them."""
         starts = None
         if self.fused is not None and not problem.constraints.has_area:
             starts = _around_changes(args, self.fused)
-        self.fused = args[7].copy()
+        self.fused = args.lab.copy()
         return starts
 
 
-def _around_changes(args: tuple, before: np.ndarray) -> np.ndarray:
+def _around_changes(args: Labelling, before: np.ndarray) -> np.ndarray:
     """The movable pixels (of the kernels' ``args``) whose label differs from ``before``, and
     their movable neighbours (:func:`solver.mrf.polish.icm_kernels.around_changes`)."""
-    indptr, indices, _, gw, geom = args[:5]
-    return kernels.around_changes(indptr, indices, gw, geom, args[7], before, args[8])
+    indptr, indices, _, gw, geom, _, _ = args.potts
+    return kernels.around_changes(indptr, indices, gw, geom, args.lab, before, args.movable)
 
 
-def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
-                  cap: int) -> int:
+def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray,
+                  state: ck.Areas, cap: int) -> int:
     """Whole-region moves that keep the constraints: each 8-connected region of a label (and
     each cluster of its pixels whose data prefers another label) moves to its best feasible
     label when that lowers the energy, the best moves first, every one checked against the
     areas as they stand. Changes ``lab`` and the state's counts in place; returns the moves."""
     w, counts, lo, hi, apart = state
     k = problem.k
-    graph = kernels.graph_arrays(problem)
+    potts = potts_of(problem)
     preferred = problem.cheapest
     struct = np.ones((3, 3), bool)
     moved = 0
@@ -284,8 +294,7 @@ def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, sta
             if nc == 0:
                 continue
             # weights, pinned pixels, unaries and the border to each outside label, one pass
-            size, pinned, unary, border, touch = ck.region_sums(
-                *graph, problem.unary, 2.0 * problem.lam, lab, comp, w, movable, nc)
+            size, pinned, unary, border, touch = ck.region_sums(potts, lab, comp, w, movable, nc)
             blocked = (touch.astype(np.int64) @ apart.astype(np.int64)) > 0
             delta = unary - unary[:, [a]] + border[:, [a]] - border
             delta[:, a] = np.inf
@@ -313,8 +322,8 @@ def _region_moves(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, sta
     return moved
 
 
-def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray, state: tuple,
-                       snapshots: Sequence, thresholds: Sequence[float],
+def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray,
+                       state: ck.Areas, snapshots: Sequence, thresholds: Sequence[float],
                        labels: Sequence[int] | None = None,
                        starts: np.ndarray | None = None) -> int:
     """Fusion under the constraints (:func:`constrained_kernels.fuse_level_set
@@ -323,8 +332,7 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
     ``c`` (of ``labels``, 0-based; default all), regions started only at the pixels of
     ``starts`` (default: every movable one; see :meth:`_Incremental.fusion_starts`). Returns
     the regions taken."""
-    w, counts, lo, hi, apart = state
-    graph = kernels.graph_arrays(problem)
+    potts = potts_of(problem)
     comp = np.full(problem.n, -1, np.int64)
     queue = np.empty(problem.n, np.int64)
     c_ = problem.constraints
@@ -347,21 +355,19 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
             for c in (range(problem.k) if labels is None else labels):
                 got = 0
                 if plain:
-                    got += ck.fuse_level_set(*graph, problem.unary, 2.0 * problem.lam, lab,
-                                             movable, w, counts, lo, hi, apart, X, c, float(t),
-                                             seeds, comp, queue)
+                    got += ck.fuse_level_set(potts, lab, movable, state, X, c, float(t), seeds,
+                                             comp, queue)
                 if margin:
                     if plain:  # (the plain fusion may have changed lab)
                         np.copyto(prop, lab)
-                    got += mk.fuse_with_margin(*graph, problem.unary, 2.0 * problem.lam, lab,
-                                               movable, w, counts, lo, hi, apart, X, c,
-                                               float(t), seeds, prop, mark, queue, base)
+                    got += mk.fuse_with_margin(potts, lab, movable, state, X, c, float(t), seeds,
+                                               prop, mark, queue, base)
                     base += problem.n
                 taken += got
                 if got and starts is not None:
                     # the regions beside those taken may now go otherwise: start there too
-                    starts |= kernels.around_changes(graph[0], graph[1], graph[3], graph[4],
-                                                     lab, before, movable)
+                    starts |= kernels.around_changes(potts.indptr, potts.indices, potts.gw,
+                                                     potts.geom, lab, before, movable)
                     np.copyto(before, lab)
                     seeds = ck.level_set_seeds(X, lab, starts, least)
     return taken
@@ -390,15 +396,16 @@ def _level_sets_within(problem: MRFProblem, s: np.ndarray, w: np.ndarray,
             yield cand
 
 
-def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: PolishOptions
+def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: ck.Areas, options: PolishOptions
                   ) -> list[tuple[Snapshot, np.ndarray | None]]:
     """K = 2 with area bounds and no apart pair: the TV relaxation under the area bound
     (:func:`solver.mrf.polish.tv.tv_relaxation_area`), from the repaired labels, as one more
     snapshot for the fusions, with its best level set within the bounds where that is below
-    ``lab``'s energy (None otherwise); on an image up to ``options.constrained.area_small_pixels`` also
-    the relaxation with the steps and step scale of ``options.constrained.area_small``. Empty where it
-    does not apply (``options.tv.iterations`` 0, an image above
-    ``options.constrained.tv_max_pixels``, no 8-neighbour grid)."""
+    ``lab``'s energy (None otherwise); on an image up to
+    ``options.constrained.area_small_pixels`` also the relaxation with the steps and step scale
+    of ``options.constrained.area_small``. Empty where it does not apply
+    (``options.tv.iterations`` 0, an image above ``options.constrained.tv_max_pixels``, no
+    8-neighbour grid)."""
     c = problem.constraints
     if (problem.k != 2 or not c.has_area or c.has_apart or options.tv.iterations <= 0
             or (options.constrained.tv_max_pixels is not None
@@ -410,8 +417,9 @@ def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: P
     area = (max(float(lo[1]), total - float(hi[0]), 0.0),
             min(float(hi[1]), total - float(lo[0]), total))
     runs = [(options.constrained.area_iterations, options.constrained.area_step)]
-    if problem.n <= options.constrained.area_small_pixels and options.constrained.area_small is not None:
-        runs.append(options.constrained.area_small)
+    small = options.constrained.area_small
+    if problem.n <= options.constrained.area_small_pixels and small is not None:
+        runs.append(small)
     out = []
     start_e = problem.energy(lab + 1)
     for iterations, step in runs:
@@ -428,7 +436,7 @@ def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: tuple, options: P
     return out
 
 
-def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions) -> int:
+def _expansion_fusions(problem: MRFProblem, args: Labelling, options: PolishOptions) -> int:
     """K >= 3 with apart pairs, area bounds or both: for each label α in turn, the TV
     relaxation of the α-expansion move (that keeps the pairs apart: :func:`solver.mrf.polish.
     tv.expansion_snapshot`), its level sets fused under the constraints as regions of α, each
@@ -445,11 +453,11 @@ def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions)
     terms = grid_terms(problem, options.tv.step)
     if terms is None:
         return 0
-    lab, movable, state = args[7], args[8], args[9:]
+    lab, movable, state = args.lab, args.movable, args.areas
     taken = 0
     for alpha in range(problem.k):
         snap = expansion_snapshot(problem, lab, alpha, terms, steps, min(options.tv.thresholds),
-                                  apart=state[4])
+                                  apart=state.apart)
         if snap is not None:
             taken += _level_set_fusions(problem, lab, movable, state, [snap],
                                         options.tv.thresholds, labels=(alpha,))
@@ -457,13 +465,13 @@ def _expansion_fusions(problem: MRFProblem, args: tuple, options: PolishOptions)
     return taken
 
 
-def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
+def _polish_rounds(problem: MRFProblem, args: Labelling, snapshots: Sequence,
                    options: PolishOptions, since: _Incremental | None = None) -> int:
     """Feasible ICM, then rounds of region moves, margin moves, swaps and level-set fusions,
     each followed by ICM, until a round moves nothing; on the kernels' ``args`` (from
     :func:`_repair_in_place`), in place, what to look at again carried by ``since`` (a new
     one by default; one carried over must have seen the same snapshots). Returns the moves."""
-    lab, movable, state = args[7], args[8], args[9:]  # state: (w, counts, lo, hi, apart)
+    lab, movable, state = args.lab, args.movable, args.areas
     since = _Incremental(args) if since is None else since
     moves = since.icm(args)
     cap = options.cap(problem.n)
@@ -484,12 +492,12 @@ def _polish_rounds(problem: MRFProblem, args: tuple, snapshots: Sequence,
     return moves
 
 
-def _polish_from(problem: MRFProblem, args: tuple, start: np.ndarray, snapshots: Sequence,
+def _polish_from(problem: MRFProblem, args: Labelling, start: np.ndarray, snapshots: Sequence,
                  options: PolishOptions, since: _Incremental) -> int:
     """:func:`_polish_rounds` from other feasible 0-based labels ``start`` (changed in place),
     with their own areas, on the rest of the kernels' ``args``, the ICM's state forked from
     ``since`` (that of ``args``); returns the moves."""
-    return _polish_rounds(problem, (*args[:7], start, args[8], *level_state(problem, start)),
+    return _polish_rounds(problem, args._replace(lab=start, areas=level_state(problem, start)),
                           snapshots, options, since.fork())
 
 
@@ -526,7 +534,7 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
     """
     lab = kernels.zero_based(labels)
     args = _repair_in_place(problem, lab)
-    relaxations = _tv_proposals(problem, lab, args[9:], options) if tv else []
+    relaxations = _tv_proposals(problem, lab, args.areas, options) if tv else []
     start = lab.copy() if relaxations else None
     since = _Incremental(args)
     moves = _polish_rounds(problem, args, snapshots, options, since)

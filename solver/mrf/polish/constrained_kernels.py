@@ -1,10 +1,9 @@
 """Compiled (numba) kernels of the polish under area bounds and apart pairs.
 
-Conventions as :mod:`solver.mrf.polish.icm_kernels` (the Laplacian as the graph arrays
-``indptr, indices, data, gw, geom`` of :mod:`solver.mrf.polish.stencil`, 0-based labels, the
-Potts energy ``E = 2 lam sum W_ij [l_i != l_j] + sum_i d_{i, l_i}``). The state of the
-constraints travels as arrays: ``w`` (each pixel's weight in the areas: 1, or the image pixels a
-coarse pixel stands for), ``counts`` (each label's current area, kept up to date in place),
+Conventions as :mod:`solver.mrf.polish.icm_kernels` (the energy as one
+:class:`solver.mrf.build.stencil.Potts`, 0-based labels). The state of the constraints travels
+as one :class:`Areas`: ``w`` (each pixel's weight in the areas: 1, or the image pixels a coarse
+pixel stands for), ``counts`` (each label's current area, kept up to date in place),
 ``lo``/``hi`` (the area bounds, with a tolerance added by the caller) and ``apart`` (``(K, K)``
 bool). A move is feasible when it keeps every area within its bounds and puts no label beside
 one it must not touch; the moves here are single pixels and pairs of pixels, taken one at a
@@ -15,18 +14,30 @@ they pass through is feasible once the start is.
 from __future__ import annotations
 
 import heapq
+from typing import NamedTuple
 
 import numpy as np
 
 from solver.backend.jit import jit
+from solver.mrf.build.stencil import column_at, degree, link_at, neighbour_at, place, row_length
 from solver.mrf.polish.icm_kernels import neighbour_weights
-from solver.mrf.polish.stencil import column_at, degree, link_at, neighbour_at, place, row_length
+
+
+class Areas(NamedTuple):
+    """One labelling's constraint state as the kernels take it (one argument; see the module
+    docstring). Made by :func:`solver.mrf.polish.constrained.level_state`."""
+
+    w: np.ndarray
+    counts: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    apart: np.ndarray
 
 
 @jit
-def pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i,
-                cost):  # pragma: no cover
+def pixel_costs(potts, lab, i, cost):  # pragma: no cover
     """``cost[c]``: the energy pixel ``i`` contributes with label ``c``, its neighbours fixed."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     total = neighbour_weights(indptr, indices, data, gw, geom, lab, i, cost)
     for c in range(unary.shape[1]):
         cost[c] = unary[i, c] + two_lam * (total - cost[c])
@@ -50,8 +61,7 @@ def _area_ok(w, counts, lo, hi, i, a, c):  # pragma: no cover
 
 
 @jit
-def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts,
-                    lo, hi, apart, max_sweeps, active, pending):  # pragma: no cover
+def constrained_icm(potts, lab, movable, areas, max_sweeps, active, pending):  # pragma: no cover
     """ICM that takes a pixel's best label only where the move is feasible. The first sweep
     visits the pixels of ``active`` (movable ones; overwritten) in index order, with those after
     a pixel that moves beside it, later sweeps the neighbours of pixels that moved; ``lab`` and
@@ -60,6 +70,8 @@ def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movabl
     refused (an area may move), and those left unvisited when the sweeps ran out. A first sweep
     over every movable pixel and one over the pixels pending from the last call and the
     neighbours of those changed since take the same moves. Returns the moves."""
+    indptr, indices, _, gw, geom, unary, _ = potts
+    w, counts, lo, hi, apart = areas
     n, k = unary.shape
     cost = np.empty(k)
     nxt = np.zeros(n, np.bool_)
@@ -72,7 +84,7 @@ def constrained_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, movabl
             if not active[i]:
                 continue
             a = lab[i]
-            pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i, cost)
+            pixel_costs(potts, lab, i, cost)
             best, best_cost = a, cost[a]
             for c in range(k):
                 if (c != a and cost[c] < best_cost and _area_ok(w, counts, lo, hi, i, a, c)
@@ -133,8 +145,7 @@ def _on_boundary(indptr, indices, gw, geom, lab, i, c):  # pragma: no cover
 
 
 @jit
-def swap_rounds(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo, hi,
-                apart, max_rounds):  # pragma: no cover
+def swap_rounds(potts, lab, movable, areas, max_rounds):  # pragma: no cover
     """Exchanges between two labels that leave both areas where they were: pixel ``i`` goes
     from ``a`` to ``c`` and a pixel ``j`` (not beside ``i``) from ``c`` to ``a``, when the two
     moves together lower the energy. With an area pinned (or at a bound) no single pixel can
@@ -143,6 +154,8 @@ def swap_rounds(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w
     already moved this round (their costs are stale); rounds repeat until none helps.
     Only the movable pixels on a boundary at the start, and those beside a pixel that moved
     since, are looked at: no other pixel can be on a boundary. Returns the exchanges made."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
+    w, counts, lo, hi, apart = areas
     n, k = unary.shape
     cost = np.empty(k)
     dirty = np.zeros(n, np.bool_)
@@ -180,7 +193,7 @@ def swap_rounds(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w
                         continue
                     if not apart_ok(indptr, indices, gw, geom, lab, apart, i, other):
                         continue
-                    pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i, cost)
+                    pixel_costs(potts, lab, i, cost)
                     d = cost[other] - cost[li]
                     if li == a:
                         fwd.append((d, i))
@@ -265,11 +278,12 @@ def swap_rounds(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w
 
 
 @jit
-def repair_apart(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
-                 hi, apart, max_passes):  # pragma: no cover
+def repair_apart(potts, lab, movable, areas, max_passes):  # pragma: no cover
     """Relabel movable pixels that touch a label they must not until none does: each takes its
     cheapest label that conflicts with no neighbour (and keeps the areas in bounds, where one
     does). Returns the number of pixels still in conflict (0 when repaired)."""
+    indptr, indices, _, gw, geom, unary, _ = potts
+    w, counts, lo, hi, apart = areas
     n, k = unary.shape
     cost = np.empty(k)
     left = 0
@@ -283,7 +297,7 @@ def repair_apart(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
             left += 1
             if not movable[i]:
                 continue
-            pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i, cost)
+            pixel_costs(potts, lab, i, cost)
             best, best_cost, spare = -1, np.inf, -1
             for c in range(k):
                 if c == a or not apart_ok(indptr, indices, gw, geom, lab, apart, i, c):
@@ -307,14 +321,15 @@ def repair_apart(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
 
 
 @jit
-def _best_move(indptr, indices, data, gw, geom, unary, two_lam, lab, w, counts, lo, hi, apart, i,
-               shrink, target, cost):  # pragma: no cover
+def _best_move(potts, lab, areas, i, shrink, target, cost):  # pragma: no cover
     """The cheapest feasible move of pixel ``i`` for :func:`repair_areas`: off label ``target``
     to any label with room (``shrink``), or onto ``target`` from a label with area to spare.
     Returns ``(energy change, new label)``, ``(inf, -1)`` if there is none."""
+    indptr, indices, _, gw, geom, unary, _ = potts
+    w, counts, lo, hi, apart = areas
     k = unary.shape[1]
     a = lab[i]
-    pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, lab, i, cost)
+    pixel_costs(potts, lab, i, cost)
     if shrink:
         if a != target:
             return np.inf, -1
@@ -332,14 +347,15 @@ def _best_move(indptr, indices, data, gw, geom, unary, two_lam, lab, w, counts, 
 
 
 @jit
-def repair_areas(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
-                 hi, apart, max_passes):  # pragma: no cover
+def repair_areas(potts, lab, movable, areas, max_passes):  # pragma: no cover
     """Bring every area within its bounds by single-pixel moves, the cheapest first: a label
     above its upper bound gives pixels to labels with room, one below its lower bound takes
     pixels from labels with area to spare. Moves keep apart pairs apart. Candidates start on
     the label's boundary (all its pixels, or all others, when it has none) and a priority queue
     follows the boundary as it moves. Returns the total amount (in area) still outside the
     bounds (0 when repaired)."""
+    indptr, indices, _, gw, geom, unary, _ = potts
+    w, counts, lo, hi, _ = areas
     n, k = unary.shape
     cost = np.empty(k)
     for _ in range(max_passes):
@@ -363,15 +379,13 @@ def repair_areas(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
                         edge[i] = movable[i] and ((lab[i] == target) == shrink)
                 for i in range(n):
                     if edge[i]:
-                        d, c = _best_move(indptr, indices, data, gw, geom, unary, two_lam, lab,
-                                          w, counts, lo, hi, apart, i, shrink, target, cost)
+                        d, c = _best_move(potts, lab, areas, i, shrink, target, cost)
                         if c >= 0:
                             heapq.heappush(heap, (d, np.int64(i)))
                 while heap and (counts[target] > hi[target] if shrink
                                 else counts[target] < lo[target]):
                     d, i = heapq.heappop(heap)
-                    now, c = _best_move(indptr, indices, data, gw, geom, unary, two_lam, lab, w,
-                                        counts, lo, hi, apart, i, shrink, target, cost)
+                    now, c = _best_move(potts, lab, areas, i, shrink, target, cost)
                     if c < 0:
                         continue
                     if now > d + 1e-12 * max(1.0, abs(d)):  # stale: push it back
@@ -385,9 +399,7 @@ def repair_areas(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
                     for t in range(degree(indptr, gw, i)):
                         j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                         if j >= 0 and movable[j] and ((lab[j] == target) == shrink):
-                            dj, cj = _best_move(indptr, indices, data, gw, geom, unary, two_lam,
-                                                lab, w, counts, lo, hi, apart, j, shrink, target,
-                                                cost)
+                            dj, cj = _best_move(potts, lab, areas, j, shrink, target, cost)
                             if cj >= 0:
                                 heapq.heappush(heap, (dj, np.int64(j)))
         if done:
@@ -432,8 +444,7 @@ def level_set_seeds(x, lab, movable, t):  # pragma: no cover
 
 
 @jit
-def fuse_level_set(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
-                   hi, apart, x, c, t, seeds, comp, queue):  # pragma: no cover
+def fuse_level_set(potts, lab, movable, areas, x, c, t, seeds, comp, queue):  # pragma: no cover
     """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``" under the constraints.
 
     The movable pixels where that proposal differs from ``lab`` form connected regions (in the
@@ -445,6 +456,8 @@ def fuse_level_set(indptr, indices, data, gw, geom, unary, two_lam, lab, movable
     costs the seeds and the regions, not a pass over the image. ``comp`` (``(n,)`` int64, all
     -1 on entry and left so) and ``queue`` (``(n,)`` int64) are scratch space. Changes ``lab``
     and ``counts`` in place; returns the regions taken."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
+    w, counts, lo, hi, apart = areas
     n, k = unary.shape
     starts = [np.int64(0)]
     starts.pop()
@@ -526,12 +539,12 @@ def fuse_level_set(indptr, indices, data, gw, geom, unary, two_lam, lab, movable
 
 
 @jit
-def region_sums(indptr, indices, data, gw, geom, unary, two_lam, lab, comp, w, movable,
-                nc):  # pragma: no cover
+def region_sums(potts, lab, comp, w, movable, nc):  # pragma: no cover
     """Per region ``r`` of ``comp`` (1..nc; 0 is outside every region), in one pass over the
     graph: its weight, whether it holds a pixel that may not move, its unary cost for each
     label, and the cut weight of its edges to each outside label with whether it touches
     that label. Returns ``(size, pinned, unary, border, touch)``."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     n, k = unary.shape
     size = np.zeros(nc + 1)
     pinned = np.zeros(nc + 1, np.bool_)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from solver.backend.jit import jit
+from solver.mrf.build.stencil import degree, neighbour_at, place
 from solver.mrf.polish.icm_kernels import best_label
 from solver.mrf.polish.region_kernels import (
     _fuse,
@@ -24,7 +25,6 @@ from solver.mrf.polish.region_kernels import (
     fusion_scratch,
     index_dtype,
 )
-from solver.mrf.polish.stencil import degree, neighbour_at, place
 
 
 def descent_scratch(n: int, k: int,
@@ -38,16 +38,16 @@ def descent_scratch(n: int, k: int,
 
 
 @jit
-def _queue_around(indptr, indices, gw, geom, movable, queue, inq, pixels, m, touched,
-                  mark):  # pragma: no cover
+def _queue_around(potts, movable, queue, inq, pixels, m, touched, mark):  # pragma: no cover
     """Queue (from the start of ``queue``, at most once each) the movable pixels of
     ``pixels[:m]`` and their neighbours, pixel by pixel, each before its neighbours in the
-    CSR's order (:mod:`solver.mrf.polish.stencil`); with ``mark``, also set ``touched``
+    CSR's order (:mod:`solver.mrf.build.stencil`); with ``mark``, also set ``touched``
     at ``pixels[:m]``. Returns the number queued.
 
     One loop for a whole proposal, with the pushes written out: through a helper per pixel
     (which writes ``inq`` and ``queue``) numba makes the pushes much slower (measured:
     docs/decisions.md, Helpers inside compiled loops)."""
+    indptr, indices, _, gw, geom, _, _ = potts
     count = 0
     for q in range(m):
         i = pixels[q]
@@ -68,13 +68,13 @@ def _queue_around(indptr, indices, gw, geom, movable, queue, inq, pixels, m, tou
 
 
 @jit
-def _descend(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, queue, inq,
-             count, touched, tlist, nt, agree):  # pragma: no cover
+def _descend(potts, lab, movable, queue, inq, count, touched, tlist, nt, agree):  # pragma: no cover
     """ICM over a work queue (a ring over ``queue``, whose first ``count`` entries are queued):
     each queued pixel takes its best label given its neighbours, and a move queues the pixel's
     movable neighbours not already queued (in the CSR's order). Stops when the queue is empty
     (every move lowers the energy, so it does). Pixels that moved are listed in ``tlist`` after
     the ``nt`` already there (``touched`` marks them); returns the new ``nt``."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     size = queue.size
     head = 0
     while count > 0:
@@ -102,8 +102,8 @@ def _descend(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, queu
 
 
 @jit
-def fuse_descents(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, pixels,
-                  weights, fixed, extra, thresholds, max_size, scratch):  # pragma: no cover
+def fuse_descents(potts, lab, movable, pixels, weights, fixed, extra, thresholds, max_size,
+                  scratch):  # pragma: no cover
     """Fuse ``lab`` with every level-set proposal of one snapshot after ICM has carved it.
 
     For each threshold ``t`` and label ``c``: the proposal (``c`` on the listed pixels whose
@@ -136,18 +136,15 @@ def fuse_descents(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
                     work[tlist[q]] = lab[tlist[q]]
                 continue
             last_size[c], last_taken[c] = nt, taken
-            count = _queue_around(indptr, indices, gw, geom, movable, queue, inq, tlist,
-                                  nt, touched, np.bool_(True))
-            nt = _descend(indptr, indices, data, gw, geom, unary, two_lam, work, movable,
-                          queue, inq, count, touched, tlist, nt, agree)
+            count = _queue_around(potts, movable, queue, inq, tlist, nt, touched, np.bool_(True))
+            nt = _descend(potts, work, movable, queue, inq, count, touched, tlist, nt, agree)
             m = np.int64(0)
             for q in range(nt):
                 i = tlist[q]
                 if work[i] != lab[i]:
                     idx[m] = i
                     m += 1
-            got = _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, m, work,
-                        member, region, order, starts)
+            got = _fuse(potts, lab, idx, m, work, member, region, order, starts)
             # the pixels now carrying the copy's label are the regions taken
             m2 = np.int64(0)
             for q in range(m):
@@ -163,10 +160,9 @@ def fuse_descents(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
                 continue
             last_size[c] = -1
             taken += got
-            count = _queue_around(indptr, indices, gw, geom, movable, queue, inq, idx, m2,
-                                  touched, np.bool_(False))
-            nt = _descend(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
-                          queue, inq, count, touched, tlist, np.int64(0), agree)
+            count = _queue_around(potts, movable, queue, inq, idx, m2, touched, np.bool_(False))
+            nt = _descend(potts, lab, movable, queue, inq, count, touched, tlist, np.int64(0),
+                          agree)
             for q in range(nt):
                 touched[tlist[q]] = False
             for q in range(m2 + nt):  # mirror into the copy; changed pixels join the list

@@ -20,6 +20,7 @@ import numpy as np
 from scipy import ndimage
 
 from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.stencil import Potts, potts_of
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import descent_kernels, region_kernels
 from solver.mrf.polish import icm_kernels as kernels
@@ -191,14 +192,14 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
     movable = problem.movable
     scratch = (workspace or Workspace(problem)).descent()
     scratch[1][:] = lab  # the kernel's copy of the labels, which it keeps equal to them
-    # (the graph arrays: on a grid its weights, read without the matrix; solver.mrf.polish.stencil)
-    graph = (*kernels.graph_arrays(problem), problem.unary, 2.0 * problem.lam)
+    # (the graph arrays: on a grid its weights, read without the matrix; solver.mrf.build.stencil)
+    potts = potts_of(problem)
 
     disagreeing = FixedDisagreement(lab, movable)
 
     def fuse_into(pixels: np.ndarray, weights: np.ndarray, fixed: np.ndarray,
                   thresholds: np.ndarray, max_size: int) -> int:
-        taken = descent_kernels.fuse_descents(*graph, lab, movable, pixels, weights, fixed,
+        taken = descent_kernels.fuse_descents(potts, lab, movable, pixels, weights, fixed,
                                               disagreeing(fixed), thresholds, max_size, scratch)
         if taken:
             disagreeing.labels_changed()
@@ -207,13 +208,12 @@ def descent_fuser(problem: MRFProblem, lab: np.ndarray,
 
 
 def _context(problem: MRFProblem,
-             workspace: Workspace | None) -> tuple[np.ndarray, tuple, float, tuple]:
-    """What every fusion works on besides the labels: the free-pixel mask, the graph arrays
-    (:mod:`solver.mrf.polish.stencil`), ``2 lam`` and one set of kernel work arrays for all its
+             workspace: Workspace | None) -> tuple[np.ndarray, Potts, tuple]:
+    """What every fusion works on besides the labels: the free-pixel mask, the Potts energy's arrays
+    (:class:`solver.mrf.build.stencil.Potts`) and one set of kernel work arrays for all its
     proposals."""
     scratch = (workspace or Workspace(problem)).fusion()
-    return (problem.movable, kernels.graph_arrays(problem),
-            2.0 * problem.lam, scratch)
+    return problem.movable, potts_of(problem), scratch
 
 
 def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tuple[np.ndarray, int]:
@@ -233,11 +233,10 @@ def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tupl
         Number of regions taken.
     """
     lab = kernels.zero_based(labels)
-    free, graph, two_lam, scratch = _context(problem, None)
+    free, potts, scratch = _context(problem, None)
     c = kernels.zero_based(candidate)
     idx = np.flatnonzero((lab != c) & free)
-    moved = region_kernels.fuse_candidate(*graph, problem.unary, two_lam, lab, idx, c[idx],
-                                          scratch)
+    moved = region_kernels.fuse_candidate(potts, lab, idx, c[idx], scratch)
     return lab + 1, moved
 
 
@@ -283,14 +282,14 @@ def fuse_level_sets_into(problem: MRFProblem, lab: np.ndarray,
     """:func:`fuse_level_sets` on ``(n,)`` int64 0-based labels, changed in place (a polish
     keeps its labels so from step to step, sparing a conversion of the image each way); returns
     the number of regions taken."""
-    free, graph, two_lam, scratch = _context(problem, workspace)
+    free, potts, scratch = _context(problem, workspace)
     ts = np.asarray(tuple(thresholds), dtype=np.float64)
     moved = 0
     disagreeing = FixedDisagreement(lab, free)
     for snap in snapshots:
         pixels, weights, fixed = snapshot_arrays(snap)
-        taken = region_kernels.fuse_level_sets(*graph, problem.unary, two_lam, lab, free, pixels,
-                                               weights, fixed, disagreeing(fixed), ts,
+        taken = region_kernels.fuse_level_sets(potts, lab, free, pixels, weights, fixed,
+                                               disagreeing(fixed), ts,
                                                lab.size if max_pixels is None else max_pixels,
                                                scratch)
         if taken:
@@ -342,15 +341,15 @@ def fuse_closings_into(problem: MRFProblem, lab: np.ndarray, radius: int = CLOSI
                        workspace: Workspace | None = None) -> int:
     """:func:`fuse_closings` on ``(n,)`` int64 0-based labels, changed in place; returns the
     number of regions taken."""
-    free, graph, two_lam, scratch = _context(problem, workspace)
+    free, potts, scratch = _context(problem, workspace)
     moved = 0
     for c in range(problem.k):
         mask = (lab == c).reshape(problem.shape)
         closed = square_morphology(mask, radius, "closing").ravel()
         idx = np.flatnonzero(closed & ~mask.ravel() & free)
         if idx.size:
-            moved += region_kernels.fuse_candidate(*graph, problem.unary, two_lam, lab, idx,
-                                            np.full(idx.size, c, np.int64), scratch)
+            moved += region_kernels.fuse_candidate(potts, lab, idx,
+                                                   np.full(idx.size, c, np.int64), scratch)
     log.debug("closing fusion: %d regions taken", moved)
     return moved
 
@@ -393,7 +392,7 @@ def fuse_boxes_into(problem: MRFProblem, lab: np.ndarray, min_size: int = 16,
     """:func:`fuse_boxes` on ``(n,)`` int64 0-based labels, changed in place; returns the
     number of pieces taken."""
     h, w = problem.shape
-    free, graph, two_lam, scratch = _context(problem, workspace)
+    free, potts, scratch = _context(problem, workspace)
     free = free.reshape(h, w)
     moved = 0
     for c in range(problem.k):
@@ -406,7 +405,7 @@ def fuse_boxes_into(problem: MRFProblem, lab: np.ndarray, min_size: int = 16,
             box = lab.reshape(h, w)[rows, cols]
             ys, xs = np.nonzero((box != c) & free[rows, cols])
             idx = (ys + rows.start) * w + xs + cols.start
-            moved += region_kernels.fuse_candidate(*graph, problem.unary, two_lam, lab, idx,
-                                            np.full(idx.size, c, np.int64), scratch)
+            moved += region_kernels.fuse_candidate(potts, lab, idx,
+                                                   np.full(idx.size, c, np.int64), scratch)
     log.debug("box fusion: %d pieces taken", moved)
     return moved

@@ -1,7 +1,7 @@
 """Pixel moves: colour-parallel iterated conditional modes, and pair moves.
 
 Every move is exact and taken only when it lowers the energy. The moves run as compiled kernels
-(:mod:`solver.mrf.polish.icm_kernels`) on the graph arrays of :mod:`solver.mrf.polish.stencil`.
+(:mod:`solver.mrf.polish.icm_kernels`) on the graph arrays of :mod:`solver.mrf.build.stencil`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import numpy as np
 
 from solver.backend.threads import threaded
 from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.stencil import Potts, graph_arrays, potts_of
 from solver.mrf.polish import icm_kernels as kernels
 
 log = logging.getLogger(__name__)
@@ -55,13 +56,13 @@ def icm_into(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 30,
     """:func:`icm` on ``(n,)`` int64 0-based labels, changed in place (``since`` 0-based too):
     the region moves' rounds, which work on such labels, skip four conversions of the image."""
     movable = problem.movable
-    graph = kernels.graph_arrays(problem)
+    graph = graph_arrays(problem)
     if since is None:
         active = movable.copy()
     else:
         active = kernels.around_changes(*graph[:2], *graph[3:], lab, since, movable)
-    moves = threaded(kernels.icm_sweeps, *graph, problem.unary, 2.0 * problem.lam, lab, movable,
-                     active, problem.shape[1], max_sweeps, kernels.ICM_CHUNK)
+    moves = threaded(kernels.icm_sweeps, Potts(*graph, problem.unary, 2.0 * problem.lam), lab,
+                     movable, active, problem.shape[1], max_sweeps, kernels.ICM_CHUNK)
     log.debug("ICM: %d moves", moves)
 
 
@@ -99,8 +100,7 @@ def pair_moves_into(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 10,
     given, holds a copy of them that is an ICM fixed point (it is read, not kept). Returns the
     number of pairs moved."""
     movable = problem.movable
-    moved = kernels.pair_moves(*kernels.graph_arrays(problem), problem.unary, 2.0 * problem.lam,
-                               lab, movable, max_sweeps)
+    moved = kernels.pair_moves(potts_of(problem), lab, movable, max_sweeps)
     log.debug("pair moves: %d", moved)
     if moved:
         icm_into(problem, lab, since=before)

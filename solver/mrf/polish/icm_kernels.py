@@ -2,7 +2,7 @@
 Laplacian; the region moves are in :mod:`solver.mrf.polish.region_kernels`.
 
 All kernels take the Laplacian ``L = D - W`` as the five graph arrays of
-:mod:`solver.mrf.polish.stencil` (``indptr, indices, data, gw, geom``, from
+:mod:`solver.mrf.build.stencil` (``indptr, indices, data, gw, geom``, from
 :func:`graph_arrays`: on a grid its weights, else its CSR arrays; the diagonal entry of a row is
 skipped) and 0-based labels. With the Potts
 energy ``E = 2 lam sum_{edges} W_ij [l_i != l_j] + sum_i d_{i, l_i}``, giving pixel ``i`` label
@@ -16,43 +16,20 @@ The work of each kernel is proportional to the pixels it visits, with no Python 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numba
 import numpy as np
 
 from solver.backend.jit import jit, parallel_jit
-from solver.mrf.polish.stencil import (
+from solver.mrf.build.stencil import (
     best_label_grid,
     choose_label,
     column_at,
     degree,
-    grid_view,
     link_at,
     neighbour_at,
     place,
     row_length,
 )
-
-
-def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(indptr, indices, data)`` of ``problem.laplacian`` (CSR)."""
-    L = problem.laplacian
-    return L.indptr, L.indices, L.data
-
-
-#: The CSR arrays passed with a grid view (never read).
-_NO_CSR = (np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0))
-
-
-def graph_arrays(problem: Any) -> tuple[np.ndarray, ...]:
-    """The Laplacian as the polish kernels take it, ``(indptr, indices, data, gw, geom)``: its
-    grid view (:func:`solver.mrf.polish.stencil.grid_view`) and, only where that view is empty,
-    its CSR arrays (:func:`csr_arrays`; else empty ones, so a photo's polish never makes the
-    matrix)."""
-    gw, geom = grid_view(problem)
-    csr = _NO_CSR if gw.shape[0] else csr_arrays(problem)
-    return (*csr, gw, geom)
 
 
 def zero_based(labels: np.ndarray) -> np.ndarray:
@@ -120,9 +97,9 @@ ICM_PARALLEL_CHUNKS = 16
 
 
 @jit
-def _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice, start,
-              stop):  # pragma: no cover
+def _evaluate(potts, lab, todo, choice, start, stop):  # pragma: no cover
     """``choice[q]``: the best label of pixel ``todo[q]`` for ``q`` in ``start:stop``."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     agree = np.zeros(unary.shape[1])
     for q in range(start, stop):
         choice[q] = best_label(indptr, indices, data, gw, geom, unary, two_lam, lab, todo[q],
@@ -130,8 +107,7 @@ def _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice
 
 
 @parallel_jit
-def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, active,
-               width, max_sweeps, chunk):  # pragma: no cover
+def icm_sweeps(potts, lab, movable, active, width, max_sweeps, chunk):  # pragma: no cover
     """Colour-parallel ICM on a grid: sweeps over the four classes ``(row % 2, col % 2)``.
 
     No two pixels of one class are 8-neighbours, so visiting a class in any order is the same as
@@ -143,9 +119,11 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
     :data:`ICM_PARALLEL_CHUNKS` chunks (they read only other classes' labels, which do not
     change meanwhile); the moves and the lists are then made in one pass, so the result does
     not depend on the threads. The neighbours come from the graph arrays
-    (:mod:`solver.mrf.polish.stencil`). Changes ``lab`` in place; returns the moves. Call it
-    through :func:`solver.backend.threads.threaded`.
+    (:mod:`solver.mrf.build.stencil`). Changes ``lab`` in place; returns the moves. Call it
+    through :func:`solver.backend.threads.threaded`. ``potts`` is a
+    :class:`solver.mrf.build.stencil.Potts`.
     """
+    indptr, indices, _, gw, geom, unary, _ = potts
     n = unary.shape[0]
     height = n // width
     # class c's list lives in todo[first[c]:first[c] + count[c]] (at most its pixels, each once)
@@ -171,11 +149,10 @@ def icm_sweeps(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, ac
             blocks = (m + chunk - 1) // chunk
             if blocks >= ICM_PARALLEL_CHUNKS:
                 for b in numba.prange(blocks):
-                    _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice,
-                              lo + b * chunk, lo + min(m, (b + 1) * chunk))
+                    _evaluate(potts, lab, todo, choice, lo + b * chunk,
+                              lo + min(m, (b + 1) * chunk))
             else:  # (a short list: waking the threads costs more than they save)
-                _evaluate(indptr, indices, data, gw, geom, unary, two_lam, lab, todo, choice,
-                          lo, lo + m)
+                _evaluate(potts, lab, todo, choice, lo, lo + m)
             for q in range(lo, lo + m):
                 i = todo[q]
                 active[i] = False
@@ -244,8 +221,7 @@ def _mark_two_steps(indptr, indices, gw, geom, movable, i, mark):  # pragma: no 
 
 
 @jit
-def pair_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
-               max_sweeps):  # pragma: no cover
+def pair_moves(potts, lab, movable, max_sweeps):  # pragma: no cover
     """Move two neighbouring pixels of one label together to another label when that lowers the
     energy (a move single-pixel ICM cannot make when each pixel alone would raise it).
 
@@ -257,8 +233,10 @@ def pair_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable,
 
     Each pixel's count of neighbours with another label is kept up to date, so "on a boundary"
     is one read; a pixel with no boundary within one step is in no pair worth trying and is not
-    visited (the same pairs as testing every pixel, in the same order).
+    visited (the same pairs as testing every pixel, in the same order). ``potts`` is a
+    :class:`solver.mrf.build.stencil.Potts`.
     """
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     n, k = unary.shape
     cost = np.zeros(k)
     other = np.empty(n, np.int32)

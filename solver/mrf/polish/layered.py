@@ -59,7 +59,7 @@ def layered_relaxation(problem: MRFProblem, lab: np.ndarray, labels: tuple[int, 
     ----------
     problem : MRFProblem
         A nesting (:func:`nesting_labels`) on an 8-neighbour grid (a grid view,
-        :mod:`solver.mrf.polish.stencil`).
+        :mod:`solver.mrf.build.stencil`).
     lab : numpy.ndarray
         ``(n,)`` 0-based labels to start from (hard pixels keep theirs).
     labels : tuple of int

@@ -26,9 +26,9 @@ import numpy as np
 import scipy.ndimage as ndi
 
 from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.stencil import WIDTH, box_forward_costs, grid_geometry
 from solver.mrf.polish.fusion import Workspace, fuse_level_sets_into
 from solver.mrf.polish.morphology import square_morphology
-from solver.mrf.polish.stencil import WIDTH, box_forward_costs, grid_geometry
 from solver.mrf.polish.tv import (expansion_terms, grid_steps, kernel_grid, may_move,
                                   move_snapshot, start_value)
 

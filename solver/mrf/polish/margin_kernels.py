@@ -5,7 +5,7 @@ touch a label apart from the new one (a hole's region touching a hard "inner" st
 become "outside"). :func:`margin_moves` moves such a region anyway and gives those few pixels
 the cheapest label that may touch both sides (the margin a nesting asks for), taking the
 compound move only when it is feasible and lowers the energy. Conventions (the graph arrays
-of :mod:`solver.mrf.polish.stencil` among them) as :mod:`solver.mrf.polish.constrained_kernels`.
+of :mod:`solver.mrf.build.stencil` among them) as :mod:`solver.mrf.polish.constrained_kernels`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from solver.backend.jit import jit
+from solver.mrf.build.stencil import degree, link_at, neighbour_at, place
 from solver.mrf.polish.constrained_kernels import apart_ok, pixel_costs
-from solver.mrf.polish.stencil import degree, link_at, neighbour_at, place
 
 
 @jit
@@ -39,22 +39,22 @@ def _region(indptr, indices, gw, geom, lab, movable, seen, queue, s, cap):  # pr
 
 
 @jit
-def _propose(indptr, indices, gw, geom, unary, lab, prop, apart, queue, size,
-             c):  # pragma: no cover
+def _propose(potts, lab, prop, apart, queue, size, c):  # pragma: no cover
     """Set ``prop`` over the region to ``c``, its pixels beside a label apart from ``c`` (outside
     the region) to the cheapest label that may touch ``c`` and that neighbour; False when some
     pixel has no such label."""
+    indptr, indices, _, gw, geom, unary, _ = potts
     for m in range(size):
         prop[queue[m]] = c
     return _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size, c)
 
 
 @jit
-def _change(indptr, indices, data, gw, geom, unary, two_lam, lab, prop, apart, mark, stamp,
-            queue, size):  # pragma: no cover
+def _change(potts, lab, prop, apart, mark, stamp, queue, size):  # pragma: no cover
     """Energy change of ``lab`` -> ``prop`` over the region (pixels with ``mark == stamp``), or
     inf when ``prop`` puts apart labels side by side: unaries, plus every edge with an end in
     the region, counted once."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     delta = 0.0
     for m in range(size):
         i = queue[m]
@@ -73,15 +73,15 @@ def _change(indptr, indices, data, gw, geom, unary, two_lam, lab, prop, apart, m
 
 
 @jit
-def _settle_ring(indptr, indices, data, gw, geom, unary, two_lam, prop, apart, queue, start,
-                 end, cost):  # pragma: no cover
+def _settle_ring(potts, prop, apart, queue, start, end, cost):  # pragma: no cover
     """Two sweeps over ``queue[start:end]`` (the pixels around a moved region), each taking
     its cheapest label under ``prop`` that touches no label apart from it."""
+    indptr, indices, _, gw, geom, unary, _ = potts
     k = unary.shape[1]
     for _ in range(2):
         for m in range(start, end):
             i = queue[m]
-            pixel_costs(indptr, indices, data, gw, geom, unary, two_lam, prop, i, cost)
+            pixel_costs(potts, prop, i, cost)
             best, best_cost = prop[i], cost[prop[i]]
             for c in range(k):
                 if cost[c] < best_cost and apart_ok(indptr, indices, gw, geom, prop, apart, i,
@@ -91,14 +91,14 @@ def _settle_ring(indptr, indices, data, gw, geom, unary, two_lam, prop, apart, q
 
 
 @jit
-def _margin_bound(indptr, indices, data, gw, geom, unary, two_lam, lab, mark, stamp, queue,
-                  size, end):  # pragma: no cover
+def _margin_bound(potts, lab, mark, stamp, queue, size, end):  # pragma: no cover
     """A lower bound on the energy change of any margin move of the region ``queue[:size]``
     (all one label ``a``; it and its ring ``queue[size:end]`` have ``mark == stamp``): a
     region pixel with all its neighbours in the region takes the proposed label (not ``a``),
     any other pixel of the region or the ring its cheapest label, and every cut edge at them
     goes uncut (edges between two of them counted from both ends: still a bound). At least 0:
     no margin move of the region lowers the energy."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     k = unary.shape[1]
     a = lab[queue[0]]
     bound = 0.0
@@ -125,14 +125,15 @@ def _margin_bound(indptr, indices, data, gw, geom, unary, two_lam, lab, mark, st
 
 
 @jit
-def margin_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts, lo,
-                 hi, apart, cap):  # pragma: no cover
+def margin_moves(potts, lab, movable, areas, cap):  # pragma: no cover
     """Move whole regions with a margin (see the module docstring), each region of at most
     ``cap`` pixels to the best of its labels, region by region in pixel order. The movable
     pixels around the region then settle (two sweeps of their cheapest feasible label: a
     margin the old region needed may go), and the compound move is taken at once when it is
     feasible and lowers the energy. A region whose :func:`_margin_bound` is at least 0 is not
     tried. Changes ``lab`` and ``counts`` in place; returns the moves taken."""
+    indptr, indices, _, gw, geom, unary, _ = potts
+    w, counts, lo, hi, apart = areas
     n, k = unary.shape
     seen = np.zeros(n, np.bool_)
     mark = np.full(n, -1, np.int64)
@@ -161,17 +162,15 @@ def margin_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
                     mark[j] = s
                     queue[end] = j
                     end += 1
-        if _margin_bound(indptr, indices, data, gw, geom, unary, two_lam, lab, mark, s, queue,
-                         size, end) >= 0.0:
+        if _margin_bound(potts, lab, mark, s, queue, size, end) >= 0.0:
             continue  # (no move of it can be taken: skipping it is exact)
         best_delta = 0.0
         scale = 1.0
         for c in range(k):
             if c == a:
                 continue
-            if _propose(indptr, indices, gw, geom, unary, lab, prop, apart, queue, size, c):
-                _settle_ring(indptr, indices, data, gw, geom, unary, two_lam, prop, apart, queue,
-                             size, end, cost)
+            if _propose(potts, lab, prop, apart, queue, size, c):
+                _settle_ring(potts, prop, apart, queue, size, end, cost)
                 net[:] = 0.0
                 for m in range(end):
                     i = queue[m]
@@ -182,8 +181,7 @@ def margin_moves(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, 
                     if counts[b] + net[b] < lo[b] or counts[b] + net[b] > hi[b]:
                         ok = False
                 if ok:
-                    d = _change(indptr, indices, data, gw, geom, unary, two_lam, lab, prop,
-                                apart, mark, s, queue, end)
+                    d = _change(potts, lab, prop, apart, mark, s, queue, end)
                     scale = max(scale, abs(d)) if np.isfinite(d) else scale
                     if d < best_delta:
                         best_delta = d
@@ -226,8 +224,8 @@ def _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size,
 
 
 @jit
-def fuse_with_margin(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, w, counts,
-                     lo, hi, apart, x, c, t, seeds, prop, mark, queue, base):  # pragma: no cover
+def fuse_with_margin(potts, lab, movable, areas, x, c, t, seeds, prop, mark, queue,
+                     base):  # pragma: no cover
     """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``", region by region,
     with a margin: the movable pixels where it differs from ``lab`` form connected regions;
     each takes label ``c``, its pixels that then touch a label apart from theirs take the
@@ -242,6 +240,8 @@ def fuse_with_margin(indptr, indices, data, gw, geom, unary, two_lam, lab, movab
     Scratch space, so that a call costs no allocation: ``prop`` equal to ``lab`` (kept so),
     ``mark`` (int64, values below ``base`` ignored: the caller raises ``base`` by ``n`` each
     call) and ``queue`` (int64), all of length ``n``."""
+    indptr, indices, _, gw, geom, unary, _ = potts
+    w, counts, lo, hi, apart = areas
     n, k = unary.shape
     net = np.zeros(k)
     taken = 0
@@ -275,8 +275,7 @@ def fuse_with_margin(indptr, indices, data, gw, geom, unary, two_lam, lab, movab
                 if counts[b] + net[b] < lo[b] or counts[b] + net[b] > hi[b]:
                     keep = False
         if keep:
-            d = _change(indptr, indices, data, gw, geom, unary, two_lam, lab, prop, apart, mark,
-                        stamp, queue, end)
+            d = _change(potts, lab, prop, apart, mark, stamp, queue, end)
             keep = d < -1e-9 * max(1.0, abs(d)) if np.isfinite(d) else False
         for m in range(end):
             i = queue[m]

@@ -2,7 +2,7 @@
 moves, whole-region moves and region splits.
 
 The conventions are those of :mod:`solver.mrf.polish.icm_kernels` (the Laplacian
-``L = D - W`` as the graph arrays of :mod:`solver.mrf.polish.stencil`, 0-based labels, the
+``L = D - W`` as the graph arrays of :mod:`solver.mrf.build.stencil`, 0-based labels, the
 Potts energy
 ``E = 2 lam sum W_ij [l_i != l_j] + sum_i d_{i, l_i}``). Each move's energy change is exact and a
 move is taken only when it lowers the energy. Regions of one mask (or one proposal) never touch,
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from solver.backend.jit import inline_jit, jit
-from solver.mrf.polish.stencil import degree, link_at, neighbour_at, place
+from solver.mrf.build.stencil import degree, link_at, neighbour_at, place
 
 
 @jit
@@ -22,7 +22,7 @@ def _components(indptr, indices, gw, geom, member, seeds, m, region, order,
                 starts):  # pragma: no cover
     """Connected components of the pixels with ``member[i]`` (graph restricted to them), which
     are exactly ``seeds[:m]``; the work is proportional to them, not to the image. Neighbours
-    come from the graph arrays (:mod:`solver.mrf.polish.stencil`), in the CSR's order.
+    come from the graph arrays (:mod:`solver.mrf.build.stencil`), in the CSR's order.
 
     ``region`` (n,) must be -1 on entry at members; on exit it holds each member's component.
     ``order`` receives the members grouped by component, ``starts`` the offsets (length
@@ -84,14 +84,14 @@ def _change(lab, newlab, member, a, c, j):  # pragma: no cover
 
 
 @jit
-def _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, m, newlab, member,
-          region, order, starts):  # pragma: no cover
+def _fuse(potts, lab, idx, m, newlab, member, region, order, starts):  # pragma: no cover
     """Take ``newlab[i]`` on each connected region of ``idx[:m]`` where that lowers the energy.
     The graph as in :func:`_components`.
 
     ``member`` (False), ``region`` (-1) are ``(n,)`` scratch arrays left as found; ``newlab`` is
     read at ``idx[:m]`` only. Changes ``lab`` in place; returns the number of regions taken.
     """
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     if m == 0:
         return 0
     for t in range(m):
@@ -125,8 +125,7 @@ def _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, m, newlab, 
 
 
 @jit
-def fuse_candidate(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, new,
-                   scratch):  # pragma: no cover
+def fuse_candidate(potts, lab, idx, new, scratch):  # pragma: no cover
     """Take label ``new[t]`` at pixel ``idx[t]`` on each connected region of ``idx`` where that
     lowers the energy (regions never touch, so each one's change is exact and independent).
 
@@ -136,8 +135,7 @@ def fuse_candidate(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, ne
     _, newlab, member, region, order, starts, _, _, _ = scratch
     for t in range(idx.size):
         newlab[idx[t]] = new[t]
-    return _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, idx.size,
-                 newlab, member, region, order, starts)
+    return _fuse(potts, lab, idx, idx.size, newlab, member, region, order, starts)
 
 
 @jit
@@ -231,8 +229,8 @@ def _unlist(span, ns, listed, pixels, row):  # pragma: no cover
 
 
 @jit
-def fuse_level_sets(indptr, indices, data, gw, geom, unary, two_lam, lab, movable, pixels,
-                    weights, fixed, extra, thresholds, max_size, scratch):  # pragma: no cover
+def fuse_level_sets(potts, lab, movable, pixels, weights, fixed, extra, thresholds, max_size,
+                    scratch):  # pragma: no cover
     """Fuse ``lab`` with the proposals "label ``c`` wherever its weight exceeds ``t``", for every
     threshold ``t`` and label ``c`` in turn, on the ``movable`` pixels. Changes ``lab`` in place;
     returns the number of regions taken. ``scratch`` comes from :func:`fusion_scratch` and is left
@@ -256,8 +254,7 @@ def fuse_level_sets(indptr, indices, data, gw, geom, unary, two_lam, lab, movabl
             if m > max_size:
                 continue
             before = taken
-            taken += _fuse(indptr, indices, data, gw, geom, unary, two_lam, lab, idx, m,
-                           newlab, member, region, order, starts)
+            taken += _fuse(potts, lab, idx, m, newlab, member, region, order, starts)
             if taken > before:  # relabelled pixels may now differ from other proposals
                 for q in range(m):
                     i = idx[q]
@@ -298,8 +295,8 @@ def _member(lab, a, prefer, i):  # pragma: no cover
 
 
 @jit
-def _capped_components(indptr, indices, gw, geom, lab, a, prefer, seeds, cap, region,
-                       order, starts, big):  # pragma: no cover
+def _capped_components(potts, lab, a, prefer, seeds, cap, region, order, starts,
+                       big):  # pragma: no cover
     """Connected components of the mask (:func:`_member`: pixels labelled ``a``, where
     ``prefer`` if not empty) that hold a pixel of ``seeds`` (every pixel when ``seeds`` is
     empty; seeds off the mask are passed over) and at most ``cap`` pixels, as
@@ -310,6 +307,7 @@ def _capped_components(indptr, indices, gw, geom, lab, a, prefer, seeds, cap, re
     component is at most ``cap`` pixels plus one step per seed in it. Neighbours as in
     :func:`_components`. Returns ``(components, big pixels)``.
     """
+    indptr, indices, _, gw, geom, _, _ = potts
     nc, top, nbig = 0, 0, 0
     starts[0] = 0
     every = seeds.size == 0
@@ -352,8 +350,7 @@ def _capped_components(indptr, indices, gw, geom, lab, a, prefer, seeds, cap, re
 
 
 @jit
-def move_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, a, prefer, hard,
-                 seeds, cap, scratch):  # pragma: no cover
+def move_regions(potts, lab, a, prefer, hard, seeds, cap, scratch):  # pragma: no cover
     """Move each connected region of the pixels labelled ``a`` (only those where ``prefer`` is
     True, unless it is empty) that holds a pixel of ``seeds`` (any pixel, when ``seeds`` is
     empty) and at most ``cap`` pixels to its best label.
@@ -364,10 +361,10 @@ def move_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, a, prefer
     comes from :func:`region_scratch` and is left as found. The graph as in
     :func:`_components`.
     """
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     n, k = unary.shape
     region, order, starts, big = scratch
-    nc, nbig = _capped_components(indptr, indices, gw, geom, lab, a, prefer, seeds, cap,
-                                  region, order, starts, big)
+    nc, nbig = _capped_components(potts, lab, a, prefer, seeds, cap, region, order, starts, big)
     moved = 0
     if nc > 0:
         delta = np.zeros((nc, k))
@@ -411,10 +408,10 @@ def move_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, a, prefer
 
 
 @jit
-def _split_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, order, s0, s1,
-               b, c, prop, sweeps):  # pragma: no cover
+def _split_icm(potts, lab, region, r, order, s0, s1, b, c, prop, sweeps):  # pragma: no cover
     """ICM restricted to labels ``{b, c}`` on region ``r`` (pixels ``order[s0:s1]``), from each
     pixel's cheaper label by its data; pixels outside the region keep ``lab``."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     for q in range(s0, s1):
         i = order[q]
         prop[i] = b if unary[i, b] <= unary[i, c] else c
@@ -443,9 +440,9 @@ def _split_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, 
 
 
 @jit
-def _split_delta(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, order, s0, s1,
-                 a, prop):  # pragma: no cover
+def _split_delta(potts, lab, region, r, order, s0, s1, a, prop):  # pragma: no cover
     """Exact energy change of relabelling region ``r`` (all ``a`` now) to ``prop``."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     delta = 0.0
     for q in range(s0, s1):
         i = order[q]
@@ -466,12 +463,12 @@ def _split_delta(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r
 
 
 @jit
-def _split_bound(indptr, indices, data, gw, geom, unary, two_lam, region, r, order, s0, s1, a,
-                 near):  # pragma: no cover
+def _split_bound(potts, region, r, order, s0, s1, a, near):  # pragma: no cover
     """A lower bound on the energy change of any relabelling of region ``r`` (all ``a`` now)
     with labels in ``near``: each pixel's cheapest such label by its data, every border edge
-    uncut and every inner edge of negative weight cut (the terms of :func:`_split_delta` at
+    uncut and every inner edge of negative weight cut (the potts of :func:`_split_delta` at
     their least). At least 0: no split of the region lowers the energy."""
+    indptr, indices, data, gw, geom, unary, two_lam = potts
     k = unary.shape[1]
     bound = 0.0
     for q in range(s0, s1):
@@ -496,8 +493,7 @@ def _split_bound(indptr, indices, data, gw, geom, unary, two_lam, region, r, ord
 
 
 @jit
-def split_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, mask, a, hard, min_size,
-                  sweeps):  # pragma: no cover
+def split_regions(potts, lab, mask, a, hard, min_size, sweeps):  # pragma: no cover
     """Re-split each connected region of ``mask`` (pixels all labelled ``a``) between two other
     labels.
 
@@ -507,6 +503,7 @@ def split_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, mask, a,
     Regions of one mask never touch, so their moves are independent. Regions smaller than
     ``min_size`` or holding a hard pixel stay. Changes ``lab`` in place; returns the regions moved.
     """
+    indptr, indices, _, gw, geom, unary, _ = potts
     n, k = unary.shape
     region, order, starts, nc = _mask_components(indptr, indices, gw, geom, mask)
     if nc == 0:
@@ -530,8 +527,7 @@ def split_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, mask, a,
                 j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and region[j] != r:
                     near[lab[j]] = True
-        if pinned or _split_bound(indptr, indices, data, gw, geom, unary, two_lam, region, r,
-                                  order, s0, s1, a, near) >= 0.0:
+        if pinned or _split_bound(potts, region, r, order, s0, s1, a, near) >= 0.0:
             continue  # (with the bound at least 0 no split is taken: skipping it is exact)
         best_delta = 0.0
         found = False
@@ -541,10 +537,8 @@ def split_regions(indptr, indices, data, gw, geom, unary, two_lam, lab, mask, a,
             for c in range(b + 1, k):
                 if c == a or not near[c]:
                     continue
-                _split_icm(indptr, indices, data, gw, geom, unary, two_lam, lab, region, r, order,
-                           s0, s1, b, c, prop, sweeps)
-                delta = _split_delta(indptr, indices, data, gw, geom, unary, two_lam, lab, region,
-                                     r, order, s0, s1, a, prop)
+                _split_icm(potts, lab, region, r, order, s0, s1, b, c, prop, sweeps)
+                delta = _split_delta(potts, lab, region, r, order, s0, s1, a, prop)
                 if delta < best_delta - 1e-9 * max(1.0, abs(delta)):
                     best_delta = delta
                     found = True

@@ -12,6 +12,7 @@ import logging
 import numpy as np
 
 from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.stencil import graph_arrays, potts_of
 from solver.mrf.options import PolishOptions
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import region_kernels
@@ -42,8 +43,7 @@ def _move_regions(problem: MRFProblem, lab: np.ndarray, a: int, prefer: np.ndarr
     if near is not None and near.size == 0:
         return 0  # (the kernel takes empty seeds for "every pixel")
     seeds = _NO_PIXELS if near is None else near
-    return region_kernels.move_regions(*kernels.graph_arrays(problem), problem.unary,
-                                       2.0 * problem.lam, lab, a,
+    return region_kernels.move_regions(potts_of(problem), lab, a,
                                        _NO_PREFERENCE if prefer is None else prefer, hard, seeds,
                                        cap, scratch)
 
@@ -122,7 +122,7 @@ def settle_regions_into(problem: MRFProblem, lab: np.ndarray, max_rounds: int = 
     workspace = workspace or Workspace(problem)
     cap = options.cap(lab.size)
     scratch = workspace.region()
-    indptr, indices, _, gw, geom = kernels.graph_arrays(problem)
+    indptr, indices, _, gw, geom = graph_arrays(problem)
     everywhere = np.ones(lab.size, bool)
     previous = since
     start = workspace.labels("settle")  # (each round's start, in one array for all rounds)
@@ -181,8 +181,7 @@ def split_moves_into(problem: MRFProblem, lab: np.ndarray, min_size: int = 16,
     hard = np.asarray(problem.hard).ravel()
     moved = 0
     for a in range(problem.k if problem.k > 2 else 0):
-        moved += region_kernels.split_regions(*kernels.graph_arrays(problem), problem.unary,
-                                              2.0 * problem.lam, lab,
+        moved += region_kernels.split_regions(potts_of(problem), lab,
                                               np.ascontiguousarray(lab == a), a, hard, min_size,
                                               sweeps)
     log.debug("split moves: %d regions", moved)

@@ -24,9 +24,9 @@ import scipy.sparse as sp
 
 from solver.backend.threads import threaded
 from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.stencil import box_forward_costs, forward_costs, grid_offsets, grid_view
 from solver.mrf.polish import tv_device, tv_kernels
 from solver.mrf.polish.fusion import Snapshot, Workspace, fuse_level_sets_into
-from solver.mrf.polish.stencil import box_forward_costs, forward_costs, grid_offsets, grid_view
 
 log = logging.getLogger(__name__)
 
@@ -389,7 +389,7 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
     Parameters
     ----------
     problem : MRFProblem
-        A two-label problem with a grid view (:mod:`solver.mrf.polish.stencil`).
+        A two-label problem with a grid view (:mod:`solver.mrf.build.stencil`).
     lab : numpy.ndarray
         ``(n,)`` 0-based labels to start from.
     area : tuple of float
@@ -444,7 +444,7 @@ def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.n
         ``(4, n)`` float32 forward-edge costs ``2 lam W_ij`` (0: no edge), as
         :func:`tv_relaxation` builds them.
     offsets : numpy.ndarray
-        ``(8,)`` grid offsets (:func:`solver.mrf.polish.stencil.grid_offsets`).
+        ``(8,)`` grid offsets (:func:`solver.mrf.build.stencil.grid_offsets`).
     apart : numpy.ndarray, optional
         ``(K, K)`` bool apart pairs (0-based), for a labelling that keeps them: a pixel that
         stays at a label apart from α must not see a neighbour take α, so such an edge gets
@@ -555,7 +555,7 @@ def boxed(values: np.ndarray, shape: tuple[int, int],
 def kernel_grid(problem: MRFProblem, step: float
                 ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
     """The grid weights and geometry the TV kernels read
-    (:func:`solver.mrf.polish.stencil.grid_view`), the largest pairwise weight ``2 lam`` and the
+    (:func:`solver.mrf.build.stencil.grid_view`), the largest pairwise weight ``2 lam`` and the
     step scale ``gamma = step / (2 lam)``, or None when the problem has no grid view, a
     negative (or NaN) edge weight, or no pairwise term at all (λ = 0: each pixel's best label is
     the answer, and there is nothing for a relaxation to smooth).
@@ -585,7 +585,7 @@ def grid_terms(problem: MRFProblem, step: float, row: np.ndarray | float | None 
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     """Forward-edge costs ``(4, n)`` (float32, 0: no edge), offsets, primal steps and ``gamma``
     of the grid kernel, or None when the problem has no grid view
-    (:func:`solver.mrf.polish.stencil.grid_view`) or a negative edge weight. A pixel's primal
+    (:func:`solver.mrf.build.stencil.grid_view`) or a negative edge weight. A pixel's primal
     step is ``gamma`` over the entries of its column: its edge count once per layer of the
     relaxation (two for :mod:`solver.mrf.polish.layered`), plus its entry of ``row`` where more
     constraint rows hold it (an area; a nesting's order rows). With ``box``

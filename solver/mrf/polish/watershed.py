@@ -23,10 +23,10 @@ import numpy as np
 
 from solver.backend.jit import jit
 from solver.mrf.build.problem import MRFProblem
+from solver.mrf.build.stencil import degree, graph_arrays, link_at, place, row_length
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.fusion import Workspace, descent_fuser
 from solver.mrf.polish.morphology import square_morphology
-from solver.mrf.polish.stencil import degree, link_at, place, row_length
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ def edge_snapped(problem: MRFProblem, lab: np.ndarray, radius: int) -> tuple[np.
     zone = boundary_zone(lab, problem.shape, radius)
     out = lab.copy()
     out[zone] = -1
-    flood_zone(*kernels.graph_arrays(problem), lab, zone, out, LEVELS, STEPS)
+    flood_zone(*graph_arrays(problem), lab, zone, out, LEVELS, STEPS)
     changed = zone[out[zone] != lab[zone]]
     return changed, out[changed]
 

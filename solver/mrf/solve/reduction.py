@@ -38,11 +38,11 @@ from solver.admm.systems import (GenericSystem, OneHotKronSystem, onehot_operato
 from solver.backend import Backend, get_backend
 from solver.mrf.build.graph import own_grid
 from solver.mrf.build.problem import MRFProblem, replace_problem
+from solver.mrf.build.stencil import graph_arrays, grid_view
 from solver.mrf.options import DEFAULT_OPTIONS, SolveOptions
 from solver.mrf.polish.fusion import Snapshot
-from solver.mrf.polish.icm_kernels import graph_arrays
-from solver.mrf.polish.stencil import grid_view
 from solver.mrf.polish.pipeline import polish_labels
+from solver.mrf.result import MRFResult
 from solver.mrf.solve import reduction_kernels as kernels
 from solver.mrf.solve.constraint_terms import (apart_rows, apart_split, area_set,
                                                carry_split_state, ordered_pairs, rounding)
@@ -53,7 +53,6 @@ from solver.mrf.solve.early_fixing import (
     settled,
     variable_rows,
 )
-from solver.mrf.result import MRFResult
 from solver.mrf.solve.state import MRFIterationState
 
 log = logging.getLogger(__name__)
@@ -65,7 +64,7 @@ ONEHOT_DEFAULT = "penalty"
 def _split_arrays(problem: MRFProblem) -> tuple:
     """What :func:`reduction_kernels.split_fixed` reads the Laplacian from:
     ``(indptr, indices, data, grid)``. On a graph of the grid's own edges, its weights
-    (``grid = (gw, geom)``, :func:`solver.mrf.polish.stencil.grid_view`) and empty CSR arrays, so
+    (``grid = (gw, geom)``, :func:`solver.mrf.build.stencil.grid_view`) and empty CSR arrays, so
     a photo's ADMM never makes the matrix; else the matrix's CSR arrays and None (a coarse
     level's matrix adds its diagonal in another order than the grid view)."""
     if own_grid(problem.graph):

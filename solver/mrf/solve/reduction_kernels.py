@@ -8,8 +8,8 @@ import numpy as np
 
 from solver.backend.jit import jit, parallel_jit
 from solver.backend.threads import threaded
+from solver.mrf.build.stencil import column_at, place, row_length, row_value_at
 from solver.mrf.polish.constrained_kernels import apart_ok
-from solver.mrf.polish.stencil import column_at, place, row_length, row_value_at
 
 # :func:`split_by_fixed` can run on numba's threads (``parallel_jit``; see :func:`split_fixed`).
 #: Rows per block of :func:`split_by_fixed`'s threads.
@@ -41,7 +41,7 @@ def split_fixed(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, hard:
         Rows from which the split runs on threads (:data:`SPLIT_THREAD_ROWS`).
     grid : tuple of numpy.ndarray, optional
         ``(gw, geom)``: the matrix is the Laplacian of a grid's weights
-        (:func:`solver.mrf.polish.stencil.grid_view`), read from them instead of CSR arrays,
+        (:func:`solver.mrf.build.stencil.grid_view`), read from them instead of CSR arrays,
         with the same outputs.
 
     Returns
@@ -86,7 +86,7 @@ def label_weights(x, k):  # pragma: no cover
 @parallel_jit
 def split_by_fixed(indptr, indices, data, gw, geom, hard, k):  # pragma: no cover
     """A symmetric matrix (the Laplacian, or an objective's ``A``; CSR arrays, or a grid's
-    weights where ``gw`` is not empty, :mod:`solver.mrf.polish.stencil`) split by the fixed rows
+    weights where ``gw`` is not empty, :mod:`solver.mrf.build.stencil`) split by the fixed rows
     (``hard > 0``), in two passes over its entries.
 
     Returns ``L_ff`` over the free rows as CSR arrays (columns renumbered in row order), the
@@ -170,7 +170,7 @@ def split_by_fixed(indptr, indices, data, gw, geom, hard, k):  # pragma: no cove
 @jit
 def touching_apart(indptr, indices, gw, geom, lab, apart, pixels):  # pragma: no cover
     """``(m,)`` bool over ``pixels``: those with a neighbour (in the graph arrays,
-    :mod:`solver.mrf.polish.stencil`) whose label is apart from theirs (``lab`` 0-based,
+    :mod:`solver.mrf.build.stencil`) whose label is apart from theirs (``lab`` 0-based,
     ``apart`` ``(K, K)`` symmetric): those
     :func:`solver.mrf.polish.constrained_kernels.apart_ok` refuses their own label. Only the
     pixels asked for are looked at (a band level's free pixels, not the image: at 1e5 pixels

@@ -35,7 +35,7 @@ def warm_up(max_labels: int = 3, gpu: bool = False) -> float:
         Seconds it took.
     """
     from solver.mrf.build.problem import build_problem  # noqa: PLC0415
-    from solver.mrf.polish.icm_kernels import graph_arrays  # noqa: PLC0415
+    from solver.mrf.build.stencil import graph_arrays  # noqa: PLC0415
     from solver.mrf.solve.dispatch import solve_mrf  # noqa: PLC0415
     from solver.mrf.solve.pyramid import coarsen, undecided_band  # noqa: PLC0415 - (solved whole)
     from solver.mrf.solve.segment import segment  # noqa: PLC0415

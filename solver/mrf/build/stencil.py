@@ -1,7 +1,9 @@
 """The Laplacian of an 8-neighbour grid read straight from the graph's edge weights: each
 pixel's eight off-diagonal entries by direction, without a matrix.
 
-The polish's kernels take a graph as five arrays, ``indptr, indices, data, gw, geom``. On a
+The kernels take a graph as one :class:`Graph` of five arrays, ``indptr, indices, data, gw,
+geom`` (and a Potts energy as one :class:`Potts`, the graph with the unary costs and ``2
+lam``), unpacked once at a kernel's top, so no kernel carries them as loose parameters. On a
 grid, ``gw`` holds the edge weights in the order of :func:`solver.mrf.build.graph.grid_edges`
 (four blocks, one a direction: east, south, south-east, south-west) and ``geom`` the grid's
 shape (:func:`grid_geometry`): a neighbour's index is ``i + offset`` and its weight sits at
@@ -24,7 +26,7 @@ arrays (:func:`grid_view`), so its moves read the grid too.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -390,3 +392,79 @@ def grid_view(problem: Any) -> tuple[np.ndarray, np.ndarray]:
         _CACHE[id(L)] = got
         weakref.finalize(L, _CACHE.pop, id(L), None)
     return got, geom
+
+
+class Graph(NamedTuple):
+    """A graph's Laplacian ``L = D - W`` as the compiled kernels take it (one argument): the grid
+    view ``gw, geom`` (:func:`grid_view`) and, only where that view is empty, the CSR arrays
+    ``indptr, indices, data`` (else empty ones, never read). Build it with
+    :func:`graph_arrays`."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    gw: np.ndarray
+    geom: np.ndarray
+
+
+class Potts(NamedTuple):
+    """A Potts energy as the compiled kernels take it (one argument): the
+    :class:`Graph`'s five arrays, the ``(n, K)`` unary costs and the pairwise weight ``2 lam``,
+    so ``E = 2 lam sum_{edges} W_ij [l_i != l_j] + sum_i unary[i, l_i]``. Build it with
+    :func:`potts_of`."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    gw: np.ndarray
+    geom: np.ndarray
+    unary: np.ndarray
+    two_lam: float
+
+
+def csr_arrays(problem: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data)`` of ``problem.laplacian`` (CSR)."""
+    L = problem.laplacian
+    return L.indptr, L.indices, L.data
+
+
+#: The CSR arrays passed with a grid view (never read).
+_NO_CSR = (np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0))
+
+
+def graph_arrays(problem: Any) -> Graph:
+    """The Laplacian of ``problem`` as the kernels take it: its grid view (:func:`grid_view`)
+    and, only where that view is empty, its CSR arrays (:func:`csr_arrays`; else empty ones, so
+    a photo's polish never makes the matrix).
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        The problem (its ``laplacian`` is read only where it has no grid view).
+
+    Returns
+    -------
+    Graph
+    """
+    gw, geom = grid_view(problem)
+    csr = _NO_CSR if gw.shape[0] else csr_arrays(problem)
+    return Graph(*csr, gw, geom)
+
+
+def potts_of(problem: Any, unary: np.ndarray | None = None) -> Potts:
+    """The Potts energy of ``problem`` as the kernels take it: its :func:`graph_arrays`, its
+    unary costs (or ``unary`` in their place) and ``2 lam``.
+
+    Parameters
+    ----------
+    problem : MRFProblem
+        The problem.
+    unary : numpy.ndarray, optional
+        ``(n, K)`` costs to use instead of ``problem.unary``.
+
+    Returns
+    -------
+    Potts
+    """
+    return Potts(*graph_arrays(problem), problem.unary if unary is None else unary,
+                 2.0 * problem.lam)
