@@ -289,7 +289,7 @@ def test_fusion_with_a_margin_takes_a_proposal_the_plain_fusion_must_refuse():
                                             comp, queue) == 0  # touches the hard 3
     lab = kernels.zero_based(start)
     taken = mk.fuse_with_margin(potts_of(p), lab, movable, level_state(p, lab), x, 0, 0.5, seeds,
-                                lab.copy(), np.full(p.n, -1, np.int64), queue, 0)
+                                (lab.copy(), np.full(p.n, -1, np.int64), queue), 0)
     out = kernels.one_based(lab, p.shape)
     assert taken == 1 and p.feasible(out)
     assert p.energy(out) <= nested_mincut(p).energy + 1e-9  # the proposal with its margin
@@ -390,7 +390,7 @@ def test_fusion_from_the_seeds_is_the_fusion_from_every_pixel_with_margins(seed,
                                                    every, comp, queue)
                 ref_taken += mk.fuse_with_margin(potts_of(p), ref, movable,
                                                  ck.Areas(w, counts, lo, hi, apart), x, lbl, t,
-                                                 every, ref.copy(), mark, queue, base)
+                                                 every, (ref.copy(), mark, queue), base)
                 base += p.n
     assert ref_taken > 0 and taken == ref_taken
     assert lab.tolist() == ref.tolist() and state[1].tolist() == counts.tolist()

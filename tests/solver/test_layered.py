@@ -119,7 +119,7 @@ def test_the_kernel_from_any_point_of_the_box_follows_the_transcription(seed):
     free = np.ones(n, bool)
     for steps in (1, 3, 20):
         u1, u2 = start[0].copy(), start[1].copy()
-        layered_kernels.layered_iterate(cost, offsets, g1, g2, free, tau, u1, u2,
+        layered_kernels.layered_iterate((cost, offsets, g1, g2, free, tau), u1, u2,
                                         np.float32(0.5 / gamma), steps, 0.0, 0.0, -np.inf)
         w1, w2 = _transcribed_steps(p, start, labels, steps)
         np.testing.assert_allclose(u1, w1, atol=2e-5)
@@ -154,11 +154,11 @@ def test_steps_over_the_chunks_that_can_change_give_the_bits_of_steps_over_every
         p1, p2 = np.zeros((4, p.n), np.float32), np.zeros((4, p.n), np.float32)
         r = np.zeros((9, p.n), np.float32)
         for steps in range(1, 41):
-            layered_kernels.layered_step(cost, offsets, g1, g2, free, tau, d1, d2, b1, b2, p1,
-                                         p2, r, sigma)
+            layered_kernels.layered_step((cost, offsets, g1, g2, free, tau),
+                                         (d1, d2, b1, b2, p1, p2, r), sigma)
             if steps <= 8 or steps % 8 == 0:
                 u1, u2 = start[0].copy(), start[1].copy()
-                done, _ = layered_kernels.layered_iterate(cost, offsets, g1, g2, free, tau, u1,
+                done, _ = layered_kernels.layered_iterate((cost, offsets, g1, g2, free, tau), u1,
                                                           u2, sigma, steps, 0.0, 0.0, -np.inf,
                                                           chunk)
                 assert done == steps

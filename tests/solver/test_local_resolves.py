@@ -93,14 +93,14 @@ def test_a_window_relaxation_is_the_image_relaxation_with_the_outside_kept(box):
     u, move_cost = expansion_terms(problem, lab, alpha, cost, offsets)
     free = inside.ravel() & (lab != alpha) & may_move(u, move_cost, offsets)
     y_full = (lab == alpha).astype(np.float32)
-    grid_steps(None, move_cost, offsets, u, free, tau, y_full, sigma, steps, 0.0)
+    grid_steps(None, (move_cost, offsets, u, free, tau), y_full, sigma, steps, 0.0)
 
     sub = lab[win.pixels]
     u_w, cost_w = expansion_terms(win, sub, alpha, win.cost, win.offsets)
     free_w = win.movable & (sub != alpha) & may_move(u_w, cost_w, win.offsets)
     assert np.array_equal(free_w, free[win.pixels])
     y_win = (sub == alpha).astype(np.float32)
-    grid_steps(None, cost_w, win.offsets, u_w, free_w, win.tau, y_win, sigma, steps, 0.0)
+    grid_steps(None, (cost_w, win.offsets, u_w, free_w, win.tau), y_win, sigma, steps, 0.0)
     assert np.abs(y_win - y_full[win.pixels]).max() < 1e-5
     assert np.allclose(win.tau, tau[win.pixels])  # (the image's steps, its edge counts)
     assert np.abs(y_full - (lab == alpha)).max() > 0.1  # (the steps moved something)

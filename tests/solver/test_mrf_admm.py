@@ -437,13 +437,13 @@ def test_split_bound_is_below_every_split_of_the_region(k):
                 others = [b for b in range(k) if b != a]
                 near = np.zeros(k, bool)
                 near[others] = True
-                bound = rk._split_bound((*graph, p.unary, two_lam), region, r, order, s0, s1,
-                                        a, near)
+                bound = rk._split_bound((*graph, p.unary, two_lam), (region, r, order, s0, s1), a,
+                                        near)
                 prop = np.empty(p.n, np.int64)
                 for trial in range(5):
                     prop[order[s0:s1]] = rng.choice(others, size=s1 - s0)
-                    delta = rk._split_delta((*graph, p.unary, two_lam), lab, region, r, order,
-                                            s0, s1, a, prop)
+                    delta = rk._split_delta((*graph, p.unary, two_lam), lab,
+                                            (region, r, order, s0, s1), a, prop)
                     new = lab.copy()
                     new[order[s0:s1]] = prop[order[s0:s1]]
                     assert delta == pytest.approx(p.energy(new + 1) - p.energy(lab + 1))

@@ -208,12 +208,12 @@ def test_the_polish_relaxations_do_not_depend_on_threads():
 
     def tv():
         s = start[0].copy()
-        steps = tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, 60, 0.0, 0.0)
+        steps = tv_kernels.tv_iterate_grid((cost, offsets, u, free, tau), s, sigma, 60, 0.0, 0.0)
         return s, np.asarray(steps)
 
     def layered():
         u1, u2 = start[0].copy(), start[1].copy()
-        layered_kernels.layered_iterate(cost, offsets, u, -u, free, tau, u1, u2, sigma, 60, 0.0,
+        layered_kernels.layered_iterate((cost, offsets, u, -u, free, tau), u1, u2, sigma, 60, 0.0,
                                         0.0, -np.inf)
         rows = np.random.default_rng(1).random((9, p.n)).astype(np.float32)
         dual = layered_kernels.dual_value(offsets, u, -u, free, start[0], start[1], rows[:4],
@@ -223,7 +223,7 @@ def test_the_polish_relaxations_do_not_depend_on_threads():
     def area():  # (its area is summed in order on one thread)
         s = start[0].copy()
         w = np.ones(p.n, np.float32)
-        _, nu = tv_kernels.tv_iterate_grid_area(cost, offsets, u, free, tau, s, sigma, w,
+        _, nu = tv_kernels.tv_iterate_grid_area((cost, offsets, u, free, tau), s, sigma, w,
                                                 0.2 * p.n, 0.3 * p.n, 0.1 / p.n, 60)
         return s, np.asarray(nu)
 

@@ -61,14 +61,14 @@ def _dense_driver(args, iterations, tol):
     s = s.copy()
     bar, p = s.copy(), np.zeros((4, s.size), np.float32)
     steps = tv_device.run_steps(np, lambda: tv_kernels._dense_step(
-        cost, offsets, u, free, tau, s, bar, p, sigma, tv_kernels.NO_PULL,
+        (cost, offsets, u, free, tau), s, bar, p, sigma, tv_kernels.NO_PULL,
         tv_kernels.NO_WEIGHTS), s, iterations, tol)
     return s, steps
 
 
 def _cpu(args, iterations, tol):
     s = args[5].copy()
-    steps, sparse = tv_kernels.tv_iterate_grid(*args[:5], s, args[6], iterations, tol,
+    steps, sparse = tv_kernels.tv_iterate_grid(args[:5], s, args[6], iterations, tol,
                                                tv_kernels.SPARSE_BELOW)
     return s, steps, sparse
 
@@ -162,7 +162,7 @@ def test_grid_steps_on_the_host_are_the_cpu_kernels():
     _, args = next(_problems())
     want, steps_want, sparse_want = _cpu(args, 200, 1e-3)
     s = args[5].copy()
-    assert tv.grid_steps(None, *args[:5], s, args[6], 200, 1e-3) == (steps_want, sparse_want)
+    assert tv.grid_steps(None, args[:5], s, args[6], 200, 1e-3) == (steps_want, sparse_want)
     assert np.array_equal(s, want)
 
 
@@ -199,7 +199,7 @@ def test_the_cuda_steps_go_on_from_one_call_to_the_next_and_stop_on_the_gap():
     assert np.array_equal(got, want)
     start = start_value(args[0], args[1], args[2], args[5])
     s = args[5].copy()
-    cpu_steps, _ = tv_kernels.tv_iterate_grid(*args[:5], s, args[6], 2000, 0.0, 0.0, start,
+    cpu_steps, _ = tv_kernels.tv_iterate_grid(args[:5], s, args[6], 2000, 0.0, 0.0, start,
                                               0.05 * abs(start))
     g = args[5].copy()
     gpu_steps = tv_device.tv_iterate_grid(gpu, *args[:5], g, args[6], 2000, 0.0, start,

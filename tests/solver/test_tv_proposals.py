@@ -166,7 +166,7 @@ def test_a_step_over_every_pixel_matches_the_reference(shape, pulled):
                         weights if pulled else None)
     got, bar, p = start.copy(), start.copy(), np.zeros((4, n), np.float32)
     for _ in range(12):
-        tv_kernels._dense_step(cost, offsets, u, free, tau, got, bar, p, sigma, pull, weights)
+        tv_kernels._dense_step((cost, offsets, u, free, tau), got, bar, p, sigma, pull, weights)
     assert not np.array_equal(want, start)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
 
@@ -196,7 +196,7 @@ def test_the_grid_kernel_visits_few_pixels_and_takes_every_step(seed):
         assert not np.array_equal(want, start)
         for sparse_below in (0.0, 10.0):  # steps over every pixel only; sparse from step 25
             got = start.copy()
-            steps, sparse = tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, got, sigma,
+            steps, sparse = tv_kernels.tv_iterate_grid((cost, offsets, u, free, tau), got, sigma,
                                                        80, 0.0, sparse_below)
             assert steps == 80 or (steps < 80 and sparse > 0)  # (fewer: nothing left to move)
             assert sparse == 0 or sparse_below > 0
@@ -341,15 +341,15 @@ def test_calls_that_go_on_from_one_another_make_the_steps_of_one_call(seed):
     settled = polish_labels(problem, np.random.default_rng(seed).integers(1, 3, problem.shape))
     cost, offsets, u, free, tau, s, sigma = _grid_args(problem, settled.ravel() - 1)
     want = s.copy()
-    steps, sparse = tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, want, sigma, 200,
-                                               0.0, 10.0)
+    steps, sparse = tv_kernels.tv_iterate_grid((cost, offsets, u, free, tau), want, sigma, 200, 0.0,
+                                               10.0)
     assert sparse > 0  # (fewer than 200 steps: nothing left to move)
     for block in (25, 50):
         got = s.copy()
         p, bar = np.zeros((4, problem.n), np.float32), got.copy()
         for _ in range(200 // block):
-            tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, got, sigma, block, 0.0,
-                                       10.0, np.inf, -np.inf, p, bar)
+            tv_kernels.tv_iterate_grid((cost, offsets, u, free, tau), got, sigma, block, 0.0, 10.0,
+                                       np.inf, -np.inf, p, bar)
         assert np.array_equal(got, want), block
 
 
@@ -372,8 +372,8 @@ def test_the_dual_value_bounds_every_labelling_from_below(seed):
         assert tv_kernels.grid_dual_value(offsets, u, free, s, p) + constant <= best + 1e-6
     # an optimal start is proved so: the steps stop at the first test of the gap
     tight = s.copy()
-    steps, _ = tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, tight, sigma, 20000,
-                                          0.0, 0.0, start_value(cost, offsets, u, s),
+    steps, _ = tv_kernels.tv_iterate_grid((cost, offsets, u, free, tau), tight, sigma, 20000, 0.0,
+                                          0.0, start_value(cost, offsets, u, s),
                                           1e-6 * max(1.0, abs(best)))
     assert steps < 20000
 
@@ -389,7 +389,7 @@ def test_the_gap_test_stops_the_steps_only_once_the_start_is_proved_near_optimal
     tol = 1e-5 * abs(problem.energy(best + 1))
     for start, stops in ((best, True), (1 - best, False)):
         cost, offsets, u, free, tau, s, sigma = _grid_args(problem, start)
-        steps, _ = tv_kernels.tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, 400, 0.0,
+        steps, _ = tv_kernels.tv_iterate_grid((cost, offsets, u, free, tau), s, sigma, 400, 0.0,
                                               0.0, start_value(cost, offsets, u, s), tol)
         assert (steps < 400) == stops
 

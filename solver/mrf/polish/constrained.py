@@ -361,7 +361,7 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
                     if plain:  # (the plain fusion may have changed lab)
                         np.copyto(prop, lab)
                     got += mk.fuse_with_margin(potts, lab, movable, state, X, c, float(t), seeds,
-                                               prop, mark, queue, base)
+                                               (prop, mark, queue), base)
                     base += problem.n
                 taken += got
                 if got and starts is not None:

@@ -103,8 +103,9 @@ def layered_relaxation(problem: MRFProblem, lab: np.ndarray, labels: tuple[int, 
     # same float32 terms as the kernel's dual value, so that the two compare
     start = start_value(cost, offsets, g1, u1) + start_value(cost, offsets, g2, u2)
     scale = max(1.0, abs(problem.energy(lab + 1)))
-    steps, left = threaded(layered_kernels.layered_iterate, cost, offsets, g1, g2, free, tau, u1,
-                           u2, np.float32(0.5 / gamma), int(iterations), float(tol), start,
+    grid = layered_kernels.LayeredGrid(cost, offsets, g1, g2, free, tau)
+    steps, left = threaded(layered_kernels.layered_iterate, grid, u1, u2,
+                           np.float32(0.5 / gamma), int(iterations), float(tol), start,
                            float(gap) * scale)
     return u1, u2, int(steps), float(left) / scale
 

@@ -13,15 +13,34 @@ each layer's forward edges clipped to the edge's weight, the order rows' duals k
 non-negative (row ``d`` of pixel ``i`` is ``u2_i - u1_{i + offsets[d]}``, ``d = 8`` the pixel
 itself), then the projected primal step and its extrapolation. Each step's passes are
 parallel over the pixels (call them through :func:`solver.backend.threads.threaded`).
-Conventions as :mod:`solver.mrf.polish.icm_kernels`.
+Conventions as :mod:`solver.mrf.polish.icm_kernels`. The problem travels as one
+:class:`LayeredGrid`, a step's iterate as one tuple ``(u1, u2, b1, b2, p1, p2, r)``: the
+layers, their extrapolations, the edge duals and the order rows' duals.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from solver.backend.jit import inline_jit, jit, parallel_jit
+
+
+
+class LayeredGrid(NamedTuple):
+    """The layered relaxation as the kernels take it (one argument): ``cost`` ``(4, n)`` the
+    forward edges' weights (``offsets[4 + q]``; 0: none), ``offsets`` ``(8,)``, ``g1``, ``g2``
+    the layers' unary terms, ``free`` the movable pixels and ``tau`` the primal steps."""
+
+    cost: np.ndarray
+    offsets: np.ndarray
+    g1: np.ndarray
+    g2: np.ndarray
+    free: np.ndarray
+    tau: np.ndarray
+
 
 # The helpers of the steps are inlined into their callers' code (``inline_jit``: a call inside
 # a parallel loop made the step 2.5x slower).
@@ -116,8 +135,7 @@ def _listed(act, out):  # pragma: no cover
 
 
 @parallel_jit
-def _active_duals(cost, offsets, b1, b2, p1, p2, r, sigma, chunks, nk, chunk,
-                  changed):  # pragma: no cover
+def _active_duals(grid, state, sigma, chunks, nk, chunk, changed):  # pragma: no cover
     """Dual ascent from the extrapolated layers ``b1``, ``b2`` on the edges and rows stored at
     the pixels of the listed chunks ``chunks[:nk]``: each layer's edge duals clipped to
     ``[-c, c]``, the order rows' duals projected on ``[0, inf)`` (0 where there is no
@@ -125,6 +143,8 @@ def _active_duals(cost, offsets, b1, b2, p1, p2, r, sigma, chunks, nk, chunk,
     (``u2_i - u1_{i + o}``, row ``4 + q`` of pixel ``i``; ``u2_{i + o} - u1_i``, row ``3 - q``
     of pixel ``i + o``), and pixel ``i``'s own row ``u2_i - u1_i`` is row 8. ``changed[c]``
     tells whether any of chunk ``c``'s changed."""
+    cost, offsets, _, _, _, _ = grid
+    _, _, b1, b2, p1, p2, r = state
     n = b1.size
     zero = np.float32(0.0)
     for k in numba.prange(nk):
@@ -158,13 +178,14 @@ def _active_duals(cost, offsets, b1, b2, p1, p2, r, sigma, chunks, nk, chunk,
 
 
 @parallel_jit
-def _active_values(g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, offsets, chunks, nk, chunk,
-                   moved, barred):  # pragma: no cover
+def _active_values(grid, state, chunks, nk, chunk, moved, barred):  # pragma: no cover
     """The primal part of a step on the pixels of the listed chunks: per free pixel its
     layers' gradients (:func:`_gradients`), the projected step and the extrapolation
     ``b = 2 u_new - u_old`` (pixels not ``free`` keep their values and ``b = u``);
     ``moved[c]`` tells whether a value of chunk ``c`` changed, ``barred[c]`` whether an
     extrapolation did."""
+    _, offsets, g1, g2, free, tau = grid
+    u1, u2, b1, b2, p1, p2, r = state
     n = u1.size
     lo, hi = np.float32(0.0), np.float32(1.0)
     o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
@@ -191,18 +212,17 @@ def _active_values(g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, offsets, chunks
 
 
 @jit
-def layered_step(cost, offsets, g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r,
-                 sigma):  # pragma: no cover
-    """One step over every pixel, in place (every chunk listed): the duals
-    (:func:`_active_duals`), then the values (:func:`_active_values`). ``b1``, ``b2`` must
-    equal ``u1``, ``u2`` at the pixels not ``free``."""
-    n = u1.size
+def layered_step(grid, state, sigma):  # pragma: no cover
+    """One step over every pixel of the iterate ``state`` (see the module docstring), in place
+    (every chunk listed): the duals (:func:`_active_duals`), then the values
+    (:func:`_active_values`). ``b1``, ``b2`` must equal ``u1``, ``u2`` at the pixels not
+    ``free``."""
+    n = state[0].size
     nc = (n + CHUNK - 1) // CHUNK
     chunks = np.arange(nc)
     flags = np.zeros(nc, np.bool_)
-    _active_duals(cost, offsets, b1, b2, p1, p2, r, sigma, chunks, nc, CHUNK, flags)
-    _active_values(g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, offsets, chunks, nc, CHUNK,
-                   flags, flags.copy())
+    _active_duals(grid, state, sigma, chunks, nc, CHUNK, flags)
+    _active_values(grid, state, chunks, nc, CHUNK, flags, flags.copy())
 
 
 @jit
@@ -217,12 +237,11 @@ def _most_moved(u1, u2, o1, o2):  # pragma: no cover
 
 
 @parallel_jit
-def layered_iterate(cost, offsets, g1, g2, free, tau, u1, u2, sigma, iterations, tol,
-                    start_value, gap_tol, chunk=CHUNK):  # pragma: no cover
+def layered_iterate(grid, u1, u2, sigma, iterations, tol, start_value, gap_tol,
+                    chunk=CHUNK):  # pragma: no cover
     """At most ``iterations`` steps (:func:`layered_step`) on ``u1``, ``u2`` (float32, in
-    place), from duals at zero. ``cost[q, i]`` is the weight of pixel ``i``'s ``q``-th forward
-    edge (``offsets[4 + q]``; 0: none), ``g1``, ``g2`` the layers' unary terms, ``tau`` the
-    primal steps and ``sigma`` the dual one. Every 25 steps: stops once the block moved no
+    place), from duals at zero, on the :class:`LayeredGrid` ``grid``, ``sigma`` the dual
+    step. Every 25 steps: stops once the block moved no
     value by more than ``tol``, or once the starting layers' value ``start_value`` is within
     ``gap_tol`` of the dual objective (:func:`dual_value`): then no labelling is better than
     the start by more than that. Returns the steps run and the last gap found (inf if none).
@@ -233,6 +252,7 @@ def layered_iterate(cost, offsets, g1, g2, free, tau, u1, u2, sigma, iterations,
     only if it changed in the last step or a dual its gradient reads changed in this one.
     From a labelling most pixels far from its boundaries settle within a few steps.
     """
+    _, offsets, g1, g2, free, _ = grid
     n = u1.size
     b1 = u1.copy()
     b2 = u2.copy()
@@ -243,6 +263,7 @@ def layered_iterate(cost, offsets, g1, g2, free, tau, u1, u2, sigma, iterations,
     p1 = np.zeros((4, n), np.float32)
     p2 = np.zeros((4, n), np.float32)
     r = np.zeros((9, n), np.float32)
+    state = (u1, u2, b1, b2, p1, p2, r)
     nc = (n + chunk - 1) // chunk
     south = offsets[6]
     chunks = np.empty(nc, np.int64)
@@ -256,7 +277,7 @@ def layered_iterate(cost, offsets, g1, g2, free, tau, u1, u2, sigma, iterations,
     while done < iterations:
         nk = _listed(dual_act, chunks)
         duals_moved[:] = False
-        _active_duals(cost, offsets, b1, b2, p1, p2, r, sigma, chunks, nk, chunk, duals_moved)
+        _active_duals(grid, state, sigma, chunks, nk, chunk, duals_moved)
         # a dual stored at pixel i is read by the gradients of i and of its forward neighbours
         value_act[:] = moved
         for c in range(nc):
@@ -268,8 +289,7 @@ def layered_iterate(cost, offsets, g1, g2, free, tau, u1, u2, sigma, iterations,
         nk = _listed(value_act, chunks)
         moved[:] = False
         barred[:] = False
-        _active_values(g1, g2, free, tau, u1, u2, b1, b2, p1, p2, r, offsets, chunks, nk, chunk,
-                       moved, barred)
+        _active_values(grid, state, chunks, nk, chunk, moved, barred)
         # an extrapolation at pixel i is read by the duals stored at i and at its backward
         # neighbours
         dual_act[:] = duals_moved

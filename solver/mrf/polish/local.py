@@ -31,6 +31,7 @@ from solver.mrf.polish.fusion import Workspace, fuse_level_sets_into
 from solver.mrf.polish.morphology import square_morphology
 from solver.mrf.polish.tv import (expansion_terms, grid_steps, kernel_grid, may_move,
                                   move_snapshot, start_value)
+from solver.mrf.polish.tv_kernels import TVGrid
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +135,8 @@ def _window_move(lab: np.ndarray, alpha: int, win: _Window, iterations: int,
         return None
     y = (sub == alpha).astype(np.float32)
     start = start_value(cost, win.offsets, u, y) if np.isfinite(gap_tol) else np.inf
-    grid_steps(None, cost, win.offsets, u, free, win.tau, y, sigma, iterations, 1e-3, start,
-               gap_tol)
+    grid_steps(None, TVGrid(cost, win.offsets, u, free, win.tau), y, sigma, iterations, 1e-3,
+               start, gap_tol)
     keep = free & (y > least)
     if not keep.any():
         return None

@@ -224,8 +224,7 @@ def _margin_fix(indptr, indices, gw, geom, unary, prop, apart, queue, size,
 
 
 @jit
-def fuse_with_margin(potts, lab, movable, areas, x, c, t, seeds, prop, mark, queue,
-                     base):  # pragma: no cover
+def fuse_with_margin(potts, lab, movable, areas, x, c, t, seeds, scratch, base):  # pragma: no cover
     """Fusion with the level set "label ``c`` wherever ``x[i, c] > t``", region by region,
     with a margin: the movable pixels where it differs from ``lab`` form connected regions;
     each takes label ``c``, its pixels that then touch a label apart from theirs take the
@@ -240,6 +239,7 @@ def fuse_with_margin(potts, lab, movable, areas, x, c, t, seeds, prop, mark, que
     Scratch space, so that a call costs no allocation: ``prop`` equal to ``lab`` (kept so),
     ``mark`` (int64, values below ``base`` ignored: the caller raises ``base`` by ``n`` each
     call) and ``queue`` (int64), all of length ``n``."""
+    prop, mark, queue = scratch
     indptr, indices, _, gw, geom, unary, _ = potts
     w, counts, lo, hi, apart = areas
     n, k = unary.shape

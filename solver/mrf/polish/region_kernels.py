@@ -408,9 +408,11 @@ def move_regions(potts, lab, a, prefer, hard, seeds, cap, scratch):  # pragma: n
 
 
 @jit
-def _split_icm(potts, lab, region, r, order, s0, s1, b, c, prop, sweeps):  # pragma: no cover
-    """ICM restricted to labels ``{b, c}`` on region ``r`` (pixels ``order[s0:s1]``), from each
-    pixel's cheaper label by its data; pixels outside the region keep ``lab``."""
+def _split_icm(potts, lab, part, b, c, prop, sweeps):  # pragma: no cover
+    """ICM restricted to labels ``{b, c}`` on region ``r`` (pixels ``order[s0:s1]``; ``part =
+    (region, r, order, s0, s1)``, ``region`` each pixel's component), from each pixel's cheaper
+    label by its data; pixels outside the region keep ``lab``."""
+    region, r, order, s0, s1 = part
     indptr, indices, data, gw, geom, unary, two_lam = potts
     for q in range(s0, s1):
         i = order[q]
@@ -440,8 +442,9 @@ def _split_icm(potts, lab, region, r, order, s0, s1, b, c, prop, sweeps):  # pra
 
 
 @jit
-def _split_delta(potts, lab, region, r, order, s0, s1, a, prop):  # pragma: no cover
+def _split_delta(potts, lab, part, a, prop):  # pragma: no cover
     """Exact energy change of relabelling region ``r`` (all ``a`` now) to ``prop``."""
+    region, r, order, s0, s1 = part
     indptr, indices, data, gw, geom, unary, two_lam = potts
     delta = 0.0
     for q in range(s0, s1):
@@ -463,11 +466,12 @@ def _split_delta(potts, lab, region, r, order, s0, s1, a, prop):  # pragma: no c
 
 
 @jit
-def _split_bound(potts, region, r, order, s0, s1, a, near):  # pragma: no cover
+def _split_bound(potts, part, a, near):  # pragma: no cover
     """A lower bound on the energy change of any relabelling of region ``r`` (all ``a`` now)
     with labels in ``near``: each pixel's cheapest such label by its data, every border edge
-    uncut and every inner edge of negative weight cut (the potts of :func:`_split_delta` at
+    uncut and every inner edge of negative weight cut (the terms of :func:`_split_delta` at
     their least). At least 0: no split of the region lowers the energy."""
+    region, r, order, s0, s1 = part
     indptr, indices, data, gw, geom, unary, two_lam = potts
     k = unary.shape[1]
     bound = 0.0
@@ -514,6 +518,7 @@ def split_regions(potts, lab, mask, a, hard, min_size, sweeps):  # pragma: no co
     moved = 0
     for r in range(nc):
         s0, s1 = starts[r], starts[r + 1]
+        part = (region, r, order, s0, s1)  # (the region, as the split helpers take it)
         if s1 - s0 < min_size:
             continue
         pinned = False
@@ -527,7 +532,7 @@ def split_regions(potts, lab, mask, a, hard, min_size, sweeps):  # pragma: no co
                 j = neighbour_at(indptr, indices, gw, geom, i, flags_t, t)
                 if j >= 0 and region[j] != r:
                     near[lab[j]] = True
-        if pinned or _split_bound(potts, region, r, order, s0, s1, a, near) >= 0.0:
+        if pinned or _split_bound(potts, part, a, near) >= 0.0:
             continue  # (with the bound at least 0 no split is taken: skipping it is exact)
         best_delta = 0.0
         found = False
@@ -537,8 +542,8 @@ def split_regions(potts, lab, mask, a, hard, min_size, sweeps):  # pragma: no co
             for c in range(b + 1, k):
                 if c == a or not near[c]:
                     continue
-                _split_icm(potts, lab, region, r, order, s0, s1, b, c, prop, sweeps)
-                delta = _split_delta(potts, lab, region, r, order, s0, s1, a, prop)
+                _split_icm(potts, lab, part, b, c, prop, sweeps)
+                delta = _split_delta(potts, lab, part, a, prop)
                 if delta < best_delta - 1e-9 * max(1.0, abs(delta)):
                     best_delta = delta
                     found = True

@@ -101,9 +101,9 @@ class GridRelaxation:
         bool
             Whether a stopping test ended the steps before ``iterations``.
         """
-        done, sparse = grid_steps(self.backend, self.cost, self.offsets, self.u, self.free,
-                                  self.tau, self.inner, self.sigma, int(iterations), float(tol),
-                                  self.start, self.gap_tol, self.p, self.bar)
+        grid = tv_kernels.TVGrid(self.cost, self.offsets, self.u, self.free, self.tau)
+        done, sparse = grid_steps(self.backend, grid, self.inner, self.sigma, int(iterations),
+                                  float(tol), self.start, self.gap_tol, self.p, self.bar)
         if self.box is not None:
             y0, y1, x0, x1 = self.box
             self.s.reshape(self.shape)[y0:y1, x0:x1] = self.inner.reshape(y1 - y0, x1 - x0)
@@ -219,8 +219,7 @@ def start_value(cost: np.ndarray, offsets: np.ndarray, u: np.ndarray, s: np.ndar
                           np.ascontiguousarray(s, dtype=np.float32)))
 
 
-def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarray,
-               free: np.ndarray, tau: np.ndarray, s: np.ndarray, sigma: np.float32,
+def grid_steps(backend: Any, grid: tv_kernels.TVGrid, s: np.ndarray, sigma: np.float32,
                iterations: int, tol: float, start: float = np.inf,
                gap_tol: float = -np.inf, p: np.ndarray | None = None,
                bar: np.ndarray | None = None) -> tuple[int, int]:
@@ -232,7 +231,9 @@ def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarra
     ----------
     backend : solver.backend.Backend or None
         Where to run them.
-    cost, offsets, u, free, tau, s, sigma, iterations, tol
+    grid : solver.mrf.polish.tv_kernels.TVGrid
+        The relaxation.
+    s, sigma, iterations, tol
         As :func:`solver.mrf.polish.tv_kernels.tv_iterate_grid`'s.
     start, gap_tol : float
         Its ``start_value`` (:func:`start_value`) and ``gap_tol``: stop once the start is
@@ -249,11 +250,10 @@ def grid_steps(backend: Any, cost: np.ndarray, offsets: np.ndarray, u: np.ndarra
         How many of them visited only the pixels that could move (the host's).
     """
     if tv_device.applies(backend):
-        return tv_device.tv_iterate_grid(backend, cost, offsets, u, free, tau, s, sigma,
-                                         iterations, tol, start, gap_tol, p, bar), 0
-    return threaded(tv_kernels.tv_iterate_grid, cost, offsets, u, free, tau, s, sigma,
-                    iterations, tol, tv_kernels.SPARSE_BELOW, float(start), float(gap_tol),
-                    p, bar)
+        return tv_device.tv_iterate_grid(backend, *grid, s, sigma, iterations, tol, start,
+                                         gap_tol, p, bar), 0
+    return threaded(tv_kernels.tv_iterate_grid, grid, s, sigma, iterations, tol,
+                    tv_kernels.SPARSE_BELOW, float(start), float(gap_tol), p, bar)
 
 
 def fuse_tv_into(problem: MRFProblem, lab: np.ndarray, iterations: int, step: float,
@@ -414,7 +414,8 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
     u = (problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
     free = problem.movable
     s32 = np.asarray(lab, dtype=np.float32).copy()
-    _, nu = threaded(tv_kernels.tv_iterate_grid_area, cost, offsets, u, free, tau, s32,
+    _, nu = threaded(tv_kernels.tv_iterate_grid_area,
+                     tv_kernels.TVGrid(cost, offsets, u, free, tau), s32,
                      np.float32(0.5 / gamma), w, float(area[0]), float(area[1]),
                      1.0 / (gamma * float(w.sum())), int(iterations))
     log.debug("TV relaxation under an area bound: multiplier %.4g", nu)
@@ -733,7 +734,7 @@ def expansion_snapshot(problem: MRFProblem, lab: np.ndarray, alpha: int, terms: 
     if gap is not None:
         start = start_value(move_cost, offsets, u, y)
         gap_tol = float(gap) * max(1.0, abs(problem.energy(lab + 1)))
-    steps, sparse = grid_steps(backend, move_cost, offsets, u, free, tau, y,
+    steps, sparse = grid_steps(backend, tv_kernels.TVGrid(move_cost, offsets, u, free, tau), y,
                                np.float32(0.5 / gamma), int(iterations), float(tol), start,
                                gap_tol)
     pixels = np.flatnonzero(free & (y > least))

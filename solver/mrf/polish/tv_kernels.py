@@ -6,15 +6,33 @@ box [0, 1]^n this relaxation is tight: every level set ``{s > t}`` of a minimise
 labelling. :func:`tv_iterate` runs linearized ADMM on it (the pairwise term split as
 ``p = D s``, the ``s``-update a projected gradient step, which is the primal-dual form of
 Chambolle and Pock with diagonal steps). Its iterates are proposals for the polish's fusion,
-not an answer of their own. Conventions as :mod:`solver.mrf.polish.icm_kernels`.
+not an answer of their own. Conventions as :mod:`solver.mrf.polish.icm_kernels`; on a grid
+the problem travels as one :class:`TVGrid`.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from solver.backend.jit import inline_jit, jit, parallel_jit
+
+
+class TVGrid(NamedTuple):
+    """The relaxation on an 8-neighbour grid as the kernels take it (one argument): ``cost``
+    ``(4, n)`` float32, the weight of pixel ``i``'s ``q``-th forward edge (east, south-west,
+    south, south-east: ``offsets[4 + q]``), 0 where there is none; ``offsets`` ``(8,)`` (the
+    neighbours', :func:`solver.mrf.build.stencil.grid_offsets`); ``u`` ``(n,)`` float32, the
+    linear term; ``free`` ``(n,)`` bool, the pixels that may move; ``tau`` ``(n,)`` float32,
+    the primal steps."""
+
+    cost: np.ndarray
+    offsets: np.ndarray
+    u: np.ndarray
+    free: np.ndarray
+    tau: np.ndarray
 
 # The gradient helper is inlined into its callers' code (``inline_jit``, as in
 # :mod:`solver.mrf.polish.layered_kernels`).
@@ -157,10 +175,11 @@ def _duals_between(cost, offsets, bar, p, sigma, lo, hi):  # pragma: no cover
 
 
 @jit
-def _values_between(offsets, u, free, tau, s, bar, p, pull, w, lo, hi):  # pragma: no cover
+def _values_between(grid, s, bar, p, pull, w, lo, hi):  # pragma: no cover
     """Pixels ``lo .. hi - 1``'s gradients (:func:`_gradient`'s sum, in its order), values and
     extrapolations, from the duals; pixels without every backward edge (the first row and a
     pixel) one at a time, the others by views as in :func:`_duals_between`."""
+    _, offsets, u, free, tau = grid
     o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
     pulled = w.size > 0
     full = max(lo, min(hi, o3))  # the first pixel from which every backward edge is there
@@ -204,7 +223,7 @@ def _values_between(offsets, u, free, tau, s, bar, p, pull, w, lo, hi):  # pragm
 
 
 @parallel_jit
-def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # pragma: no cover
+def _dense_step(grid, s, bar, p, sigma, pull, w):  # pragma: no cover
     """One step over every edge and pixel: each edge's dual from the last step's ``bar``, then
     each pixel's gradient, value and ``bar``. Where ``w`` is not empty each pixel's gradient
     gains ``pull w_i`` (an area row's dual).
@@ -218,6 +237,7 @@ def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # prag
     same expression of the same inputs as in a step a pass at a time, so the numbers are the
     same, on any number of threads; the image is read about once a step instead of twice
     (measured: docs/decisions.md, The TV grid step's loops)."""
+    cost, offsets, _, _, _ = grid
     n = s.size
     reach = offsets[7]
     size = max((n + RUNS - 1) // RUNS, 2 * reach, 1)
@@ -234,7 +254,7 @@ def _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, pull, w):  # prag
             y = min(hi, x + SEGMENT)
             if x < ahead:
                 _duals_between(cost, offsets, bar, p, sigma, x, min(y, ahead))
-            _values_between(offsets, u, free, tau, s, bar, p, pull, w, x, y)
+            _values_between(grid, s, bar, p, pull, w, x, y)
             x = y
 
 
@@ -265,11 +285,13 @@ def _list_around(tl, nt, touched, cost, offsets, listed, stamp, out):  # pragma:
 
 
 @jit
-def _active_step(cost, offsets, u, free, tau, s, bar, p, sigma, act, na, step, stamp,
-                 touched, tl):  # pragma: no cover
-    """One step over the listed pixels ``act[:na]``, their edges once each; marks in
-    ``touched`` (listed in ``tl``) every pixel whose ``bar`` or a dual at it changed, and
-    returns their count."""
+def _active_step(grid, s, bar, p, sigma, act, na, step, marks):  # pragma: no cover
+    """One step over the listed pixels ``act[:na]``, their edges once each; with ``marks =
+    (stamp, touched, tl)``, marks in ``touched`` (listed in ``tl``) every pixel whose ``bar`` or
+    a dual at it changed, and returns their count (``stamp[q, i]``: the step edge ``q`` of ``i``
+    was last updated in)."""
+    cost, offsets, u, free, tau = grid
+    stamp, touched, tl = marks
     nt = 0
     for a in range(na):  # the duals, from the last step's bar
         i = act[a]
@@ -369,16 +391,13 @@ def grid_dual_value(offsets, u, free, s0, p):  # pragma: no cover
 
 
 @jit
-def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
-                    sparse_below, start_value=np.inf, gap_tol=-np.inf, p=None,
-                    bar=None):  # pragma: no cover
-    """:func:`tv_iterate` on an 8-neighbour grid, in float32.
+def tv_iterate_grid(grid, s, sigma, iterations, tol, sparse_below, start_value=np.inf,
+                    gap_tol=-np.inf, p=None, bar=None):  # pragma: no cover
+    """:func:`tv_iterate` on an 8-neighbour grid (a :class:`TVGrid`), in float32.
 
-    ``cost[q, i]`` is the weight of pixel ``i``'s ``q``-th forward edge (east, south-west,
-    south, south-east: ``offsets[4 + q]``), 0 where there is none (its dual stays 0); ``tau``
-    the primal steps. A step changes an edge's dual only if it changed in the last step or the
-    extrapolated value ``bar`` of an end did, and a pixel's value only if its own ``bar`` or a
-    dual at it did. So once few pixels change (a warm start from a good labelling, after some
+    An edge's dual stays 0 where its ``cost`` is 0. A step changes an edge's dual only if it
+    changed in the last step or the extrapolated value ``bar`` of an end did, and a pixel's
+    value only if its own ``bar`` or a dual at it did. So once few pixels change (a warm start from a good labelling, after some
     tens of steps) each step visits only those and their neighbours, and gives exactly what a
     step over every pixel gives. Steps over every pixel run until then: every 25 steps one of
     them is compared with the state before it, and below ``sparse_below`` of the pixels
@@ -393,6 +412,7 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
     each make the steps of one call; by default the steps start from duals at zero and
     ``bar = s``.
     """
+    cost, offsets, u, free, _ = grid
     n = s.size
     if p is None:
         p = np.zeros((4, n), np.float32)
@@ -411,8 +431,7 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
         step = np.int32(done)
         if na < n:
             sparse += 1
-            nt = _active_step(cost, offsets, u, free, tau, s, bar, p, sigma, act, na, step,
-                              stamp, touched, tl)
+            nt = _active_step(grid, s, bar, p, sigma, act, na, step, (stamp, touched, tl))
             na = _list_around(tl, nt, touched, cost, offsets, listed, step, act)
             if na == 0:
                 done += 1
@@ -422,7 +441,7 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
         elif done % 25 == 24:  # a step over every pixel, compared with the state before it
             p0 = p.copy()
             b0 = bar.copy()
-            _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, NO_PULL, NO_WEIGHTS)
+            _dense_step(grid, s, bar, p, sigma, NO_PULL, NO_WEIGHTS)
             # at most this many pixels changed (counted first: listing them all would cost
             # more than the step when most did)
             bound = 0
@@ -449,7 +468,7 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
                     done += 1
                     break
         else:
-            _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, NO_PULL, NO_WEIGHTS)
+            _dense_step(grid, s, bar, p, sigma, NO_PULL, NO_WEIGHTS)
         done += 1
         if done % 25 == 0:
             if _most_moved(s, old) < tol:
@@ -462,8 +481,7 @@ def tv_iterate_grid(cost, offsets, u, free, tau, s, sigma, iterations, tol,
 
 
 @jit
-def tv_iterate_grid_area(cost, offsets, u, free, tau, s, sigma, w, a_lo, a_hi, sigma_area,
-                         iterations):  # pragma: no cover
+def tv_iterate_grid_area(grid, s, sigma, w, a_lo, a_hi, sigma_area, iterations):  # pragma: no cover
     """:func:`tv_iterate_grid` (steps over every pixel) with the area ``a(s) = sum w_i s_i``
     kept in ``[a_lo, a_hi]``: one more dual ``nu`` for that row, its step ``sigma_area``, the
     projection onto the interval through Moreau's identity; each pixel's gradient gains
@@ -479,7 +497,7 @@ def tv_iterate_grid_area(cost, offsets, u, free, tau, s, sigma, w, a_lo, a_hi, s
     for _ in range(iterations):
         v = nu + sigma_area * area
         nu = v - sigma_area * min(max(v / sigma_area, a_lo), a_hi)
-        _dense_step(cost, offsets, u, free, tau, s, bar, p, sigma, np.float32(nu), w)
+        _dense_step(grid, s, bar, p, sigma, np.float32(nu), w)
         area = 0.0
         for i in range(n):  # (in order, on one thread: the same sum on any number of threads)
             area += w[i] * bar[i]
