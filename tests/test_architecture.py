@@ -159,6 +159,45 @@ def test_the_jit_check_catches_a_module_of_its_own(tmp_path):
     assert own_compilers(tmp_path) == ["solver.k:2 numba.njit", "solver.m:1 from numba import"]
 
 
+#: The most parameters a compiled kernel takes: the graph, an energy, a level's state travel as
+#: one structured argument each (:class:`solver.mrf.build.stencil.Potts` and the like), not as
+#: long positional lists (docs/architecture.md, "Kernel hygiene").
+MAX_KERNEL_PARAMETERS = 10
+DECORATORS = ("jit", "parallel_jit", "inline_jit")
+
+
+def long_kernels(root: Path = ROOT, most: int = MAX_KERNEL_PARAMETERS) -> list[str]:
+    """The kernels (functions under one of :mod:`solver.backend.jit`'s decorators) that take
+    more than ``most`` parameters, as ``module.function (count)``."""
+    found = []
+    for name, path in modules(root).items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            if not any(isinstance(d, ast.Name) and d.id in DECORATORS
+                       for d in node.decorator_list):
+                continue
+            count = len(node.args.posonlyargs) + len(node.args.args) + len(node.args.kwonlyargs)
+            if count > most:
+                found.append(f"{name}.{node.name} ({count})")
+    return sorted(found)
+
+
+def test_no_kernel_takes_more_than_ten_parameters():
+    assert long_kernels() == []
+
+
+def test_the_kernel_check_counts_a_long_kernel_and_passes_a_short_one(tmp_path):
+    packages_in(tmp_path)
+    params = ", ".join(f"a{i}" for i in range(11))
+    (tmp_path / "solver" / "k.py").write_text(
+        "from solver.backend.jit import jit, parallel_jit\n\n"
+        f"@parallel_jit\ndef long({params}):\n    pass\n\n"
+        "@jit\ndef short(potts, lab):\n    pass\n\n"
+        f"def plain({params}):\n    pass\n")
+    assert long_kernels(tmp_path) == ["solver.k.long (11)"]
+
+
 def test_the_checks_catch_a_cycle_and_a_violation(tmp_path):
     packages_in(tmp_path)
     (tmp_path / "solver" / "a.py").write_text("def f():\n    from solver.b import g\n")

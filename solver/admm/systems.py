@@ -151,6 +151,9 @@ class _CompiledCSR:
             self.off_indptr = off.indptr.astype(np.int64)
             self.off_indices = off.indices.astype(np.uint64)
             self.off_data = off.data
+        # the matrix as the CG kernels take it
+        self.operator = cpu_kernels.SplitMatrix(self.off_indptr, self.off_indices, self.off_data,
+                                                self.cols, self.vals, self.diag)
         self._last: tuple | None = None  # (x, b, residual, shift, a_scale) of the last solve
         self._reused = 0
         # (pixel-major x, label directions) of the last one-hot solve
@@ -184,10 +187,8 @@ class _CompiledCSR:
             self._reused += 1
         else:
             self._reused = 0
-        it, res = cpu_kernels.block_pcg(self.off_indptr, self.off_indices, self.off_data,
-                                        self.cols, self.vals, self.diag,
-                                        float(a_scale), shift, B, X, float(tol), int(maxiter),
-                                        R, P, AP, have_r)
+        it, res = cpu_kernels.block_pcg(self.operator, float(a_scale), shift, B, X, float(tol),
+                                        int(maxiter), (R, P, AP), have_r)
         self._last = (X.copy(), B.copy(), R, shift, a_scale)  # copies: callers may reuse theirs
         quad = None
         if with_quad:  # from the residual, sparing a product

@@ -562,7 +562,7 @@ def swap_descent(M: sp.spmatrix, x: Any, n1: int, n2: int, *, max_moves: int | N
     support = np.flatnonzero(X.ravel())
     mk.add_columns(indptr, indices, data, g, support, np.ones(support.size), np.zeros(g.size))
     tol = 1e-12 * scale * max(min(n1, n2), 1)
-    moves = mk.descend(indptr, indices, data, mk.diagonal(indptr, indices, data), g, partner,
+    moves = mk.descend((indptr, indices, data), mk.diagonal(indptr, indices, data), g, partner,
                        P.shape[1], sr, sc, tol, -1 if max_moves is None else int(max_moves))
     out = np.zeros(P.shape, dtype=np.int8)
     matched = np.flatnonzero(partner >= 0)

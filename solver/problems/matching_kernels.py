@@ -106,14 +106,15 @@ def _read_pair(indptr, indices, data, v, i, j, tables):  # pragma: no cover
 
 
 @jit
-def _refresh(indptr, indices, data, partner, sr, sc, i, pair, same, rowp, colp,
-             near):  # pragma: no cover
-    """Read again the tables' entries that depend on row ``i``'s partner.
+def _refresh(indptr, indices, data, partner, sr, sc, i, tables):  # pragma: no cover
+    """Read again the tables' entries (``tables = (pair, same, rowp, colp, near)``) that depend
+    on row ``i``'s partner.
 
     For matched rows ``i, j`` with partners ``a, b``: ``pair[i, j] = M[(i,b), (j,a)]``,
     ``same[i, j] = M[(i,a), (j,b)]``, ``rowp[i, j] = M[(i,b), (i,a)]``,
     ``colp[i, j] = M[(i,b), (j,b)]``; ``near[i, c] = M[(i,c), (i,a)]``.
     """
+    pair, same, rowp, colp, near = tables
     n1 = partner.size
     a = partner[i]
     if a < 0:
@@ -130,15 +131,16 @@ def _refresh(indptr, indices, data, partner, sr, sc, i, pair, same, rowp, colp,
 
 
 @jit
-def descend(indptr, indices, data, diag, g, partner, n2, sr, sc, tol,
-            max_moves):  # pragma: no cover
-    """Run the best-improvement descent in place; returns the number of steps.
+def descend(matrix, diag, g, partner, n2, sr, sc, tol, max_moves):  # pragma: no cover
+    """Run the best-improvement descent in place on ``M`` (``matrix = (indptr, indices, data)``,
+    CSR); returns the number of steps.
 
     ``partner[i]`` is row ``i``'s column (-1: free), rows the smaller side, ``n2`` the number of
     columns; ``g = Mx`` (in ``M``'s layout, updated in place); a step is taken only when it
     raises ``x'Mx`` by more than ``tol``; ``max_moves < 0``: no limit. The gain of a change
     ``delta`` is ``2 delta'g + delta'M delta``, every entry of ``M`` counted.
     """
+    indptr, indices, data = matrix
     n1 = partner.size
     pair = np.zeros((n1, n1))
     same = np.zeros((n1, n1))
@@ -287,8 +289,8 @@ def descend(indptr, indices, data, diag, g, partner, n2, sr, sc, tol,
             owner[c] = i
         order = np.argsort(changed[:m])
         add_columns(indptr, indices, data, g, changed[:m][order], signs[:m][order], scratch)
-        _refresh(indptr, indices, data, partner, sr, sc, bi, pair, same, rowp, colp, near)
+        _refresh(indptr, indices, data, partner, sr, sc, bi, (pair, same, rowp, colp, near))
         if kind == 0:
-            _refresh(indptr, indices, data, partner, sr, sc, bj, pair, same, rowp, colp, near)
+            _refresh(indptr, indices, data, partner, sr, sc, bj, (pair, same, rowp, colp, near))
         moves += 1
     return moves

@@ -17,9 +17,25 @@ stays the reference and the GPU path; the tests hold the two to the same iterate
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from solver.backend.jit import jit
+
+
+class SplitMatrix(NamedTuple):
+    """A symmetric matrix ``A`` as the CG kernels take it (one argument): its off-diagonal part
+    in CSR (``indptr``, unsigned ``indices``, ``data``), the padded copy of that part from
+    :func:`padded_split` (``cols``, ``vals``; empty: the CSR arrays are read) and its diagonal
+    ``diag``."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+    diag: np.ndarray
 
 
 @jit
@@ -93,22 +109,25 @@ def _apply_ell(cols, vals, diag, a_scale, shift, v, out):  # pragma: no cover
 
 
 @jit
-def _product(indptr, indices, data, cols, vals, diag, a_scale, shift, v,
-             out):  # pragma: no cover
-    """``out = a_scale * A @ v + shift * v`` from the padded copy when there is one (``cols``
-    has a row per entry of ``v``), else from the CSR arrays; returns ``v' out``."""
+def _product(A, a_scale, shift, v, out):  # pragma: no cover
+    """``out = a_scale * A @ v + shift * v`` (``A`` a :class:`SplitMatrix`) from the padded copy
+    when there is one (``cols`` has a row per entry of ``v``), else from the CSR arrays; returns
+    ``v' out``."""
+    indptr, indices, data, cols, vals, diag = A
     if cols.shape[0] == v.size:
         return _apply_ell(cols, vals, diag, a_scale, shift, v, out)
     return _apply(indptr, indices, data, diag, a_scale, shift, v, out)
 
 
 @jit
-def _pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, b, x, tol, maxiter, r, p, ap,
-         have_r):  # pragma: no cover
-    """One column of :func:`block_pcg`; returns ``(iterations, relative residual)``."""
+def _pcg(A, a_scale, shift, b, x, tol, maxiter, work, have_r):  # pragma: no cover
+    """One column of :func:`block_pcg` (``work = (r, p, ap)``, its rows of ``R``, ``P``,
+    ``AP``); returns ``(iterations, relative residual)``."""
+    r, p, ap = work
+    diag = A.diag
     n = b.size
     if not have_r:
-        _product(indptr, indices, data, cols, vals, diag, a_scale, shift, x, ap)
+        _product(A, a_scale, shift, x, ap)
         for i in range(n):
             r[i] = b[i] - ap[i]
     bb = rr = 0.0
@@ -129,7 +148,7 @@ def _pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, b, x, tol, max
     it = 0
     while it < maxiter:
         it += 1
-        pap = _product(indptr, indices, data, cols, vals, diag, a_scale, shift, p, ap)
+        pap = _product(A, a_scale, shift, p, ap)
         alpha = rz / pap if pap > 0 else 0.0
         rr = rz_new = 0.0
         for i in range(n):
@@ -158,24 +177,22 @@ def quad_from_residual(b, r, x, a_scale, shift):  # pragma: no cover
 
 
 @jit
-def block_pcg(indptr, indices, data, cols, vals, diag, a_scale, shift, B, X, tol, maxiter,
-              R, P, AP, have_r=False):  # pragma: no cover
+def block_pcg(A, a_scale, shift, B, X, tol, maxiter, work, have_r=False):  # pragma: no cover
     """Solve ``(a_scale A + shift[c] I) X[c] = B[c]`` per row ``c`` by Jacobi-preconditioned CG.
 
-    Arrays are ``(m, n)``: one right-hand side per row. ``X`` holds the warm start and receives
-    the solution; ``R``, ``P``, ``AP`` are scratch (``R`` ends as the residual; with ``have_r``
-    it holds the warm start's residual on entry, which spares a product). ``indices`` must
-    be unsigned (no negative-index checks in the inner loop). The CSR arrays hold ``A``'s
-    off-diagonal part and ``diag`` its diagonal (a contiguous read instead of a gather per row).
-    The columns are independent, so each runs until it converges; the count returned is the
-    largest, as in :func:`solver.admm.pcg.pcg`. ``cols``, ``vals`` are the padded copy of the
-    off-diagonal part from :func:`padded_split` (empty: use the CSR arrays). Returns
-    ``(iterations, largest relative residual)``.
+    ``A`` is a :class:`SplitMatrix` (its CSR ``indices`` unsigned: no negative-index checks in
+    the inner loop; the diagonal apart: a contiguous read instead of a gather per row). Arrays
+    are ``(m, n)``: one right-hand side per row. ``X`` holds the warm start and receives the
+    solution; ``work = (R, P, AP)`` is scratch (``R`` ends as the residual; with ``have_r`` it
+    holds the warm start's residual on entry, which spares a product). The columns are
+    independent, so each runs until it converges; the count returned is the largest, as in
+    :func:`solver.admm.pcg.pcg`. Returns ``(iterations, largest relative residual)``.
     """
+    R, P, AP = work
     its, worst = 0, 0.0
     for c in range(B.shape[0]):
-        it, rel = _pcg(indptr, indices, data, cols, vals, diag, a_scale, shift[c], B[c], X[c],
-                       tol, maxiter, R[c], P[c], AP[c], have_r)
+        it, rel = _pcg(A, a_scale, shift[c], B[c], X[c], tol, maxiter, (R[c], P[c], AP[c]),
+                       have_r)
         its, worst = max(its, it), max(worst, rel)
     return its, worst
 

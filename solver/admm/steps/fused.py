@@ -60,9 +60,8 @@ class _Step:
             have_r: bool) -> int:
         csr = self.csr
         P, AP = np.empty_like(B), np.empty_like(B)
-        its, _ = cpu_kernels.block_pcg(csr.off_indptr, csr.off_indices, csr.off_data, csr.cols,
-                                       csr.vals, csr.diag, 2.0, shift, B, X, self.tol,
-                                       self.maxiter, R, P, AP, have_r)
+        its, _ = cpu_kernels.block_pcg(csr.operator, 2.0, shift, B, X, self.tol, self.maxiter,
+                                       (R, P, AP), have_r)
         return int(its)
 
 
@@ -85,11 +84,11 @@ class OneHotStep(_Step):
         shift = np.full(k, 2.0 * rho)  # (2 L ⊗ I + 2 rho I + rc C1'C1), as the generic loop
         shift[0] += k * rc
         X, B, R, B_prev, R_prev, dshift, have_r, reused = self._state(x, shift, k, self.d.size)
-        fused_kernels.onehot_rhs(z1, z2, y1, y2, self.b, y3, self.d, float(rho), float(rc), k,
-                                 B, R, B_prev, R_prev, X, dshift, have_r)
+        fused_kernels.onehot_rhs(z1, z2, (y1, y2, y3), self.b, self.d, float(rho), float(rc), k,
+                                 (B, R, B_prev, R_prev, X, dshift, have_r))
         its = self._cg(shift, B, X, R, have_r)
         (x_new, z1, z2, xr, quad, d1, d2, xx, r3sq, dsq, viol, bx,
-         bxr) = fused_kernels.onehot_post(B, X, R, shift, y1, y2, y3, self.d, self.b,
+         bxr) = fused_kernels.onehot_post((B, X, R, shift), (y1, y2, y3), self.d, self.b,
                                           float(rho), self.gamma, self.gamma * rc, k)
         self.csr._fused = (x_new, X, B, R, shift, reused)
         return StepResult(x_new, z1, z2, xr, quad, bx, bxr, d1, d2, xx, r3sq, dsq, viol, its)
@@ -106,8 +105,8 @@ class PlainStep(_Step):
         """The right-hand side and the CG from ``x``: ``(B, X, R, shift, reused, its)``."""
         shift = np.array([2.0 * rho])
         X, B, R, B_prev, R_prev, dshift, have_r, reused = self._state(x, shift, 1, self.b.size)
-        fused_kernels.plain_rhs(z1, z2, y1, y2, self.b, float(rho), B, R, B_prev, R_prev, X,
-                                dshift, have_r)
+        fused_kernels.plain_rhs(z1, z2, y1, y2, self.b, float(rho),
+                                (B, R, B_prev, R_prev, X, dshift, have_r))
         return B, X, R, shift, reused, self._cg(shift, B, X, R, have_r)
 
     def __call__(self, x: np.ndarray, z1: np.ndarray, z2: np.ndarray, y1: np.ndarray,
@@ -115,7 +114,7 @@ class PlainStep(_Step):
         """One iteration from ``(x, z1, z2)``; updates the duals ``y1, y2`` in place."""
         B, X, R, shift, reused, its = self._x_update(x, z1, z2, y1, y2, rho)
         (x_new, z1, z2, xr, quad, d1, d2, xx, bx,
-         bxr) = fused_kernels.plain_post(B, X, R, 2.0, float(shift[0]), y1, y2, self.b,
+         bxr) = fused_kernels.plain_post((B, X, R, 2.0, float(shift[0])), y1, y2, self.b,
                                          float(rho), self.gamma)
         self.csr._fused = (x_new, X, B, R, shift, reused)
         return StepResult(x_new, z1, z2, xr, quad, bx, bxr, d1, d2, xx, 0.0, 0.0, 0.0, its)
@@ -137,9 +136,10 @@ class SumsStep(PlainStep):
         B, X, R, shift, reused, its = self._x_update(x, z1, z2, y1, y2, rho)
         area = self.area
         (x_new, z1, z2, xr, quad, d1, d2, xx, bx, bxr,
-         viol) = fused_kernels.sums_post(B, X, R, 2.0, float(shift[0]), y1, y2, self.b,
-                                         float(rho), self.gamma, area.weights,
-                                         float(area.lo[0]), float(area.hi[0]), area._theta)
+         viol) = fused_kernels.sums_post((B, X, R, 2.0, float(shift[0])), y1, y2, self.b,
+                                         float(rho), self.gamma,
+                                         (area.weights, float(area.lo[0]), float(area.hi[0]),
+                                          area._theta))
         self.csr._fused = (x_new, X, B, R, shift, reused)
         return StepResult(x_new, z1, z2, xr, quad, bx, bxr, d1, d2, xx, 0.0, 0.0, viol, its)
 

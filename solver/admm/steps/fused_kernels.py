@@ -12,6 +12,13 @@ before the CG and :func:`onehot_post` after it, with the same arithmetic in the 
 products are summed in pixel order, so they may differ from numpy's in the last bits). K = 2 has
 the same structure with a single CG column: :func:`plain_rhs` and :func:`plain_post`; with an
 area bound on label 2, :func:`sums_post` (the box with a bounded weighted sum, and its rounding).
+
+The CG's arrays travel as tuples: before it, ``columns = (B, R, B_prev, R_prev, X, dshift,
+have_r)`` (the right-hand sides to write, the residuals, the last solve's right-hand sides and
+residuals, the warm start, the shifts' change, and whether the residual is carried over:
+:func:`residual_rows`); after it, ``solved = (B, X, R, shift)`` for the one-hot form (``shift``
+one per column) and ``(B, X, R, a_scale, shift)`` for K = 2. The one-hot form's duals are one
+``duals = (y1, y2, y3)``.
 """
 
 from __future__ import annotations
@@ -39,8 +46,7 @@ def residual_rows(B, B_prev, R_prev, X, dshift, R):  # pragma: no cover
 
 
 @jit
-def onehot_rhs(z1, z2, y1, y2, b, y3, d, rho, rc, k, B, R, B_prev, R_prev, X,
-               dshift, have_r):  # pragma: no cover
+def onehot_rhs(z1, z2, duals, b, d, rho, rc, k, columns):  # pragma: no cover
     """The x-update's right-hand side, split into label directions, in one pass.
 
     ``rhs = rho (z1 + z2) - b - y1 - y2 + C1'(rc d - y3)`` for pixel-major vectors with groups of
@@ -51,6 +57,8 @@ def onehot_rhs(z1, z2, y1, y2, b, y3, d, rho, rc, k, B, R, B_prev, R_prev, X,
     ``R_prev``, shift change ``dshift``; :func:`residual_rows`), which spares a product (as
     :meth:`solver.admm.systems._CompiledCSR.pcg` does).
     """
+    y1, y2, y3 = duals
+    B, R, B_prev, R_prev, X, dshift, have_r = columns
     n = B.shape[1]
     v = np.empty(k)  # (each entry computed once and kept for the second loop)
     for i in range(n):
@@ -69,7 +77,7 @@ def onehot_rhs(z1, z2, y1, y2, b, y3, d, rho, rc, k, B, R, B_prev, R_prev, X,
 
 
 @jit
-def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pragma: no cover
+def onehot_post(solved, duals, d, b, rho, gamma, rc_step, k):  # pragma: no cover
     """Everything of one iteration after the CG, in two passes.
 
     Merges the label directions ``X`` into pixel-major ``x`` (with ``x' (L ⊗ I_k) x`` from the
@@ -84,6 +92,8 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
         ``(x, z1, z2, xr, quad, ||x - z1||^2, ||x - z2||^2, ||x||^2, ||r3||^2, ||d||^2,
         max |C1 xr - d|, b'x, b'xr)``.
     """
+    B, X, R, shift = solved
+    y1, y2, y3 = duals
     n = B.shape[1]
     size = n * k
     x = np.empty(size)
@@ -119,10 +129,10 @@ def onehot_post(B, X, R, shift, y1, y2, y3, d, b, rho, gamma, rc_step, k):  # pr
 
 
 @jit
-def plain_rhs(z1, z2, y1, y2, b, rho, B, R, B_prev, R_prev, X, dshift,
-              have_r):  # pragma: no cover
+def plain_rhs(z1, z2, y1, y2, b, rho, columns):  # pragma: no cover
     """``B[0] = rho (z1 + z2) - b - y1 - y2`` (the x-update's right-hand side with no
     constraints), and with ``have_r`` the warm start's residual as in :func:`onehot_rhs`."""
+    B, R, B_prev, R_prev, X, dshift, have_r = columns
     b0 = B[0]
     for i in range(b.size):
         b0[i] = rho * (z1[i] + z2[i]) - b[i] - y1[i] - y2[i]
@@ -131,10 +141,11 @@ def plain_rhs(z1, z2, y1, y2, b, rho, B, R, B_prev, R_prev, X, dshift,
 
 
 @jit
-def _solution(B, X, R, a_scale, shift, y2, rho):  # pragma: no cover
+def _solution(solved, y2, rho):  # pragma: no cover
     """The first pass after a one-column CG: ``x`` copied out of ``X[0]``, ``x' A x`` from the
     residual, and the norm of ``x + y2 / rho - 1/2`` with the sphere's scale over it
     (``(x, quad, norm, scale)``)."""
+    B, X, R, a_scale, shift = solved
     n = X.shape[1]
     x = np.empty(n)
     quad = 0.0
@@ -152,7 +163,7 @@ def _solution(B, X, R, a_scale, shift, y2, rho):  # pragma: no cover
 
 
 @jit
-def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no cover
+def plain_post(solved, y1, y2, b, rho, gamma):  # pragma: no cover
     """Everything of one unconstrained iteration after the CG of ``(a_scale A + shift I) x = b``.
 
     Copies the solution ``X[0]`` out (the CG keeps ``X`` as its next warm start), takes
@@ -167,7 +178,7 @@ def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no co
         ``(x, z1, z2, xr, quad, ||x - z1||^2, ||x - z2||^2, ||x||^2, b'x, b'xr)``.
     """
     n = b.size
-    x, quad, norm, scale = _solution(B, X, R, a_scale, shift, y2, rho)
+    x, quad, norm, scale = _solution(solved, y2, rho)
     z1, z2, xr = np.empty(n), np.empty(n), np.empty(n)
     d1 = d2 = xx = bx = bxr = 0.0
     for i in range(n):
@@ -188,13 +199,12 @@ def plain_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma):  # pragma: no co
 
 
 @jit
-def sums_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma, w, lo, hi,
-              theta):  # pragma: no cover
+def sums_post(solved, y1, y2, b, rho, gamma, area):  # pragma: no cover
     """:func:`plain_post` with ``z1`` in the box with a bounded weighted sum ``lo <= w'z1 <=
-    hi`` (:func:`solver.admm.sums.project_box_sums`, its multiplier ``theta`` (1,) the
-    warm start, updated) and the rounding that keeps the sum within the bounds
-    (:func:`solver.admm.sums.round_k2_sums`): the K = 2 form with an area bound, as the generic
-    loop runs it.
+    hi``, ``area = (w, lo, hi, theta)`` (:func:`solver.admm.sums.project_box_sums`, its
+    multiplier ``theta`` (1,) the warm start, updated) and the rounding that keeps the sum
+    within the bounds (:func:`solver.admm.sums.round_k2_sums`): the K = 2 form with an area
+    bound, as the generic loop runs it.
 
     Returns
     -------
@@ -202,8 +212,9 @@ def sums_post(B, X, R, a_scale, shift, y1, y2, b, rho, gamma, w, lo, hi,
         ``(x, z1, z2, xr, quad, ||x - z1||^2, ||x - z2||^2, ||x||^2, b'x, b'xr, violation)``,
         the violation the amount by which ``w'xr`` lies outside the bounds.
     """
+    w, lo, hi, theta = area
     n = b.size
-    x, quad, norm, scale = _solution(B, X, R, a_scale, shift, y2, rho)
+    x, quad, norm, scale = _solution(solved, y2, rho)
     v = np.empty(n)
     for i in range(n):
         v[i] = x[i] + y1[i] / rho

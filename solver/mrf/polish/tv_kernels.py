@@ -397,15 +397,16 @@ def tv_iterate_grid(grid, s, sigma, iterations, tol, sparse_below, start_value=n
 
     An edge's dual stays 0 where its ``cost`` is 0. A step changes an edge's dual only if it
     changed in the last step or the extrapolated value ``bar`` of an end did, and a pixel's
-    value only if its own ``bar`` or a dual at it did. So once few pixels change (a warm start from a good labelling, after some
-    tens of steps) each step visits only those and their neighbours, and gives exactly what a
-    step over every pixel gives. Steps over every pixel run until then: every 25 steps one of
-    them is compared with the state before it, and below ``sparse_below`` of the pixels
-    (:data:`SPARSE_BELOW`) the next are sparse, until they visit twice that share. Stops early
-    once a 25-step block moves no ``s_i`` by more than ``tol``, or nothing changes, or (checked
-    every 25 steps) once the start's value ``start_value`` is within ``gap_tol`` of the dual
-    objective (:func:`grid_dual_value`): then no labelling is better than the start by more
-    than that. Returns the number of steps run and how many of them were sparse.
+    value only if its own ``bar`` or a dual at it did. So once few pixels change (a warm start
+    from a good labelling, after some tens of steps) each step visits only those and their
+    neighbours, and gives exactly what a step over every pixel gives. Steps over every pixel run
+    until then: every 25 steps one of them is compared with the state before it, and below
+    ``sparse_below`` of the pixels (:data:`SPARSE_BELOW`) the next are sparse, until they visit
+    twice that share. Stops early once a 25-step block moves no ``s_i`` by more than ``tol``, or
+    nothing changes, or (checked every 25 steps) once the start's value ``start_value`` is
+    within ``gap_tol`` of the dual objective (:func:`grid_dual_value`): then no labelling is
+    better than the start by more than that. Returns the number of steps run and how many of
+    them were sparse.
 
     ``p`` (``(4, n)``) and ``bar`` (``(n,)``), float32, given together, are the duals and the
     extrapolation to go on from, updated in place, so that calls of a multiple of 25 steps

@@ -12,12 +12,12 @@ from solver.backend.jit import jit
 
 
 @jit
-def pair_split_rows(pos, p, q, active, deg, most, free, hard, k, pair_a,
-                    pair_b):  # pragma: no cover
-    """The rows of the apart pairs ``(pair_a[t], pair_b[t])`` over the free variables.
+def pair_split_rows(pos, edges, active, deg, most, free, hard, k, pairs):  # pragma: no cover
+    """The rows of the apart pairs ``(pair_a[t], pair_b[t])`` (``pairs = (pair_a, pair_b)``)
+    over the free variables.
 
-    ``pos[i]`` is pixel ``i``'s place among the free pixels (-1: fixed), ``p``, ``q`` every
-    ordered neighbouring pair, ``active`` (increasing) the pairs to look at (at least those
+    ``pos[i]`` is pixel ``i``'s place among the free pixels (-1: fixed), ``edges = (p, q)``
+    every ordered neighbouring pair, ``active`` (increasing) the pairs to look at (at least those
     with a free end), ``deg`` each pixel's neighbours, ``most`` the largest degree, ``free``
     the free pixels in order, ``hard`` each pixel's fixed label (1-based, 0 = free).
     Per apart pair ``t``, in this order: the rows ``x_pa + x_qb <= 1`` of the pairs with both
@@ -31,6 +31,8 @@ def pair_split_rows(pos, p, q, active, deg, most, free, hard, k, pair_a,
     next restriction's ``active``), each one's kind (0 both ends free, 1 only ``p``, 2 only
     ``q``) and the block sizes ``(both, p only, q only, padding)`` of one apart pair's rows
     (the last two for :func:`carry_sources`)."""
+    p, q = edges
+    pair_a, pair_b = pairs
     total = p.size
     npairs = pair_a.size
     big = 2 * total * npairs
@@ -111,14 +113,16 @@ def pair_split_rows(pos, p, q, active, deg, most, free, hard, k, pair_a,
 
 
 @jit
-def carry_sources(with_free_p, kinds_p, layout_p, free_p, with_free_c, kinds_c, layout_c,
-                  free_c, deg, most, npairs):  # pragma: no cover
+def carry_sources(parent, child, deg, most, npairs):  # pragma: no cover
     """For each entry of a restriction's split (two a row, as its ``keys``), the entry of its
     parent's split with the same key (-1 for a missing second entry): both splits as
-    :func:`pair_split_rows` made them, the restriction's free pixels and pairs with a free end
+    :func:`pair_split_rows` made them (``parent`` and ``child`` each ``(with_free, kinds,
+    layout, free)``), the restriction's free pixels and pairs with a free end
     a subset of the parent's. Every entry of the restriction is in the parent (an end free now
     was free then), so one merge of the two pair lists and of the two pixel lists finds them,
     where a sort and a search of the keys did."""
+    with_free_p, kinds_p, layout_p, free_p = parent
+    with_free_c, kinds_c, layout_c, free_c = child
     def offsets(layout):
         per = layout[0] + layout[1] + layout[2] + 2 * layout[3]
         return per, layout[0], layout[0] + layout[1], layout[0] + layout[1] + layout[2]

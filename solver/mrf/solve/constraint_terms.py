@@ -177,7 +177,7 @@ def apart_split(problem: MRFProblem, free: np.ndarray, hard: np.ndarray, ratio: 
     active = np.arange(p.size) if parent is None else parent.with_free
     free = np.asarray(free, np.int64)
     first, second, bounds, keys, counts, with_free, kinds, layout = pair_split_rows(
-        pos, p, q, active, deg, most, free, np.asarray(hard, np.int64), k, pair_a, pair_b)
+        pos, (p, q), active, deg, most, free, np.asarray(hard, np.int64), k, (pair_a, pair_b))
     has2 = second >= 0
     op = _pair_operator(first, second, free.size * k, backend)
     op.label_diag = counts
@@ -197,8 +197,8 @@ def carry_split_state(parent: PairSplit, child: PairSplit, z0, y0, x, backend):
     pixel was fixed keeps its free entry's); the others start as a new split does, at
     ``C0 x`` with a zero dual."""
     deg, most, npairs = child.degrees
-    src = carry_sources(parent.with_free, parent.kinds, parent.layout, parent.free,
-                        child.with_free, child.kinds, child.layout, child.free, deg, most,
+    src = carry_sources((parent.with_free, parent.kinds, parent.layout, parent.free),
+                        (child.with_free, child.kinds, child.layout, child.free), deg, most,
                         npairs)
     found = src >= 0
     src = src[found]
