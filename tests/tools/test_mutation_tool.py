@@ -74,3 +74,19 @@ def test_an_equivalence_judged_on_another_version_of_its_function_lapses(tmp_pat
     assert mutation.fresh_equivalents("g", judged) == {"pkg.mod.x_run__mutmut_3",
                                                        "pkg.mod.x_other__mutmut_1"}
 
+
+def test_every_module_and_test_a_group_names_is_in_the_tree():
+    """A group's tests are files (``path`` or ``path::test``) of the tree: a test file moved or
+    renamed without its entry would leave the group's mutants to fewer tests, unseen."""
+    missing = []
+    for group, (modules, tests) in mutation.GROUPS.items():
+        for module in modules:
+            if not (mutation.ROOT / module).is_file():
+                missing.append(f"{group}: {module}")
+        for test in tests:
+            path, _, name = test.partition("::")
+            file = mutation.ROOT / path
+            if not file.is_file() or (name and f"def {name}(" not in file.read_text()):
+                missing.append(f"{group}: {test}")
+    missing += [m for m in mutation.SAMPLE if not (mutation.ROOT / m).is_file()]
+    assert missing == []
