@@ -6,6 +6,7 @@ fail inside a plain `pytest` run too. Every import counts, also one inside a fun
 """
 
 import ast
+import fnmatch
 import subprocess
 import sys
 from pathlib import Path
@@ -211,6 +212,63 @@ def test_the_checks_catch_a_cycle_and_a_violation(tmp_path):
     (tmp_path / "solver" / "pkg" / "kernels.py").write_text("")
     (tmp_path / "solver" / "c.py").write_text("from solver.pkg import kernels\n")
     assert ["solver.c", "solver.pkg"] in cycles(graph(tmp_path))
+
+
+def stray_tests(root: Path = ROOT) -> list[str]:
+    """Where the tests stop mirroring the tree: a test file under ``tests/`` in a folder that
+    is not the same folder of the repository (``tests/solver/mrf/polish/`` for the package
+    ``solver/mrf/polish/``, ``tests/benchmarks/`` for ``benchmarks/``), and a test folder that
+    is not a package (its modules' basenames would clash with another folder's)."""
+    tests = root / "tests"
+    found = []
+    for path in sorted(tests.rglob("test_*.py")):
+        folder = path.parent.relative_to(tests)
+        if folder == Path("."):
+            continue
+        mirror = root / folder
+        mirrored = ((mirror / "__init__.py").is_file() if folder.parts[0] in PACKAGES
+                    else mirror.is_dir())
+        if not mirrored:
+            found.append(f"{path.relative_to(root).as_posix()} mirrors no {folder.as_posix()}/")
+    for folder in sorted({p.parent for p in tests.rglob("*.py")}):
+        if not (folder / "__init__.py").is_file():
+            found.append(f"{folder.relative_to(root).as_posix()}/ has no __init__.py")
+    return found
+
+
+def test_the_tests_mirror_the_package_tree():
+    assert stray_tests() == []
+
+
+def test_pytest_searches_every_test_folder(pytestconfig):
+    """No test folder is one that pytest's ``norecursedirs`` leaves out (its default list has
+    ``build``, which is also the name of ``solver/mrf/build/``)."""
+    patterns = pytestconfig.getini("norecursedirs")
+    folders = sorted({p.parent for p in (ROOT / "tests").rglob("test_*.py")})
+    assert [f.relative_to(ROOT).as_posix() for f in folders
+            if any(fnmatch.fnmatch(part, pat) for part in f.relative_to(ROOT).parts
+                   for pat in patterns)] == []
+
+
+def test_the_mirror_check_catches_a_test_folder_of_no_package(tmp_path):
+    packages_in(tmp_path)
+    for folder in ("solver/mrf", "segapp/ui", "benchmarks"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "solver" / "mrf" / "__init__.py").write_text("")  # (segapp/ui is no package)
+    for folder in ("", "solver", "solver/mrf", "solver/polish", "segapp", "segapp/ui",
+                   "benchmarks", "tools", "segapp/core"):
+        (tmp_path / "tests" / folder).mkdir(parents=True, exist_ok=True)
+        if folder != "segapp/core":
+            (tmp_path / "tests" / folder / "__init__.py").write_text("")
+    for test in ("test_top.py", "solver/test_a.py", "solver/mrf/test_b.py", "benchmarks/test_c.py",
+                 "solver/polish/test_d.py", "segapp/ui/test_e.py", "tools/test_f.py"):
+        (tmp_path / "tests" / test).write_text("")
+    (tmp_path / "tests" / "segapp" / "core" / "helpers.py").write_text("")
+    assert stray_tests(tmp_path) == [
+        "tests/segapp/ui/test_e.py mirrors no segapp/ui/",
+        "tests/solver/polish/test_d.py mirrors no solver/polish/",
+        "tests/tools/test_f.py mirrors no tools/",
+        "tests/segapp/core/ has no __init__.py"]
 
 
 @pytest.mark.slow
