@@ -36,6 +36,7 @@ def warm_up(max_labels: int = 3, gpu: bool = False) -> float:
     """
     from solver.mrf.build.problem import build_problem  # noqa: PLC0415
     from solver.mrf.build.stencil import graph_arrays  # noqa: PLC0415
+    from solver.mrf.polish.icm_kernels import around_changes  # noqa: PLC0415
     from solver.mrf.solve.dispatch import solve_mrf  # noqa: PLC0415
     from solver.mrf.solve.pyramid import coarsen, undecided_band  # noqa: PLC0415 - (solved whole)
     from solver.mrf.solve.segment import segment  # noqa: PLC0415
@@ -70,6 +71,11 @@ def warm_up(max_labels: int = 3, gpu: bool = False) -> float:
         coarse = coarsen(problem)[0]
         coarsen(coarse)
         graph_arrays(coarse)
+        # the polish's pixels around a change (a correction's ICM, the region moves' later
+        # rounds), which the tiny problems' polish need not reach
+        g = graph_arrays(problem)
+        lab = np.zeros(problem.n, np.int32)
+        around_changes(g.indptr, g.indices, g.gw, g.geom, lab, lab, problem.movable)
         coarse.energy(np.ones(coarse.n, np.int64))
         undecided_band(problem, res.labels)
     elapsed = time.perf_counter() - t0
