@@ -417,7 +417,8 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
     _, nu = threaded(tv_kernels.tv_iterate_grid_area,
                      tv_kernels.TVGrid(cost, offsets, u, free, tau), s32,
                      np.float32(0.5 / gamma), w, float(area[0]), float(area[1]),
-                     1.0 / (gamma * float(w.sum())), int(iterations))
+                     1.0 / (gamma * float(w.sum())), int(iterations),
+                     threads=tv_kernels.step_threads(s32.size))
     log.debug("TV relaxation under an area bound: multiplier %.4g", nu)
     return s32.astype(np.float64)
 

@@ -336,6 +336,21 @@ NO_WEIGHTS = np.zeros(0, np.float32)
 #: cases took 0.27-0.34 s instead of 1.4 (docs/decisions.md, "TV proposals for two labels").
 SPARSE_BELOW = 0.01
 
+#: Pixels below which the steps under an area bound (:func:`tv_iterate_grid_area`, every step
+#: over every pixel) run on one thread: a step is two parallel passes, and on a small image
+#: waking the threads for them costs about as much as the passes. On the tuning half's K = 2
+#: area cases (quiet 2-core machine, 2026-12-03, the same energies): at 1e4 and 3e4 pixels the
+#: constrained solve took 0.80-0.98x the time (median 0.86x), at 1e5 0.88-1.09x, so 1e5 stays
+#: threaded (docs/decisions.md, "One thread for small area relaxations"). The numbers are the
+#: same on any number of threads.
+SERIAL_BELOW = 50_000
+
+
+def step_threads(n: int) -> int | None:
+    """The threads the grid steps on ``n`` pixels run on: 1 below :data:`SERIAL_BELOW`, else
+    None (numba's setting), for :func:`solver.backend.threads.threaded`."""
+    return 1 if n < SERIAL_BELOW else None
+
 
 @parallel_jit
 def grid_primal_value(cost, offsets, u, s):  # pragma: no cover

@@ -222,6 +222,31 @@ def test_area_relaxation_moves_the_area_into_its_bounds():
     assert not lo - 0.02 * problem.n <= free_area <= hi + 0.02 * problem.n
 
 
+def test_a_small_area_relaxation_runs_on_one_thread_and_a_large_one_threaded(monkeypatch):
+    """Below ``SERIAL_BELOW`` pixels the steps under an area bound run on one thread (waking
+    the threads for each step's two passes costs as much as the passes); from there on,
+    numba's setting. The values are the same either way."""
+    from solver.mrf.polish import tv, tv_kernels
+
+    assert tv_kernels.SERIAL_BELOW > 10_000  # (a 1e4-pixel photo's relaxation is serial)
+    problem = random_problem((12, 14), k=2, seed=3)
+    args = (problem, np.zeros(problem.n, np.int32), (0.3 * problem.n, 0.4 * problem.n),
+            np.ones(problem.n), 200, 3.0)
+    calls = []
+    real = tv.threaded
+
+    def spy(kernel, *a, threads=None):
+        calls.append((kernel.py_func.__name__, threads))
+        return real(kernel, *a, threads=threads)
+
+    monkeypatch.setattr(tv, "threaded", spy)
+    serial = tv.tv_relaxation_area(*args)
+    monkeypatch.setattr(tv_kernels, "SERIAL_BELOW", problem.n)  # (now exactly at the limit)
+    threaded = tv.tv_relaxation_area(*args)
+    assert calls == [("tv_iterate_grid_area", 1), ("tv_iterate_grid_area", None)]
+    np.testing.assert_array_equal(serial, threaded)
+
+
 def _cameraman_with_an_area(side, lo, hi):
     """The cameraman at ``side`` x ``side`` with its bundled strokes and the man's label bound
     to ``lo``-``hi`` times its unconstrained min-cut area (as the constraint benchmark's
