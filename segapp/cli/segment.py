@@ -252,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
     from solver.backend.compile_notice import COMPILE_MESSAGE, first_compile_notice  # noqa: PLC0415
     from solver.mrf import Constraints  # noqa: PLC0415
+    from solver.mrf.options import DEFAULT_OPTIONS  # noqa: PLC0415
 
     _check_outputs(args)
     image = load_image(args.image)
@@ -263,7 +264,8 @@ def run(args: argparse.Namespace) -> int:
     params = SegmentParams(k=args.k, lam=args.lam, beta=args.beta,
                            colour_model=args.colour_model, solver=args.solver,
                            backend=args.backend, seed=args.seed, admm=admm,
-                           polish=not args.no_polish, rounds=args.rounds,
+                           options=DEFAULT_OPTIONS.with_polish(not args.no_polish),
+                           rounds=args.rounds,
                            model=_model(args),
                            constraints=Constraints(area=tuple(args.area),
                                                    apart=tuple(args.apart)) or None)

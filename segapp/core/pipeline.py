@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,6 +18,7 @@ import numpy as np
 from segapp.core.isolated import IsolatedReference, PendingReference, ReferenceStopped
 from segapp.core.isolated import shared as shared_reference
 from segapp.core.memory import check_memory
+from solver.admm.params import ADMMParams
 from solver.admm.records import IterationRecord
 from solver.backend import GPUUnavailableError, get_backend, gpu_errors
 from solver.mrf import (
@@ -29,11 +30,14 @@ from solver.mrf import (
     auto_backend,
     DEFAULT_MODEL,
     ModelOptions,
+    SolveOptions,
     constrained_variant,
     prepare,
     solve_mrf,
     yardstick_method,
 )
+from solver.mrf.build.constraints import LevelConstraints
+from solver.mrf.options import DEFAULT_OPTIONS
 from solver.mrf.result import Verdicts
 from solver.names import BACKENDS, COLOUR_MODELS, METHODS
 
@@ -61,12 +65,14 @@ class SegmentParams:
         ADMM's backend; "gpu" without a GPU falls back to the CPU with a warning in the outcome.
     seed : int or None
         Seed of ADMM's random start (None: start at 1/2) and of the colour-model fit (None: 0).
-    admm : dict
-        :class:`solver.ADMMParams` fields (rho0, rho_growth, rho_max, gamma, max_iter, pcg_tol,
-        tol…).
-    polish : bool
-        Finish ADMM with the polish (:func:`solver.mrf.polish.polish_labels`; never raises the
-        energy).
+    admm : ADMMParams
+        ADMM's parameters (:class:`solver.ADMMParams`; the fields left None are chosen for the
+        problem). A mapping of its fields is taken too and checked at once (a session file's
+        ``settings.admm``).
+    options : SolveOptions
+        The solve's switches (:class:`solver.mrf.SolveOptions`): ``options.polish.enabled``
+        finishes ADMM with the polish (:func:`solver.mrf.polish.polish_labels`; never raises
+        the energy).
     constraints : Constraints or None
         Area bounds and apart pairs (:class:`solver.mrf.Constraints`); None: none.
     rounds : int or None
@@ -86,16 +92,50 @@ class SegmentParams:
     solver: str = "admm"
     backend: str = "cpu"
     seed: int | None = None
-    admm: dict[str, Any] = field(default_factory=dict)
-    polish: bool = True
+    admm: ADMMParams = field(default_factory=ADMMParams)
+    options: SolveOptions = DEFAULT_OPTIONS
     constraints: Constraints | None = None
     rounds: int | None = None
     model: ModelOptions = DEFAULT_MODEL
+
+    def __post_init__(self) -> None:
+        if isinstance(self.admm, Mapping):
+            self.admm = ADMMParams.from_kwargs(**self.admm)
+        elif not isinstance(self.admm, ADMMParams):
+            raise ValueError(f"admm must be ADMM parameters (solver.ADMMParams or a mapping of "
+                             f"its fields), got {type(self.admm).__name__}")
+        if not isinstance(self.options, SolveOptions):
+            raise ValueError(f"options must be solver.mrf.SolveOptions, got "
+                             f"{type(self.options).__name__}")
 
     def rounds_for(self, rect: object | None) -> int:
         """The re-estimation rounds a run makes: ``rounds`` where given, else the model's
         default for its input (:meth:`solver.mrf.ModelOptions.rounds_for`)."""
         return self.model.rounds_for(rect) if self.rounds is None else int(self.rounds)
+
+    def checked(self, shape: tuple[int, int], *, seeds: np.ndarray | None = None,
+                hard: np.ndarray | None = None) -> LevelConstraints | None:
+        """Every check a run's settings can fail before anything is fitted, for a photo of
+        ``shape``: :meth:`validated`, then the constraints against K and the photo (and the
+        seeds and hard pixels where given) and against the solver. The app calls it before a
+        run's thread starts, :func:`run_segmentation` as it starts.
+
+        Returns
+        -------
+        LevelConstraints or None
+            The constraints in solver form (None without constraints).
+
+        Raises
+        ------
+        ValueError
+            One line naming the first problem.
+        """
+        self.validated()
+        if not self.constraints:
+            return None
+        level = self.constraints.validate(self.k, tuple(shape), seeds=seeds, hard=hard)
+        constrained_variant(self.solver, self.k, level)
+        return level
 
     def validated(self) -> SegmentParams:
         """Check the choices that are not checked downstream; returns self."""
@@ -344,7 +384,8 @@ def run_segmentation(
         :class:`segapp.core.memory.InsufficientMemoryError` (a ValueError) when the machine
         has too little memory for the image, checked before anything is built.
     """
-    params.validated()
+    # (the cheap checks first: nothing is fitted for a bad bound)
+    level = params.checked(np.shape(image)[:2])
     warnings: list[str] = []
 
     def warn(msg: str) -> None:
@@ -352,11 +393,6 @@ def run_segmentation(
         warnings.append(msg)
         if notice is not None:
             notice(msg)
-
-    level = None
-    if params.constraints:  # the cheap checks first: nothing is fitted for a bad bound
-        level = params.constraints.validate(params.k, np.shape(image)[:2])
-        constrained_variant(params.solver, params.k, level)
 
     def step(name: str) -> None:
         if phase is not None:
@@ -425,7 +461,7 @@ def run_segmentation(
                     state.offset += base
                     return cb(state)
             admm = dict(seed=params.seed, x0=start, callback=relay(show),
-                        polish=params.polish, **params.admm)
+                        options=params.options, admm=params.admm)
             try:
                 res = solve_mrf(prob, "admm", backend=backend, **admm)
             except gpu_errors() as exc:
@@ -451,7 +487,7 @@ def run_segmentation(
         previous=previous,
         solve=lambda prob, prev: solve(prob, x0 if prev is None else prev.x_continuous,
                                        round_callback if callback is not None else None),
-        callback=relay(None), step=step, polish=params.polish, **params.admm)
+        callback=relay(None), step=step, options=params.options, admm=params.admm)
     problem = prep.problem
     if params.solver == "admm" and prep.x0 is not None and (x0 is None or prep.results
                                                             or previous is not None):

@@ -172,10 +172,12 @@ class ParamField(QLineEdit):
 
 
 def _library_defaults() -> dict[str, float | int]:
-    """The numbers a parameter left empty takes: the MRF builder's λ and ADMM's own."""
+    """The numbers a parameter left empty takes: the MRF builder's λ and ADMM's own (for those
+    chosen for the problem, the value where nothing chooses; their tooltips say when)."""
     from solver.admm.params import ADMMParams
     from solver.mrf.options import DEFAULT_LAMBDA
-    d = {f.name: getattr(ADMMParams(), f.name) for f in dataclass_fields(ADMMParams)}
+    params = ADMMParams().resolved()
+    d = {f.name: getattr(params, f.name) for f in dataclass_fields(ADMMParams)}
     d["lam"] = DEFAULT_LAMBDA
     return d
 

@@ -368,10 +368,9 @@ class RunMixin:
         try:
             settings = self.current_settings()
             params = build_params(self.doc.k, settings)
-            if params.constraints:  # refused here, before a thread starts
-                seeds = np.where(self.doc.hard > 0, self.doc.hard, self.doc.strokes)
-                params.constraints.validate(self.doc.k, self.doc.shape, seeds=seeds,
-                                            hard=self.doc.hard)
+            # refused here, before a thread starts
+            params.checked(self.doc.shape, hard=self.doc.hard,
+                           seeds=np.where(self.doc.hard > 0, self.doc.hard, self.doc.strokes))
         except (ValueError, TypeError) as exc:
             h, w = self.doc.shape
             self.error("Cannot run", person_sentence(

@@ -149,7 +149,7 @@ class LpBoxADMM:
         self.scale = float(scale)
         self.constant = float(constant)
         self.expand = expand
-        self.params = (params or ADMMParams()).validated()
+        self.params = (params or ADMMParams()).validated().resolved()
         self.n = int(self.b.shape[0])
         self.simplex_groups = simplex_groups
         self.fixed_norm_sq = float(fixed_norm_sq)

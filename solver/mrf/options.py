@@ -14,7 +14,7 @@ caller changes one with :func:`dataclasses.replace`::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 #: The smoothness weight λ when none is given (here, a leaf module, so a front end can show it
 #: without loading the model's kernels; :mod:`solver.mrf.build.problem` uses it).
@@ -227,6 +227,8 @@ class PolishOptions:
 
     Attributes
     ----------
+    enabled : bool
+        Polish at all (False: ADMM's own rounded labelling is the answer).
     split : bool
         Try split moves (a region re-split between two other labels, K > 2) in a final polish.
     descents : bool
@@ -253,6 +255,7 @@ class PolishOptions:
         The local re-solves along the pyramid's cell lines.
     """
 
+    enabled: bool = True
     split: bool = True
     descents: bool = True
     edge_snap: bool = True
@@ -368,6 +371,12 @@ class SolveOptions:
     coarse_to_fine: CoarseToFineOptions = field(default_factory=CoarseToFineOptions)
     apart: str = "split"
     apart_ratio: float = 0.3
+
+    def with_polish(self, enabled: bool) -> SolveOptions:
+        """These options with the polish on or off (``polish.enabled``)."""
+        if enabled == self.polish.enabled:
+            return self
+        return replace(self, polish=replace(self.polish, enabled=bool(enabled)))
 
 
 DEFAULT_OPTIONS = SolveOptions()

@@ -65,8 +65,9 @@ def auto_backend(n: int, k: int) -> str:
 def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu",
               seed: int | None = None, x0: np.ndarray | None = None,
               callback: Callable[[MRFIterationState], bool | None] | None = None,
-              polish: bool = True, coarse_to_fine: bool | None = None,
-              options: SolveOptions = DEFAULT_OPTIONS, **params: Any) -> MRFResult:
+              polish: bool | None = None, coarse_to_fine: bool | None = None,
+              options: SolveOptions = DEFAULT_OPTIONS, admm: ADMMParams | None = None,
+              **params: Any) -> MRFResult:
     """Minimise the MRF energy with ADMM or one of the yardsticks.
 
     Parameters
@@ -91,8 +92,9 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         the one way to: after that iteration (no polish follows) or at the polish's next poll,
         with the labels polished so far and status ``"cancelled"``. The other methods have no
         iterations and do not call it.
-    polish : bool
-        Finish ADMM's best labelling with :func:`solver.mrf.polish.polish_labels`: colour-parallel
+    polish : bool, optional
+        Shorthand for ``options.polish.enabled`` (None: as the options say). Finish ADMM's best
+        labelling with :func:`solver.mrf.polish.polish_labels`: colour-parallel
         ICM and pair moves, closing and box fusion, whole-region moves, region splits (K > 2)
         and level-set fusion with ADMM's early iterates, none of which raises the energy;
         ``result.energy_admm`` keeps ADMM's own energy.
@@ -104,11 +106,15 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         in for the coarser answer (only a band round its boundaries is solved again).
     options : SolveOptions
         The switches of early fixing, coarse to fine and the polish (:mod:`solver.mrf.options`).
-    **params
-        :class:`solver.ADMMParams` fields. Without ``rho_growth`` and ``rho0``, a problem solved
+    admm : ADMMParams, optional
+        ADMM's parameters (None: the defaults). Its fields left None are chosen for the problem
+        (:func:`admm_params_for`): with ``rho_growth`` and ``rho0`` both None, a problem solved
         whole with at most ``whole_max`` pixels (and the coarsest level) uses the slower
-        :func:`solver.mrf.solve.coarse_to_fine.slow_schedule`. Without ``pcg_maxiter``, K > 2
+        :func:`solver.mrf.solve.coarse_to_fine.slow_schedule`; with ``pcg_maxiter`` None, K > 2
         uses :data:`MULTI_PCG_MAXITER`.
+    **params
+        :class:`solver.ADMMParams` fields, replacing those of ``admm`` (a shorthand:
+        ``solve_mrf(p, max_iter=50)``).
 
     Returns
     -------
@@ -126,6 +132,8 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     # (checked for every method, although only ADMM uses them: a wrong one is wrong anywhere)
     seed = check_seed(seed)
     check_callable(callback, "callback")
+    if polish is not None:
+        options = options.with_polish(polish)
     if method == "admm":
         # (edge ends a yardstick asked the graph for: ADMM never reads them; docs/decisions.md,
         # Memory)
@@ -134,11 +142,13 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
             forget()
         if backend == "auto":
             backend = auto_backend(problem.n, problem.k)
-        admm_params = ADMMParams.from_kwargs(**params)
-        if problem.k > 2 and "pcg_maxiter" not in params:
-            admm_params = replace(admm_params, pcg_maxiter=MULTI_PCG_MAXITER)
+        admm_params = ADMMParams.from_kwargs(**params) if admm is None else (
+            admm.validated() if not params
+            else ADMMParams.from_kwargs(**{**admm.given(), **params}))
         # a whole (small) problem gets the slower default schedule; see slow_schedule
-        slow = "rho_growth" not in params and "rho0" not in params
+        slow = admm_params.rho_growth is None and admm_params.rho0 is None
+        admm_params = admm_params_for(admm_params, problem.k)
+        polish = options.polish.enabled
         whole_max = options.coarse_to_fine.whole_max
         if coarse_to_fine is None:
             coarse_to_fine = problem.n > whole_max
@@ -155,9 +165,10 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
             admm_params = slow_schedule(admm_params, problem.k, options.coarse_to_fine)
         return MRFADMM(problem, backend, admm_params, options=options).run(
             x0=x0, seed=seed, polish=polish, **hooks)
-    if params or coarse_to_fine:
-        params = {**params, **({"coarse_to_fine": coarse_to_fine} if coarse_to_fine else {})}
-        raise ValueError(f"ADMM parameters given to method {method!r}: {', '.join(params)}")
+    given = {**({} if admm is None else admm.given()), **params}
+    if given or coarse_to_fine:
+        given = {**given, **({"coarse_to_fine": coarse_to_fine} if coarse_to_fine else {})}
+        raise ValueError(f"ADMM parameters given to method {method!r}: {', '.join(given)}")
     if problem.constraints is not None:
         return _constrained_yardstick(problem, method)
     t0 = time.perf_counter()
@@ -172,6 +183,13 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     elapsed = time.perf_counter() - t0
     labels = np.asarray(labels, dtype=np.int32).reshape(problem.shape)
     return MRFResult(labels, problem.energy(labels), method, "cpu", 0, elapsed, CONVERGED)
+
+
+def admm_params_for(params: ADMMParams, k: int) -> ADMMParams:
+    """``params`` with the fields left None chosen for a problem of ``k`` labels: ``pcg_maxiter``
+    :data:`MULTI_PCG_MAXITER` for K > 2, the rest :data:`solver.admm.params.FALLBACKS` (a small
+    problem's slow schedule replaces the penalties later, see :func:`solve_mrf`)."""
+    return params.resolved(**({"pcg_maxiter": MULTI_PCG_MAXITER} if k > 2 else {}))
 
 
 def yardstick_for(problem: MRFProblem) -> str:

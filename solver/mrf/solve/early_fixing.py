@@ -38,6 +38,7 @@ def check_interval(params: Any, window_growth: float = EarlyFixingOptions.window
     int
         10 for the default growth of 1.03 per iteration, 30 for 1.01; 10 when ρ does not grow.
     """
+    params = params.resolved()  # (a growth left to the problem: the fallback's)
     growth = params.rho_growth ** (1.0 / params.rho_every)
     if growth <= 1.0:
         return 10

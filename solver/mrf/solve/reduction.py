@@ -119,7 +119,7 @@ class MRFADMM:
         self.options = options
         self.early_fixing = options.early_fixing.enabled if early_fixing is None else early_fixing
         self.backend = get_backend(backend)
-        self.params = (params or ADMMParams()).validated()
+        self.params = (params or ADMMParams()).validated().resolved()
         k, lam = problem.k, problem.lam
         hard = np.asarray(problem.hard).ravel()
         self.free = np.flatnonzero(hard == 0)

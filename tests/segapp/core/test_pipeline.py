@@ -12,6 +12,9 @@ import segapp.core.pipeline as pipeline
 import solver.backend as backend_module
 from segapp.core.pipeline import SegmentParams, resolve_backend, run_segmentation
 from solver.backend import Backend, GPUUnavailableError
+from solver.admm.params import ADMMParams
+from solver.mrf import AreaBound, Constraints
+from solver.mrf.options import SolveOptions
 from tests.solver._mrf_helpers import shapes_image
 
 
@@ -33,7 +36,7 @@ def test_a_gpu_that_is_missing_or_fails_gives_the_cpu_answer_and_says_so(monkeyp
     image, _, strokes = shapes_image(seed=1, k=2, size=40)
     # options that change the answer must survive the fall back to the CPU (one solve: no
     # colour-model rounds, whose solves the fall back reaches as well)
-    opts = dict(polish=False, admm={"max_iter": 6}, rounds=0)
+    opts = dict(options=SolveOptions().with_polish(False), admm={"max_iter": 6}, rounds=0)
     want = run_segmentation(image, strokes, SegmentParams(backend="cpu", **opts),
                             reference=False)
     if when == "at the start":
@@ -230,3 +233,44 @@ def test_a_cancel_reaches_the_polish_through_the_one_callback(monkeypatch):
     out = run_segmentation(image, strokes, SegmentParams(k=2), reference=False,
                            cancelled=lambda: flag["on"])
     assert out.status == "cancelled" and out.labels.shape == (200, 200)
+
+
+def test_segment_params_hold_admm_parameters_checked_as_they_are_made():
+    """A mapping (a session's ``settings.admm``) becomes ADMMParams at once; a bad field is one
+    line naming it, before any photo is read."""
+    params = SegmentParams(admm={"max_iter": 50, "rho0": 0.2})
+    assert params.admm == ADMMParams(max_iter=50, rho0=0.2)
+    assert SegmentParams().admm == ADMMParams() and SegmentParams().options == SolveOptions()
+    with pytest.raises(ValueError, match="^ADMM parameter gamma must be in \\(0, 2\\)"):
+        SegmentParams(admm={"gamma": 3.0})
+    with pytest.raises(ValueError, match="unknown ADMM parameter.*: rho"):
+        SegmentParams(admm={"rho": 1.0})
+    with pytest.raises(ValueError, match="options must be solver.mrf.SolveOptions"):
+        SegmentParams(options={"polish": False})
+
+
+def test_checked_refuses_a_bad_constraint_before_anything_is_fitted(monkeypatch):
+    """``checked`` is the one check of a run's settings (the app calls it before its thread
+    starts): a bound on a label K does not have is refused, and run_segmentation refuses it
+    the same way without fitting a colour model."""
+    params = SegmentParams(k=2, constraints=Constraints(area=(AreaBound(3, 0.1, 0.5),)))
+    with pytest.raises(ValueError) as direct:
+        params.checked((20, 30))
+    fitted = []
+    monkeypatch.setattr(pipeline, "prepare", lambda *a, **k: fitted.append(1))
+    image, _, strokes = shapes_image(k=2)
+    with pytest.raises(ValueError) as run:
+        run_segmentation(image, strokes, params, reference=False)
+    assert str(run.value) == str(direct.value) and "label must be 1..2" in str(direct.value)
+    assert not fitted
+    fits = SegmentParams(k=2, constraints=Constraints(area=(AreaBound(1, 0.1, 0.5),)))
+    level = fits.checked((20, 30))
+    assert level is not None and SegmentParams(k=2).checked((20, 30)) is None
+
+
+def test_a_run_without_polish_reports_admm_own_answer():
+    image, _, strokes = shapes_image(k=2)
+    params = SegmentParams(options=SolveOptions().with_polish(False), admm={"max_iter": 30},
+                           rounds=0)
+    out = run_segmentation(image, strokes, params, reference=False)
+    assert out.stages == () and out.energy == pytest.approx(out.energy_admm)

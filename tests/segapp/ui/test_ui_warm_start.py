@@ -352,7 +352,7 @@ WARM = [
     ("ρ growth", _field("rho_growth", 1.2)),
     ("γ", _field("gamma", 1.2)),
     ("iteration limit", _field("max_iter", 150)),
-    ("tolerance", _field("tol", 1e-3)),
+    ("tolerance", _field("tol", 1e-4)),
     ("seed", lambda w: w.params_panel.seed.setValue(w.params_panel.seed.value() + 1)),
     ("colour model", _combo("colour")),
     ("backend", _combo("backend")),

@@ -3,6 +3,7 @@ import pytest
 import scipy.sparse as sp
 
 from solver import ADMMParams, solve_bqp
+from solver.admm.params import CHOSEN_FIELDS, FALLBACKS
 from tests.solver.conftest import brute_force, random_psd_bqp
 
 
@@ -146,7 +147,7 @@ def test_rho_grows_and_is_capped():
     res = solve_bqp(A, b, rho_growth=2.0, rho_max=1.0, max_iter=40)
     rhos = [r.rho for r in res.history]
     assert rhos[1] == pytest.approx(2 * rhos[0])
-    assert max(rhos) <= rhos[0] / ADMMParams().rho0 * 1.0 + 1e-12
+    assert max(rhos) <= rhos[0] / FALLBACKS["rho0"] * 1.0 + 1e-12
 
 
 def test_continuous_iterates_become_binary():
@@ -159,7 +160,7 @@ def test_continuous_iterates_become_binary():
 def test_warm_start_from_solution_converges_fast():
     A, b = random_psd_bqp(6)
     cold = solve_bqp(A, b)
-    scale = cold.history[0].rho / ADMMParams().rho0
+    scale = cold.history[0].rho / FALLBACKS["rho0"]
     warm = solve_bqp(A, b, x0=cold.x_continuous, rho0=cold.history[-1].rho / scale)
     assert warm.iterations < cold.iterations
     assert warm.objective <= cold.objective + 1e-9
@@ -198,4 +199,31 @@ def test_bad_arguments_raise_clear_value_errors(kwargs, match):
 
 def test_params_dataclass_defaults_are_valid():
     p = ADMMParams().validated()
-    assert p.p == 2.0 and p.rho_growth > 1
+    assert p.p == 2.0 and p.rho0 is None and p.rho_growth is None and p.pcg_maxiter is None
+    r = p.resolved()
+    assert (r.rho0, r.rho_growth, r.pcg_maxiter) == tuple(FALLBACKS[f] for f in CHOSEN_FIELDS)
+
+
+def test_resolved_fills_only_the_fields_left_to_the_problem():
+    p = ADMMParams(rho0=0.2)
+    r = p.resolved(rho0=9.0, pcg_maxiter=3)
+    assert (r.rho0, r.rho_growth, r.pcg_maxiter) == (0.2, FALLBACKS["rho_growth"], 3)
+    assert r.resolved() is r  # nothing left to choose
+    with pytest.raises(ValueError, match="not max_iter"):
+        p.resolved(max_iter=3)
+
+
+def test_given_names_what_differs_from_the_defaults():
+    assert ADMMParams().given() == {}
+    p = ADMMParams.from_kwargs(rho0=0.5, max_iter=40)
+    # (0.5 is the fallback, but set: a small problem then keeps it instead of the slow schedule)
+    assert p.given() == {"rho0": 0.5, "max_iter": 40}
+    assert ADMMParams.from_kwargs(**p.given()) == p
+
+
+def test_a_bqp_run_takes_the_fallbacks_for_the_fields_left_none():
+    A, b = random_psd_bqp(5)
+    left = solve_bqp(A, b, max_iter=30)
+    given = solve_bqp(A, b, max_iter=30, **FALLBACKS)
+    assert [r.rho for r in left.history] == [r.rho for r in given.history]
+    np.testing.assert_array_equal(left.x, given.x)

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from solver import ADMMParams, solve_bqp
 from solver.admm import systems
-from solver.admm.params import INTEGER_FIELDS
+from solver.admm.params import CHOSEN_FIELDS, INTEGER_FIELDS
 from solver.admm.systems import as_matrix, min_eigenvalue
 from solver.bqp import one_flip_descent
 from tests.solver.conftest import brute_force
@@ -61,9 +61,18 @@ def test_symmetry_check_is_relative():
 @pytest.mark.parametrize("name", INTEGER_FIELDS)
 @pytest.mark.parametrize("value", [10.0, 5.5, True, "5", None, 0, -3])
 def test_integer_parameters_must_be_integers(name, value):
+    if value is None and name in CHOSEN_FIELDS:
+        assert ADMMParams.from_kwargs(**{name: value}) == ADMMParams()  # chosen for the problem
+        return
     with pytest.raises(ValueError, match=name) as err:
         ADMMParams.from_kwargs(**{name: value})
     assert "integer" in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["rho_max", "gamma", "tol", "rho_constraints"])
+def test_only_the_fields_chosen_for_the_problem_may_be_none(name):
+    with pytest.raises(ValueError, match=f"{name} must be a finite number"):
+        ADMMParams.from_kwargs(**{name: None})
 
 
 def test_integer_parameters_accept_numpy_integers():

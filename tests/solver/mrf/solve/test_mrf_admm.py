@@ -12,7 +12,8 @@ from solver.backend import Backend, GPUUnavailableError
 from solver.backend.threads import threaded
 from solver.mrf import MRFADMM, auto_backend, build_problem, solve_mrf
 from solver.mrf.build.stencil import csr_arrays, graph_arrays
-from solver.mrf.options import TVOptions
+from solver.admm.params import FALLBACKS, ADMMParams
+from solver.mrf.options import SolveOptions, TVOptions
 from solver.mrf.polish.icm import icm
 from tests.solver._mrf_helpers import (brute_force, perturbed_fixed_point, random_problem,
                                        shapes_image)
@@ -294,6 +295,45 @@ def test_method_errors():
         solve_mrf(p, "admm", rho0=float("nan"))
     with pytest.raises(ValueError, match="ADMM parameters given"):
         solve_mrf(p, "expansion", rho0=1.0)
+    with pytest.raises(ValueError, match="ADMM parameters given to method 'expansion': max_iter"):
+        solve_mrf(p, "expansion", admm=ADMMParams(max_iter=5))
+
+
+def test_parameters_as_one_object_or_as_keywords_solve_the_same():
+    """``admm=ADMMParams(...)`` and the keyword shorthand are one input: the same iterates,
+    keywords replacing the object's fields; the fields left None take the problem's choice, so
+    a small problem given nothing follows the slow schedule and one given ρ₀ does not."""
+    from solver.mrf.options import CoarseToFineOptions
+
+    image, _, strokes = _synthetic(1, 3)
+    p = build_problem(image, strokes, 3)
+    kw = solve_mrf(p, "admm", polish=False, max_iter=40, gamma=1.2)
+    obj = solve_mrf(p, "admm", polish=False, admm=ADMMParams(max_iter=40, gamma=1.2))
+    both = solve_mrf(p, "admm", polish=False, admm=ADMMParams(max_iter=7, gamma=1.2),
+                     max_iter=40)
+    for other in (obj, both):
+        np.testing.assert_array_equal(other.labels, kw.labels)
+        assert [r.rho for r in other.history] == [r.rho for r in kw.history]
+    growth = [b.rho / a.rho for a, b in zip(kw.history, kw.history[1:])]
+    assert growth[0] == pytest.approx(CoarseToFineOptions().small_growth)
+    set_rho0 = solve_mrf(p, "admm", polish=False, admm=ADMMParams(rho0=0.5, max_iter=5))
+    assert set_rho0.history[1].rho / set_rho0.history[0].rho == pytest.approx(
+        FALLBACKS["rho_growth"])
+
+
+def test_polish_is_an_option_and_the_keyword_its_shorthand():
+    """``options.polish.enabled = False`` and ``polish=False`` both leave ADMM's own answer."""
+    image, _, strokes = _synthetic(2, 3, noise=0.2)
+    p = build_problem(image, strokes, 3)
+    off = SolveOptions().with_polish(False)
+    by_option = solve_mrf(p, "admm", options=off)
+    by_keyword = solve_mrf(p, "admm", polish=False)
+    polished = solve_mrf(p, "admm", options=off, polish=True)
+    for r in (by_option, by_keyword):
+        assert r.stages == () and r.energy == pytest.approx(r.energy_admm)
+        np.testing.assert_array_equal(r.labels, by_keyword.labels)
+    assert polished.stages and polished.energy <= by_option.energy
+    assert SolveOptions().with_polish(True) == SolveOptions()
 
 
 @pytest.mark.parametrize("method", ["mincut", "expansion", "lp"])
