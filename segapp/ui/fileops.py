@@ -140,17 +140,9 @@ def restore_box(parent, text: str, detail: str) -> tuple[QMessageBox, object, ob
 
 
 def ask_restore(parent, text: str, detail: str) -> str:
-    """Ask whether to restore an autosave: ``"restore"``, ``"discard"`` or ``""`` (the dialog
-    closed otherwise: the autosave is kept for the next start).
-
-    Parameters
-    ----------
-    parent : QWidget
-    text : str
-        The question.
-    detail : str
-        What the autosave holds and when it was written.
-    """
+    """Ask whether to restore an autosave (the arguments as for :func:`restore_box`):
+    ``"restore"``, ``"discard"`` or ``""`` (the dialog closed otherwise: the autosave is kept for
+    the next start)."""
     box, restore, discard = restore_box(parent, text, detail)
     box.exec()
     clicked = box.clickedButton()

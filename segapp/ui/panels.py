@@ -171,6 +171,14 @@ class ParamField(QLineEdit):
         self.setValue(v)
 
 
+def _choices(keys: tuple[str, ...], texts: dict[str, str]) -> QComboBox:
+    """A combo box offering ``keys``, each shown as its text (the key itself where none)."""
+    box = QComboBox()
+    for key in keys:
+        box.addItem(texts.get(key, key), key)
+    return box
+
+
 def _library_defaults() -> dict[str, float | int]:
     """The numbers a parameter left empty takes: the MRF builder's λ and ADMM's own (for those
     chosen for the problem, the value where nothing chooses; their tooltips say when)."""
@@ -249,10 +257,7 @@ class ParamsPanel(QWidget):
                                tip="Edge sensitivity β ≥ 0 in exp(−β‖cᵢ−cⱼ‖²); 0: edges do "
                                "not matter. Empty: set from the image's mean neighbour "
                                "contrast. Up/Down step the value.")
-        self.colour = QComboBox()
-        for key in COLOUR_MODELS:
-            text = COLOUR_MODEL_TEXT.get(key, key)
-            self.colour.addItem(text, key)
+        self.colour = _choices(COLOUR_MODELS, COLOUR_MODEL_TEXT)
         self.colour.setToolTip("Colour model fitted to each label's strokes; the data term is its "
                                "negative log-likelihood.")
         f.addRow("λ (smoothness)", self.lam)
@@ -276,10 +281,7 @@ class ParamsPanel(QWidget):
                            + f" {empty}")
             g.addRow(label, w)
             self.admm[key] = w
-        self.backend = QComboBox()
-        for key in BACKENDS:
-            text = BACKEND_TEXT.get(key, key)
-            self.backend.addItem(text, key)
+        self.backend = _choices(BACKENDS, BACKEND_TEXT)
         self.backend.setToolTip("Where the ADMM linear algebra runs. GPU needs CuPy and CUDA; "
                                 "without them the run falls back to the CPU.")
         self.seed = QSpinBox()

@@ -102,7 +102,22 @@ class SolveJob:
     provisional: bool = False
 
 
-class SolveWorker(QObject):
+class _RunSignals(QObject):
+    """The signals of a solve, emitted by :class:`SolveWorker` and re-emitted by
+    :class:`SolveController` (the worker's docstring says what each carries)."""
+
+    frame = pyqtSignal(int, object)
+    records = pyqtSignal(object)
+    notice = pyqtSignal(str)
+    phase = pyqtSignal(str)
+    solved = pyqtSignal(object, float)
+    provisional = pyqtSignal(object, float, str)
+    finished = pyqtSignal(object)
+    failed = pyqtSignal(str)
+    splits = pyqtSignal(int, object)
+
+
+class SolveWorker(_RunSignals):
     """Solver driver living in a worker thread.
 
     Signals
@@ -136,15 +151,6 @@ class SolveWorker(QObject):
         ``finished``.
     """
 
-    frame = pyqtSignal(int, object)
-    records = pyqtSignal(object)
-    notice = pyqtSignal(str)
-    phase = pyqtSignal(str)
-    solved = pyqtSignal(object, float)
-    provisional = pyqtSignal(object, float, str)
-    finished = pyqtSignal(object)
-    failed = pyqtSignal(str)
-    splits = pyqtSignal(int, object)
 
     def __init__(self, job: SolveJob, frame_interval: float = FRAME_INTERVAL,
                  isolated: IsolatedReference | None = None) -> None:
@@ -510,23 +516,14 @@ def _release(thread: QThread, worker: SolveWorker, timeout_ms: int) -> None:
     thread.finished.connect(_reap_stale)
 
 
-class SolveController(QObject):
+class SolveController(_RunSignals):
     """Owns the worker thread of at most one running solve; re-emits its signals.
 
     Signals of a worker that was shut down (and may still be finishing in the background) are
     dropped, so a stale frame or outcome never reaches the window.
     """
 
-    frame = pyqtSignal(int, object)
-    records = pyqtSignal(object)
-    notice = pyqtSignal(str)
-    phase = pyqtSignal(str)
-    solved = pyqtSignal(object, float)
-    provisional = pyqtSignal(object, float, str)
-    finished = pyqtSignal(object)
-    failed = pyqtSignal(str)
     running_changed = pyqtSignal(bool)
-    splits = pyqtSignal(int, object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

@@ -22,8 +22,8 @@ CHOSEN_FIELDS = ("rho0", "rho_growth", "pcg_maxiter")
 FALLBACKS = {"rho0": 0.5, "rho_growth": 1.03, "pcg_maxiter": 7}
 
 
-def _shown(v: Any) -> str:
-    """``repr(v)`` cut to one short line, for messages."""
+def shown(v: Any) -> str:
+    """``repr(v)`` cut to one short line, for error messages."""
     text = " ".join(repr(v).split())
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -55,7 +55,7 @@ def check_seed(seed: Any, name: str = "seed") -> int | None:
     if seed is None:
         return None
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"{name} must be None or an integer >= 0, got {_shown(seed)} "
+        raise ValueError(f"{name} must be None or an integer >= 0, got {shown(seed)} "
                          f"(of type {type(seed).__name__})")
     return int(seed)
 
@@ -81,7 +81,7 @@ def check_callable(fn: Any, name: str = "callback") -> Callable[..., Any] | None
         One line naming the argument, the value given and its type.
     """
     if fn is not None and not callable(fn):
-        raise ValueError(f"{name} must be None or callable, got {_shown(fn)} "
+        raise ValueError(f"{name} must be None or callable, got {shown(fn)} "
                          f"(of type {type(fn).__name__})")
     return fn
 

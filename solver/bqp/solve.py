@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solver.admm.loop import L1Split, LpBoxADMM
-from solver.admm.params import ADMMParams, check_callable, check_seed
+from solver.admm.params import ADMMParams, check_callable, check_seed, shown
 from solver.admm.records import (
     CANCELLED,
     CONVERGED,
@@ -35,12 +35,6 @@ log = logging.getLogger(__name__)
 
 #: numpy dtype kinds whose entries are real numbers: bool, signed and unsigned integers, floats.
 _REAL_KINDS = "biuf"
-
-
-def _shown(v: Any) -> str:
-    """``repr(v)`` cut to one short line, for messages."""
-    text = " ".join(repr(v).split())
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _entries(dtype: np.dtype) -> str:
@@ -80,7 +74,7 @@ def _real(v: Any, name: str, what: str) -> Any:
         a = v
     if a.dtype.kind not in _REAL_KINDS:
         if not sp.issparse(a) and a.ndim == 0:  # a scalar (or no array at all): show it
-            raise ValueError(f"{name} must be {what}, got {_shown(v)}")
+            raise ValueError(f"{name} must be {what}, got {shown(v)}")
         raise ValueError(f"{name} must be {what}, got {_entries(a.dtype)} entries")
     return a
 
