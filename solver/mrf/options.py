@@ -146,10 +146,11 @@ class ConstrainedOptions:
     layered_iterations : int
         K = 3 with one apart pair and no area bound, final polish: most steps on the layered TV
         relaxation of the nesting; 0 turns it off.
-    layered_gap : float
-        Its steps stop once the polished labels are proved within this fraction of their
-        energy's magnitude of the optimum (the relaxation's duality gap, checked every 25
-        steps); 0: never.
+    relaxation_gap : float
+        The layered relaxation's and the area relaxation's steps stop once the labels they
+        start from are proved within this fraction of their energy's magnitude of the optimum
+        (the relaxation's duality gap, checked every 25 steps), and they then propose nothing;
+        0: never.
     area_iterations, area_step : int, float
         Steps and step scale of the TV relaxation under an area bound (K = 2): its multiplier
         needs more and longer steps.
@@ -172,7 +173,7 @@ class ConstrainedOptions:
     expansion_iterations: int = 100
     tv_max_pixels: int | None = 1_200_000
     layered_iterations: int = 200
-    layered_gap: float = 1e-5
+    relaxation_gap: float = 1e-5
     area_iterations: int = 400
     area_step: float = 3.0
     area_levels: tuple[float, ...] = tuple(round(0.02 * i, 2) for i in range(1, 50))

@@ -33,7 +33,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import ndimage
 
-from solver.mrf.build.graph import edge_ends
+from solver.mrf.build.graph import edge_ends, own_grid
+from solver.mrf.build.grid_kernels import grid_level_set_energies
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.build.stencil import Potts, grid_view, potts_of
 from solver.mrf.options import PolishOptions
@@ -375,14 +376,27 @@ def _level_set_fusions(problem: MRFProblem, lab: np.ndarray, movable: np.ndarray
 
 def _level_sets_within(problem: MRFProblem, s: np.ndarray, w: np.ndarray,
                        area: tuple[float, float], levels: Sequence[float]):
-    """0-based labellings from the relaxation ``s`` whose label-2 area lies within ``area``:
-    its level sets ``{s > t}`` that do, and the pixels of largest ``s`` (hard pixels first or
-    last, by their label) up to the area nearest the relaxation's own within the bounds, and
-    up to each bound (an exact area, which no level set meets in general)."""
-    for t in levels:
-        cand = (s > t).astype(np.int32)
-        if area[0] <= float(w @ cand) <= area[1]:
-            yield cand
+    """``(energy, make)`` for each 0-based labelling from the relaxation ``s`` whose label-2
+    area lies within ``area``, ``make()`` building it: its level sets ``{s > t}`` that do (on
+    the grid's own edge list their energies and areas all at once,
+    :func:`solver.mrf.build.grid_kernels.grid_level_set_energies`, so that only a set that
+    is taken is built), and the pixels of largest ``s`` (hard pixels first or last, by their
+    label) up to the area nearest the relaxation's own within the bounds, and up to each bound
+    (an exact area, which no level set meets in general)."""
+    ts = np.asarray(tuple(levels), dtype=np.float64)
+    g = problem.graph
+    if own_grid(g) and ts.size and np.all(np.diff(ts) > 0):
+        h, width = (int(v) for v in problem.shape)
+        energies, areas = grid_level_set_energies(g.weights, h, width, problem.unary, s, ts,
+                                                  float(problem.lam), np.asarray(w, np.float64))
+        for t, e, a in zip(ts, energies, areas):
+            if area[0] <= a <= area[1]:
+                yield float(e), lambda t=t: (s > t).astype(np.int32)
+    else:
+        for t in ts:
+            cand = (s > t).astype(np.int32)
+            if area[0] <= float(w @ cand) <= area[1]:
+                yield problem.energy(cand + 1), lambda cand=cand: cand
     hard = np.asarray(problem.hard).ravel()
     key = np.where(hard == 2, np.inf, np.where(hard == 1, -np.inf, s))
     order = np.argsort(-key, kind="stable")
@@ -393,7 +407,7 @@ def _level_sets_within(problem: MRFProblem, s: np.ndarray, w: np.ndarray,
         if top and area[0] - 1e-9 * max(1.0, area[0]) <= reach[top - 1]:
             cand = np.zeros(s.size, np.int32)
             cand[order[:top]] = 1
-            yield cand
+            yield problem.energy(cand + 1), lambda cand=cand: cand
 
 
 def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: ck.Areas, options: PolishOptions
@@ -423,12 +437,17 @@ def _tv_proposals(problem: MRFProblem, lab: np.ndarray, state: ck.Areas, options
     out = []
     start_e = problem.energy(lab + 1)
     for iterations, step in runs:
-        s = tv_relaxation_area(problem, lab, area, w, int(iterations), float(step))
+        s, start_gap = tv_relaxation_area(problem, lab, area, w, int(iterations), float(step),
+                                          gap=options.constrained.relaxation_gap)
+        if start_gap <= options.constrained.relaxation_gap:
+            log.debug("area relaxation: the start is within %.2g of the optimum", start_gap)
+            break  # (no labelling within the bounds is better by more: nothing to propose)
         best, best_e = None, start_e
-        for cand in _level_sets_within(problem, s, w, area, options.constrained.area_levels):
-            e = problem.energy(cand + 1)
-            if e < best_e - 1e-9 * abs(best_e) and problem.feasible(cand + 1):
-                best, best_e = cand, e
+        for e, make in _level_sets_within(problem, s, w, area, options.constrained.area_levels):
+            if e < best_e - 1e-9 * abs(best_e):
+                cand = make()
+                if problem.feasible(cand + 1):
+                    best, best_e = cand, e
         weights = np.empty((s.size, 2), dtype=np.float32)
         weights[:, 1] = s
         weights[:, 0] = 1.0 - s

@@ -141,7 +141,7 @@ def layered_proposals(problem: MRFProblem, lab: np.ndarray, options: PolishOptio
     ``lab``'s energy (None otherwise). Empty where it does not apply: not a nesting
     (:func:`nesting_labels`), ``options.constrained.layered_iterations`` 0, an image above
     ``options.constrained.tv_max_pixels``, no grid view; and where the relaxation's duality
-    gap proves ``lab`` within ``options.constrained.layered_gap`` of the optimum.
+    gap proves ``lab`` within ``options.constrained.relaxation_gap`` of the optimum.
 
     Parameters
     ----------
@@ -160,11 +160,11 @@ def layered_proposals(problem: MRFProblem, lab: np.ndarray, options: PolishOptio
                 and problem.n > options.constrained.tv_max_pixels)):
         return []
     relaxed = layered_relaxation(problem, lab, labels, options.constrained.layered_iterations,
-                                 options.tv.step, gap=options.constrained.layered_gap)
+                                 options.tv.step, gap=options.constrained.relaxation_gap)
     if relaxed is None:
         return []
     u1, u2, steps, start_gap = relaxed
-    if start_gap <= options.constrained.layered_gap:
+    if start_gap <= options.constrained.relaxation_gap:
         log.debug("layered relaxation: the start is within %.2g of the optimum after %d steps",
                   start_gap, steps)
         return []

@@ -382,7 +382,8 @@ def _one_based(fuse_into, problem: MRFProblem, labels: np.ndarray, *args
 
 
 def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, float],
-                       weights: np.ndarray, iterations: int, step: float) -> np.ndarray:
+                       weights: np.ndarray, iterations: int, step: float, gap: float = 0.0
+                       ) -> tuple[np.ndarray, float]:
     """:func:`tv_relaxation` with the area of label 2, ``sum weights_i s_i``, kept within
     ``area`` (a K = 2 problem with area bounds; an 8-neighbour grid).
 
@@ -391,18 +392,26 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
     problem : MRFProblem
         A two-label problem with a grid view (:mod:`solver.mrf.build.stencil`).
     lab : numpy.ndarray
-        ``(n,)`` 0-based labels to start from.
+        ``(n,)`` 0-based labels to start from, label 2's area within ``area``.
     area : tuple of float
         Least and most area of label 2 (in the units of ``weights``).
     weights : numpy.ndarray
         ``(n,)`` area of each pixel.
     iterations, step : int, float
         As :func:`tv_relaxation`.
+    gap : float
+        Stop once ``lab``'s energy is proved within this fraction of its magnitude of the
+        relaxation's minimum, hence of every labelling's within the bounds (the duality gap,
+        checked every 25 steps; :func:`solver.mrf.polish.tv_kernels.tv_iterate_grid_area`).
+        0: run every step.
 
     Returns
     -------
-    numpy.ndarray
+    s : numpy.ndarray
         ``(n,)`` float64 weight of label 2 per pixel, in [0, 1].
+    start_gap : float
+        The last duality gap of ``lab`` found, as a fraction of its energy's magnitude (inf
+        where none was taken).
     """
     if problem.k != 2:
         raise ValueError(f"the TV relaxation is for two labels, not K = {problem.k}")
@@ -414,13 +423,17 @@ def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, 
     u = (problem.unary[:, 1] - problem.unary[:, 0]).astype(np.float32)
     free = problem.movable
     s32 = np.asarray(lab, dtype=np.float32).copy()
-    _, nu = threaded(tv_kernels.tv_iterate_grid_area,
-                     tv_kernels.TVGrid(cost, offsets, u, free, tau), s32,
-                     np.float32(0.5 / gamma), w, float(area[0]), float(area[1]),
-                     1.0 / (gamma * float(w.sum())), int(iterations),
-                     threads=tv_kernels.step_threads(s32.size))
-    log.debug("TV relaxation under an area bound: multiplier %.4g", nu)
-    return s32.astype(np.float64)
+    start, scale = np.inf, max(1.0, abs(problem.energy(np.asarray(lab) + 1)))
+    if gap > 0:  # (the start's value from the kernel's own float32 terms, as its dual's)
+        start = start_value(cost, offsets, u, s32)
+    steps, nu, left = threaded(tv_kernels.tv_iterate_grid_area,
+                               tv_kernels.TVGrid(cost, offsets, u, free, tau), s32,
+                               np.float32(0.5 / gamma), w, (float(area[0]), float(area[1])),
+                               1.0 / (gamma * float(w.sum())), int(iterations), start,
+                               float(gap) * scale, threads=tv_kernels.step_threads(s32.size))
+    log.debug("TV relaxation under an area bound: %d steps, multiplier %.4g, start gap %.3g",
+              steps, nu, left / scale)
+    return s32.astype(np.float64), float(left) / scale
 
 
 def expansion_terms(problem: MRFProblem, lab: np.ndarray, alpha: int, cost: np.ndarray,

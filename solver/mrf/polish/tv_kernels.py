@@ -496,25 +496,64 @@ def tv_iterate_grid(grid, s, sigma, iterations, tol, sparse_below, start_value=n
     return done, sparse
 
 
+@parallel_jit
+def grid_dual_value_area(offsets, u, free, s0, p, nu, w):  # pragma: no cover
+    """:func:`grid_dual_value` with an area row's dual ``nu``: each pixel's gradient gains
+    ``nu w_i`` (as in :func:`tv_iterate_grid_area`'s steps). The area bounds' own term, the
+    support ``nu a_hi`` or ``nu a_lo``, is the caller's."""
+    o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
+    n = u.size
+    blocks = (n + 4095) // 4096
+    part = np.zeros(blocks)
+    for blk in numba.prange(blocks):
+        value = 0.0
+        for i in range(blk * 4096, min(n, blk * 4096 + 4096)):
+            g = _gradient(i, u, p, np.float32(nu * w[i]), o0, o1, o2, o3)
+            if free[i]:
+                value += min(g, 0.0)
+            else:
+                value += g * s0[i]
+        part[blk] = value
+    total = 0.0
+    for blk in range(blocks):
+        total += part[blk]
+    return total
+
+
 @jit
-def tv_iterate_grid_area(grid, s, sigma, w, a_lo, a_hi, sigma_area, iterations):  # pragma: no cover
+def tv_iterate_grid_area(grid, s, sigma, w, bounds, sigma_area, iterations, start_value=np.inf,
+                         gap_tol=-np.inf):  # pragma: no cover
     """:func:`tv_iterate_grid` (steps over every pixel) with the area ``a(s) = sum w_i s_i``
-    kept in ``[a_lo, a_hi]``: one more dual ``nu`` for that row, its step ``sigma_area``, the
-    projection onto the interval through Moreau's identity; each pixel's gradient gains
-    ``nu w_i`` (``tau`` must count the row: ``gamma / (deg_i + w_i)``). Returns the number of
-    steps run and the final ``nu``."""
+    kept in ``bounds = (a_lo, a_hi)``: one more dual ``nu`` for that row, its step
+    ``sigma_area``, the projection onto the interval through Moreau's identity; each pixel's
+    gradient gains ``nu w_i`` (``tau`` must count the row: ``gamma / (deg_i + w_i)``). Every 25
+    steps, where ``start_value`` (the relaxation's value at a labelling within the bounds) is
+    finite, the dual objective is taken (:func:`grid_dual_value_area` less the bounds' support,
+    a lower bound on every labelling within them): once the start is within ``gap_tol`` of it
+    the steps stop, no labelling being better by more. Returns the number of steps run, the
+    final ``nu`` and the last gap found (inf if none)."""
+    a_lo, a_hi = bounds
+    _, offsets, u, free, _ = grid
     n = s.size
     bar = s.copy()
     p = np.zeros((4, n), np.float32)
     nu = 0.0
     area = 0.0
+    gap = np.inf
     for i in range(n):
         area += w[i] * bar[i]
-    for _ in range(iterations):
+    done = 0
+    while done < iterations:
         v = nu + sigma_area * area
         nu = v - sigma_area * min(max(v / sigma_area, a_lo), a_hi)
         _dense_step(grid, s, bar, p, sigma, np.float32(nu), w)
         area = 0.0
         for i in range(n):  # (in order, on one thread: the same sum on any number of threads)
             area += w[i] * bar[i]
-    return iterations, nu
+        done += 1
+        if done % 25 == 0 and start_value < np.inf:
+            support = nu * a_hi if nu > 0 else nu * a_lo
+            gap = start_value - (grid_dual_value_area(offsets, u, free, s, p, nu, w) - support)
+            if gap <= gap_tol:
+                break
+    return done, nu, gap

@@ -152,3 +152,25 @@ def test_a_problems_energy_is_the_edge_list_sum_on_either_side_of_the_threads_cu
     want = potts_energy(np.asarray(gi, np.int64), np.asarray(gj, np.int64),
                         np.asarray(p.graph.weights, np.float64), p.unary, lab - 1, float(p.lam))
     assert np.float64(p.energy(lab)).view(np.uint64) == np.float64(want).view(np.uint64)
+
+
+@pytest.mark.parametrize("shape", [(7, 9), (1, 12), (12, 3)])
+def test_level_set_energies_are_each_sets_energy_and_area(shape):
+    """All level sets at once: each level's energy is the energy of ``{s > t}`` alone (to
+    rounding) and its area the weighted count, with values at the levels themselves, ties
+    between neighbours and fixed 0s and 1s in ``s``."""
+    from solver.mrf.build.grid_kernels import grid_level_set_energies
+    from tests.solver._mrf_helpers import random_problem
+
+    problem = random_problem(shape, k=2, seed=sum(shape))
+    rng = np.random.default_rng(len(shape))
+    levels = np.array([0.1, 0.25, 0.5, 0.75, 0.9])
+    s = rng.choice(np.r_[levels, rng.random(6), 0.0, 1.0], size=problem.n)
+    w = rng.random(problem.n)
+    h, width = shape
+    energies, areas = grid_level_set_energies(problem.graph.weights, h, width, problem.unary,
+                                              s, levels, float(problem.lam), w)
+    for t, e, a in zip(levels, energies, areas):
+        cand = (s > t).astype(np.int64)
+        assert e == pytest.approx(problem.energy(cand + 1), rel=1e-12, abs=1e-12)
+        assert a == pytest.approx(float(w @ cand), rel=1e-12, abs=1e-12)

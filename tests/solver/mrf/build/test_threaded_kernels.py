@@ -193,6 +193,7 @@ def test_the_polish_relaxations_do_not_depend_on_threads():
     sums fixed blocks: the same bits on one thread and on all."""
     from solver.mrf import Constraints, with_constraints
     from solver.mrf.polish import layered_kernels, tv_kernels
+    from solver.mrf.polish.tv import start_value
     from solver.mrf.polish.tv import grid_terms
     from tests.solver._mrf_helpers import random_problem
 
@@ -221,9 +222,10 @@ def test_the_polish_relaxations_do_not_depend_on_threads():
     def area():  # (its area is summed in order on one thread)
         s = start[0].copy()
         w = np.ones(p.n, np.float32)
-        _, nu = tv_kernels.tv_iterate_grid_area((cost, offsets, u, free, tau), s, sigma, w,
-                                                0.2 * p.n, 0.3 * p.n, 0.1 / p.n, 60)
-        return s, np.asarray(nu)
+        _, nu, gap = tv_kernels.tv_iterate_grid_area(
+            (cost, offsets, u, free, tau), s, sigma, w, (0.2 * p.n, 0.3 * p.n), 0.1 / p.n, 60,
+            start_value(cost, offsets, u, s), -np.inf)
+        return s, np.asarray(nu), np.asarray(gap)
 
     for fn in (tv, layered, area):
         one, many = _both(fn)

@@ -215,8 +215,8 @@ def test_area_relaxation_moves_the_area_into_its_bounds():
     free_area = float(free_s.sum())
     lo = free_area + 0.25 * problem.n if free_area < 0.5 * problem.n else 0.0
     hi = lo + 0.1 * problem.n if lo else free_area - 0.25 * problem.n
-    s = tv_relaxation_area(problem, np.zeros(problem.n, np.int32), (lo, hi),
-                           np.ones(problem.n), 3000, 3.0)
+    s, _ = tv_relaxation_area(problem, np.zeros(problem.n, np.int32), (lo, hi),
+                              np.ones(problem.n), 3000, 3.0)
     assert s.min() >= 0.0 and s.max() <= 1.0
     assert lo - 0.02 * problem.n <= s.sum() <= hi + 0.02 * problem.n
     assert not lo - 0.02 * problem.n <= free_area <= hi + 0.02 * problem.n
@@ -240,9 +240,9 @@ def test_a_small_area_relaxation_runs_on_one_thread_and_a_large_one_threaded(mon
         return real(kernel, *a, threads=threads)
 
     monkeypatch.setattr(tv, "threaded", spy)
-    serial = tv.tv_relaxation_area(*args)
+    serial = tv.tv_relaxation_area(*args)[0]
     monkeypatch.setattr(tv_kernels, "SERIAL_BELOW", problem.n)  # (now exactly at the limit)
-    threaded = tv.tv_relaxation_area(*args)
+    threaded = tv.tv_relaxation_area(*args)[0]
     assert calls == [("tv_iterate_grid_area", 1), ("tv_iterate_grid_area", None)]
     np.testing.assert_array_equal(serial, threaded)
 
@@ -334,10 +334,12 @@ def test_level_sets_within_an_exact_area_take_the_largest_values():
     s = rng.random(problem.n)
     s[hard == 1], s[hard == 2] = 0.0, 1.0
     target = float(np.count_nonzero(hard == 2) + 5)
-    cands = list(_level_sets_within(problem, s, np.ones(problem.n), (target, target),
+    found = list(_level_sets_within(problem, s, np.ones(problem.n), (target, target),
                                     (0.5,)))
-    assert cands
-    for cand in cands:
+    assert found
+    cands = [make() for _, make in found]
+    for (energy, _), cand in zip(found, cands):
+        assert energy == pytest.approx(problem.energy(cand + 1), rel=1e-12)
         assert cand.sum() == target
         assert np.all(cand[hard == 2] == 1) and np.all(cand[hard == 1] == 0)
     free = hard == 0
@@ -688,3 +690,62 @@ def test_no_box_where_the_free_pixels_span_the_image_or_none_is_free():
     one = np.ones(problem.n, np.int32)
     one[5 * 30 + 7] = 0  # a single free pixel: a box of 3 x 3 round it
     assert movable_box(replace_problem(problem, hard=one)) == (4, 7, 6, 9)
+
+
+def _best_within(problem, lo: int, hi: int) -> tuple[float, np.ndarray]:
+    """The least energy, and a labelling (0-based, flat) that has it, among all labellings
+    whose label-2 area is within ``[lo, hi]`` pixels (hard pixels kept)."""
+    best, arg = np.inf, None
+    hard = problem.hard.ravel()
+    for bits in range(2 ** problem.n):
+        lab = (bits >> np.arange(problem.n)) & 1
+        if not lo <= lab.sum() <= hi or np.any((hard > 0) & (lab + 1 != hard)):
+            continue
+        e = problem.energy(lab + 1)
+        if e < best:
+            best, arg = e, lab
+    return best, arg
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_area_relaxation_gap_bounds_every_labelling_within_the_bounds(seed):
+    """The area relaxation's duality gap is a proof: the start's energy less the gap is at most
+    the least energy of any labelling within the bounds (enumerated). With bounds that do not
+    bind the relaxation is tight, and from the optimum it stops once the gap proves it."""
+    from solver.mrf.polish.tv import tv_relaxation_area
+
+    problem = random_problem((3, 5), k=2, seed=seed)
+    lo, hi = 5, 7
+    best, arg = _best_within(problem, lo, hi)
+    start = np.zeros(problem.n, np.int64)
+    start[:6] = 1  # (area 6: within the bounds)
+    w = np.ones(problem.n)
+    _, gap = tv_relaxation_area(problem, start, (lo, hi), w, 3000, 3.0, gap=1e-12)
+    e = problem.energy(start + 1)
+    scale = max(1.0, abs(e))
+    assert np.isfinite(gap) and e - gap * scale <= best + 1e-4 * scale
+    assert tv_relaxation_area(problem, start, (lo, hi), w, 400, 3.0)[1] == np.inf  # (no test)
+    free_best, free_arg = _best_within(problem, 0, problem.n)
+    _, at_best = tv_relaxation_area(problem, free_arg, (0, problem.n), w, 20_000, 3.0,
+                                    gap=1e-3)
+    assert at_best <= 1e-3
+
+
+def test_level_sets_within_bounds_come_with_their_own_energies():
+    """On the grid's own edge list the level sets' energies come from one pass over all levels:
+    each is the energy of the set it builds, and only the sets within the bounds come."""
+    from solver.mrf.polish.constrained import _level_sets_within
+
+    problem = random_problem((8, 9), k=2, seed=4, hard_fraction=0.1)
+    s = np.random.default_rng(1).random(problem.n)
+    hard = problem.hard.ravel()
+    s[hard == 1], s[hard == 2] = 0.0, 1.0
+    levels = tuple(round(0.1 * i, 1) for i in range(1, 10))
+    area = (0.3 * problem.n, 0.6 * problem.n)
+    found = [(e, make()) for e, make in _level_sets_within(problem, s, np.ones(problem.n),
+                                                           area, levels)]
+    inside = [t for t in levels if area[0] <= np.count_nonzero(s > t) <= area[1]]
+    assert len(found) >= len(inside) > 0
+    for (e, cand), t in zip(found, inside):
+        np.testing.assert_array_equal(cand, (s > t).astype(np.int32))
+        assert e == pytest.approx(problem.energy(cand + 1), rel=1e-12)
