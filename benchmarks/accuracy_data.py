@@ -710,7 +710,7 @@ def _stroke(out: np.ndarray, region: np.ndarray, dist: np.ndarray, centre: tuple
     out[(pen > 0) & region] = label
 
 
-def _points(dist: np.ndarray, count: int, depth: float, spread: float,
+def spread_points(dist: np.ndarray, count: int, depth: float, spread: float,
             rng: np.random.Generator) -> list[tuple[int, int]]:
     """Up to ``count`` random (x, y) points at least ``depth`` inside (or as deep as the region
     goes), each ``spread`` px from the ones before where possible."""
@@ -739,7 +739,7 @@ def draw_strokes(strokes: np.ndarray, region: np.ndarray, label: int, count: int
         return
     width = int(round(rng.integers(3, 6) * s))
     spread = 0.2 * math.sqrt(float(region.sum()))
-    for p in _points(dist, count, width / 2 + 3, spread, rng):
+    for p in spread_points(dist, count, width / 2 + 3, spread, rng):
         _stroke(strokes, region, dist, p, label, width, rng.uniform(10, 40) * s, rng)
     if not np.any(strokes == label):  # (a label always gets some pixels)
         y, x = np.unravel_index(int(np.argmax(dist)), dist.shape)

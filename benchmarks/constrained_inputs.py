@@ -249,19 +249,17 @@ def table(records: list[dict]) -> str:
 
 def report(records: list[dict], settings: dict) -> str:
     """The Markdown file: settings, the summary and the per-case table."""
-    return (f"# Constraints on real inputs: ADMM against the constrained yardsticks\n\n"
-            f"`{' '.join(['python benchmarks/constrained_inputs.py', settings['argv']]).strip()}`"
-            f" — {settings['date']}, {len(records)} cases, {settings['wall_s']:.0f} s. "
-            f"Gap = (E_admm − E_ref)/|E_ref| on the constrained run's final model; gap to bound "
-            f"= (E_admm − bound)/|bound| where the yardstick proves one; ratio = the constrained "
-            f"ADMM solve's time over an unconstrained ADMM solve of the same model (cold, side by "
-            f"side); run ratio = the constrained run's solve time (its rounds included) over the "
-            f"unconstrained run's; ⚠ = off "
-            f"issue 67's target (nestings within 0.5 % of the exact layered min-cut; area "
-            f"bounds within 0.5 % of the bound or at or below the best feasible energy found).\n\n"
-            f"Held-out images: {', '.join(settings['split']['heldout'])}. "
-            f"Tuning images: {', '.join(settings['split']['tuning'])}.\n\n"
-            f"## Summary\n\n{summary(records)}\n## Cases\n\n{table(records)}")
+    return ri.halves_report(
+        "Constraints on real inputs: ADMM against the constrained yardsticks",
+        "constrained_inputs.py", records, settings,
+        "Gap = (E_admm − E_ref)/|E_ref| on the constrained run's final model; gap to bound "
+        "= (E_admm − bound)/|bound| where the yardstick proves one; ratio = the constrained "
+        "ADMM solve's time over an unconstrained ADMM solve of the same model (cold, side by "
+        "side); run ratio = the constrained run's solve time (its rounds included) over the "
+        "unconstrained run's; ⚠ = off issue 67's target (nestings within 0.5 % of the exact "
+        "layered min-cut; area bounds within 0.5 % of the bound or at or below the best "
+        "feasible energy found).",
+        [("Summary", summary(records)), ("Cases", table(records))])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,15 +270,10 @@ def main(argv: list[str] | None = None) -> int:
                     "are kept beside this run's (each case's times are side by side anyway)")
     args = ap.parse_args(argv)
     todo = cases(args.max_pixels, args.split, args.quick)
-    if args.list:
-        for c in todo:
-            print(c.split, c.key)
-        return 0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    ri.warm_up()
-    native = {s.name: ri.load(s) for s in ri.IMAGES if s.name in {c.image for c in todo}}
+    if (begun := ri.begin_run(args, todo)) is None:
+        return 0
+    out, native = begun
     records: list[dict] = []
     if args.merge and args.split != "both":
         records = [r for r in json.loads(Path(args.merge).read_text())["records"]

@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # (run as a script from anywhere)
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "benchmarks") not in sys.path:  # (accuracy_data sits beside it)
+    sys.path.append(str(ROOT / "benchmarks"))
+
+import accuracy_data  # noqa: E402  (its stroke drawing's points and distances)
 
 LADDER = (1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7)
 TARGET = {2: 0.001, "multi": 0.005}  # issue 32: within 0.1 % (K = 2) / 0.5 % (K > 2)
@@ -184,31 +188,6 @@ def colour_clusters(img: np.ndarray, k: int, rng: np.random.Generator) -> np.nda
     return cv2.medianBlur(full.reshape(h, w).astype(np.uint8), 5)
 
 
-def _interior(mask: np.ndarray) -> np.ndarray:
-    """Distance of each pixel of ``mask`` to the nearest pixel outside it (0 outside)."""
-    padded = np.pad(mask.astype(np.uint8), 1)  # (the image border counts as outside)
-    return cv2.distanceTransform(padded, cv2.DIST_L2, 5)[1:-1, 1:-1]
-
-
-def _pick_points(dist: np.ndarray, count: int, depth: float, rng: np.random.Generator,
-                 spread: float) -> list[tuple[int, int]]:
-    """Up to ``count`` (x, y) points at least ``depth`` inside the region (or as deep as it
-    goes), each at least ``spread`` px from the ones before where possible."""
-    depth = min(depth, float(dist.max()))
-    ys, xs = np.nonzero(dist >= max(depth, 1.0))
-    pts: list[tuple[int, int]] = []
-    for _ in range(count):
-        if xs.size == 0:
-            break
-        ok = np.ones(xs.size, bool)
-        for px, py in pts:
-            ok &= (xs - px) ** 2 + (ys - py) ** 2 >= spread ** 2
-        pool = np.nonzero(ok)[0] if ok.any() else np.arange(xs.size)
-        i = pool[rng.integers(pool.size)]
-        pts.append((int(xs[i]), int(ys[i])))
-    return pts
-
-
 def _segment(dist: np.ndarray, centre: tuple[int, int], angle: float, length: float,
              keep: float) -> list[tuple[int, int]]:
     """The straight stroke of ``length`` px through ``centre`` at ``angle``, cut where it would
@@ -266,18 +245,18 @@ def cluster_strokes(img: np.ndarray, k: int, kind: str, rng: np.random.Generator
     strokes = np.zeros((h, w), np.uint8)
     diag = math.hypot(h, w)
     for j in range(k):
-        dist = _interior(clusters == j)
+        dist = accuracy_data.interior(clusters == j)
         count = int(rng.integers(2, 4))
         if kind == "short":
             width = int(rng.integers(3, 6))
-            points = _pick_points(dist, count, width + 4, rng, spread=0.15 * min(h, w))
+            points = accuracy_data.spread_points(dist, count, width + 4, 0.15 * min(h, w), rng)
             for p in points:
                 length = rng.uniform(10, max(10.0, min(40.0, 0.25 * min(h, w))))
                 _draw(strokes, _segment(dist, p, rng.uniform(0, math.pi), length,
                                         width / 2 + 1), j + 1, width)
         else:
             width = int(np.clip(round(0.006 * min(h, w)), 3, 9))
-            points = _pick_points(dist, count, 3 * width, rng, spread=0.2 * min(h, w))
+            points = accuracy_data.spread_points(dist, count, 3 * width, 0.2 * min(h, w), rng)
             for p in points:
                 _draw(strokes, _walk(dist, p, rng.uniform(0.15, 0.35) * diag, width / 2 + 2,
                                      rng), j + 1, width)
@@ -626,19 +605,26 @@ def table(records: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report(records: list[dict], settings: dict) -> str:
-    """The Markdown file: settings, the summary and the per-case table."""
-    return (f"# Real inputs: ADMM against the yardstick\n\n"
-            f"`{' '.join(['python benchmarks/real_inputs.py', settings['argv']]).strip()}` — "
-            f"{settings['date']}, "
-            f"{len(records)} cases, {settings['wall_s']:.0f} s. Gap = (E_admm − E_ref)/|E_ref| "
-            f"(yardstick: min-cut for K = 2, α-expansion for K > 2); ratio = ADMM's solve time "
-            f"over the yardstick's, side by side; differ = pixels labelled differently; "
-            f"⚠ = over issue 32's target (0.1 % for K = 2, 0.5 % for K > 2).\n\n"
+def halves_report(title: str, script: str, records: list[dict], settings: dict, legend: str,
+                  sections: list[tuple[str, str]]) -> str:
+    """Markdown of a run over the halves: title, command, legend, the halves, then ``sections``."""
+    command = " ".join([f"python benchmarks/{script}", settings["argv"]]).strip()
+    return (f"# {title}\n\n`{command}` — {settings['date']}, {len(records)} cases, "
+            f"{settings['wall_s']:.0f} s. {legend}\n\n"
             f"Held-out images: {', '.join(settings['split']['heldout'])}. "
             f"Tuning images: {', '.join(settings['split']['tuning'])}.\n\n"
-            f"## Summary\n\n{summary(records)}\n## The polish's stages\n\n"
-            f"{stages_table(records)}\n## Cases\n\n{table(records)}")
+            + "\n".join(f"## {name}\n\n{body}" for name, body in sections))
+
+
+def report(records: list[dict], settings: dict) -> str:
+    """The Markdown file: settings, the summary and the per-case table."""
+    return halves_report(
+        "Real inputs: ADMM against the yardstick", "real_inputs.py", records, settings,
+        "Gap = (E_admm − E_ref)/|E_ref| (yardstick: min-cut for K = 2, α-expansion for K > 2); "
+        "ratio = ADMM's solve time over the yardstick's, side by side; differ = pixels "
+        "labelled differently; ⚠ = over issue 32's target (0.1 % for K = 2, 0.5 % for K > 2).",
+        [("Summary", summary(records)), ("The polish's stages", stages_table(records)),
+         ("Cases", table(records))])
 
 
 def half_parser(doc: str, name: str, max_pixels: float, max_help: str,
@@ -661,6 +647,18 @@ def half_parser(doc: str, name: str, max_pixels: float, max_help: str,
     return ap
 
 
+def begin_run(args: argparse.Namespace, todo: list) -> tuple[Path, dict] | None:
+    """``--list``: print the cases, None; else make ``--out``, warm up: (out, the images)."""
+    if args.list:
+        for c in todo:
+            print(c.split, c.key)
+        return None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    warm_up()
+    return out, {s.name: load(s) for s in IMAGES if s.name in {c.image for c in todo}}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the cases, solve each with the yardstick and ADMM, write JSON and Markdown."""
     ap = half_parser(__doc__, "real_inputs", 1e6, "1e6; 3e6 adds a 3 MP rung",
@@ -668,15 +666,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draw", help="also write each case's input drawn over its image here")
     args = ap.parse_args(argv)
     todo = cases(args.max_pixels, args.split, args.quick)
-    if args.list:
-        for c in todo:
-            print(c.split, c.key)
-        return 0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    warm_up()
-    native = {s.name: load(s) for s in IMAGES if s.name in {c.image for c in todo}}
+    if (begun := begin_run(args, todo)) is None:
+        return 0
+    out, native = begun
     records = []
     for i, case in enumerate(todo, 1):
         t0 = time.perf_counter()

@@ -6,6 +6,7 @@ import time
 import numpy as np
 import pytest
 from PyQt6.QtCore import QSettings, QStandardPaths
+from PyQt6.QtGui import QPainter
 from PyQt6.QtWidgets import QMessageBox
 
 from segapp.ui.main_window import MainWindow
@@ -65,16 +66,55 @@ def slow_job(h: int = 60, w: int = 60) -> tuple[np.ndarray, np.ndarray]:
     return img, strokes
 
 
-def disc_image(h: int = 40, w: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A bright disc on a dark background with noise, and strokes for both labels."""
+def disc_image(h: int = 40, w: int = 40, seed: int = 0,
+               dtype=np.uint8) -> tuple[np.ndarray, np.ndarray]:
+    """A bright disc on a dark background with noise, and strokes (of ``dtype``) for both labels."""
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[0:h, 0:w]
     disc = (yy - h / 2) ** 2 + (xx - w / 2) ** 2 < (min(h, w) / 4) ** 2
     img = np.clip(np.where(disc, 190, 50) + rng.normal(0, 12, (h, w)), 0, 255).astype(np.uint8)
-    strokes = np.zeros((h, w), np.uint8)
+    strokes = np.zeros((h, w), dtype)
     strokes[2:5, 2:w - 2] = 1
     strokes[h // 2 - 1:h // 2 + 2, w // 2 - 4:w // 2 + 4] = 2
     return np.dstack([img, img, (img * 0.8).astype(np.uint8)]), strokes
+
+
+def bands(k: int, h: int = 36, w: int = 48, seed: int = 1, noise: float = 20,
+          dtype=np.uint8) -> tuple[np.ndarray, np.ndarray]:
+    """``k`` vertical bands of distinct grey with noise, and a stroke (of ``dtype``) in each."""
+    rng = np.random.default_rng(seed)
+    band = np.minimum(np.arange(w) * k // w, k - 1)
+    grey = np.linspace(40, 210, k)[band]
+    img = np.clip(grey[None, :] + rng.normal(0, noise, (h, w)), 0, 255).astype(np.uint8)
+    strokes = np.zeros((h, w), dtype)
+    for lab in range(k):
+        cols = np.flatnonzero(band == lab)
+        strokes[h // 3:2 * h // 3, cols[len(cols) // 2]] = lab + 1
+    return np.dstack([img] * 3), strokes
+
+
+def open_image(win, qtbot, image, strokes, k: int = 2) -> None:
+    """Open ``image`` with ``strokes`` at ``k`` labels in ``win``, fitted to the window."""
+    win.doc.set_image(image, "synthetic.png")
+    win.doc.set_k(k)
+    win.doc.set_layers(strokes=strokes)
+    win.canvas.fit_to_window()
+    qtbot.wait(10)
+
+
+def painted_texts(widget, module, monkeypatch) -> list[str]:
+    """The strings ``widget``'s paint event draws (``module``: where it makes its painter)."""
+    texts: list[str] = []
+
+    class Spy(QPainter):
+        def drawText(self, *args):  # noqa: N802 - Qt API
+            texts.extend(a for a in args if isinstance(a, str))
+            return super().drawText(*args)
+
+    monkeypatch.setattr(module, "QPainter", Spy)
+    widget.grab()
+    monkeypatch.undo()
+    return texts
 
 
 def run_to_end(win, qtbot):

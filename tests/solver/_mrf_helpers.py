@@ -7,7 +7,7 @@ import itertools
 import numba
 import numpy as np
 
-from solver.mrf import MRFProblem, problem_from_unary
+from solver.mrf import MRFProblem, SolveOptions, problem_from_unary, solve_mrf
 from solver.mrf.polish.icm import icm
 
 
@@ -32,6 +32,14 @@ def shapes_image(seed: int = 0, k: int = 3, size: int = 48, noise: float = 0.08)
     for label, (y, x, h, w) in enumerate(boxes, start=2):
         strokes[y + h // 2, x + 2 : x + w - 2] = label
     return image, truth, strokes
+
+
+def admm_gaps(problem: MRFProblem, yardstick: str, off: SolveOptions) -> tuple[float, float]:
+    """ADMM's (seed 0) relative gaps to ``yardstick``'s energy: with the defaults, with ``off``."""
+    ref = solve_mrf(problem, yardstick).energy
+    on_energy = solve_mrf(problem, "admm", seed=0).energy
+    off_energy = solve_mrf(problem, "admm", seed=0, options=off).energy
+    return (on_energy - ref) / abs(ref), (off_energy - ref) / abs(ref)
 
 
 def random_problem(shape, k: int = 2, seed: int = 0, hard_fraction: float = 0.0) -> MRFProblem:

@@ -26,6 +26,8 @@ from segapp.core.constraint_text import parse_area
 from segapp.core.isolated import IsolatedReference
 from segapp.core.pipeline import SegmentParams, run_segmentation
 from solver.mrf import Constraints
+from tests.segapp.conftest import bands as shared_bands
+from tests.segapp.conftest import disc_image
 from tests.segapp.conftest import run_to_end as run
 
 HERE = __name__  # the module the child imports the swapped targets from
@@ -61,17 +63,9 @@ def late(problem, method):  # one that ends after ADMM on a small image (test_ui
 
 
 # ------------------------------------------------------------------------------ images
-def bands(k: int, h: int = 36, w: int = 42, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """``k`` vertical bands of distinct grey with noise, and a stroke in each."""
-    rng = np.random.default_rng(seed)
-    band = np.minimum(np.arange(w) * k // w, k - 1)
-    grey = np.linspace(40, 210, k)[band]
-    img = np.clip(grey[None, :] + rng.normal(0, 25, (h, w)), 0, 255).astype(np.uint8)
-    strokes = np.zeros((h, w), np.int32)
-    for lab in range(k):
-        cols = np.flatnonzero(band == lab)
-        strokes[h // 3:2 * h // 3, cols[len(cols) // 2]] = lab + 1
-    return np.dstack([img] * 3), strokes
+def bands(k: int, h: int = 36, w: int = 42) -> tuple[np.ndarray, np.ndarray]:
+    """The shared bands, noisier (σ 25, seed 0), with int32 strokes."""
+    return shared_bands(k, h, w, seed=0, noise=25, dtype=np.int32)
 
 
 def alive(pid: int | None) -> bool:
@@ -100,27 +94,15 @@ def same_reference(a, b) -> None:
 
 
 # ------------------------------------------------------------------------- the pipeline
-def disc(h: int = 40, w: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A bright disc on a dark background with noise, and strokes for both labels (under the
-    bound 2:0.25-0.3 the parametric min-cut settles its answer with the constrained polish,
-    which reads the Laplacian)."""
-    rng = np.random.default_rng(seed)
-    yy, xx = np.mgrid[0:h, 0:w]
-    inside = (yy - h / 2) ** 2 + (xx - w / 2) ** 2 < (min(h, w) / 4) ** 2
-    img = np.clip(np.where(inside, 190, 50) + rng.normal(0, 12, (h, w)), 0, 255).astype(np.uint8)
-    strokes = np.zeros((h, w), np.int32)
-    strokes[2:5, 2:w - 2] = 1
-    strokes[h // 2 - 1:h // 2 + 2, w // 2 - 4:w // 2 + 4] = 2
-    return np.dstack([img, img, (img * 0.8).astype(np.uint8)]), strokes
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("k, area", [(2, ()), (3, ()), (2, ("1:0.4-0.5",)),
                                      (2, ("2:0.25-0.3",))],
                          ids=["K=2 min-cut", "K=3 expansion", "K=2 area bound",
                               "K=2 settled area bound"])
 def test_the_isolated_reference_is_the_in_process_one(k, area, runner):
-    img, strokes = disc() if area == ("2:0.25-0.3",) else bands(k)
+    # (a disc: under the bound 2:0.25-0.3 the parametric min-cut settles its answer with the
+    # constrained polish, which reads the Laplacian)
+    img, strokes = disc_image(dtype=np.int32) if area == ("2:0.25-0.3",) else bands(k)
     def params():
         return SegmentParams(k=k, constraints=Constraints(area=tuple(map(parse_area, area)))
                              if area else None)

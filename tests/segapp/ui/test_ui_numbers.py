@@ -15,47 +15,11 @@ import time
 import numpy as np
 import pytest
 from PyQt6.QtCore import Qt
-from PyQt6.QtGui import QPainter
 from PyQt6.QtTest import QTest
 from PyQt6.QtWidgets import QMessageBox
 
-from tests.segapp.conftest import disc_image, run_to_end, slow_job
-
-
-def open_image(win, qtbot, image, strokes, k: int = 2) -> None:
-    win.doc.set_image(image, "synthetic.png")
-    win.doc.set_k(k)
-    win.doc.set_layers(strokes=strokes)
-    win.canvas.fit_to_window()
-    qtbot.wait(10)
-
-
-def bands(k: int, h: int = 36, w: int = 48) -> tuple[np.ndarray, np.ndarray]:
-    """``k`` vertical bands of distinct grey, a stroke in each."""
-    rng = np.random.default_rng(1)
-    band = np.minimum(np.arange(w) * k // w, k - 1)
-    grey = np.linspace(40, 210, k)[band]
-    img = np.clip(grey[None, :] + rng.normal(0, 20, (h, w)), 0, 255).astype(np.uint8)
-    strokes = np.zeros((h, w), np.uint8)
-    for lab in range(k):
-        cols = np.flatnonzero(band == lab)
-        strokes[h // 3:2 * h // 3, cols[len(cols) // 2]] = lab + 1
-    return np.dstack([img] * 3), strokes
-
-
-def painted_texts(widget, module, monkeypatch) -> list[str]:
-    """The strings ``widget``'s paint event draws (``module``: where it makes its painter)."""
-    texts: list[str] = []
-
-    class Spy(QPainter):
-        def drawText(self, *args):  # noqa: N802 - Qt API
-            texts.extend(a for a in args if isinstance(a, str))
-            return super().drawText(*args)
-
-    monkeypatch.setattr(module, "QPainter", Spy)
-    widget.grab()
-    monkeypatch.undo()
-    return texts
+from tests.segapp.conftest import (bands, disc_image, open_image, painted_texts, run_to_end,
+                                   slow_job)
 
 
 # ------------------------------------------------------------------ iterations and limits

@@ -57,6 +57,15 @@ def hover_a_status_tip(win, tip: str = "a toolbar button's status tip") -> None:
     assert win.statusBar().currentMessage() == tip  # temporary messages are gone
 
 
+def assert_compile_notice_survives_a_status_tip(win, qtbot) -> None:
+    """Wait for the compile notice, hover a status tip, and check the notice is still shown."""
+    qtbot.waitUntil(lambda: win.compile_label.isVisible(), timeout=20000)
+    hover_a_status_tip(win)
+    qtbot.wait(20)
+    assert win.compile_label.isVisible() and win.compile_bar.isVisible()
+    assert win.compile_label.text().startswith("Compiling the solver's kernels")
+
+
 # ------------------------------------------------------------------------------- warm start
 @pytest.mark.slow
 def test_warm_start_only_when_the_annotations_are_the_last_runs(win, qtbot, monkeypatch):
@@ -121,11 +130,7 @@ def test_compile_notice_of_a_run_survives_a_status_tip(win, qtbot, monkeypatch):
     open_image(win, qtbot)
     win.act_run.trigger()
     try:
-        qtbot.waitUntil(lambda: win.compile_label.isVisible(), timeout=20000)
-        hover_a_status_tip(win)
-        qtbot.wait(20)
-        assert win.compile_label.isVisible() and win.compile_bar.isVisible()
-        assert win.compile_label.text().startswith("Compiling the solver's kernels")
+        assert_compile_notice_survives_a_status_tip(win, qtbot)
         assert win.compile_bar.maximum() == 0  # busy
     finally:
         release.set()
@@ -141,11 +146,7 @@ def test_compile_notice_of_the_warm_up_survives_a_status_tip(win, qtbot, monkeyp
     monkeypatch.setattr(WarmUp, "target", "tests.segapp._warm_up_targets:compiles_then_waits")
     thread = win.start_warm_up()
     try:
-        qtbot.waitUntil(lambda: win.compile_label.isVisible(), timeout=20000)
-        hover_a_status_tip(win)
-        qtbot.wait(20)
-        assert win.compile_label.isVisible() and win.compile_bar.isVisible()
-        assert win.compile_label.text().startswith("Compiling the solver's kernels")
+        assert_compile_notice_survives_a_status_tip(win, qtbot)
     finally:
         release.touch()
     thread.join(60)

@@ -226,6 +226,17 @@ def _complex_symmetric(A):
 
 
 _A0, _B0 = _indefinite(0)
+
+
+def _one_line_value_error(match, A, b, **kwargs):
+    """``solve_bqp(A, b, **kwargs)`` raises a one-line ValueError matching ``match``, no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=match) as err:
+            solve_bqp(A, b, **kwargs)
+    assert "\n" not in str(err.value)
+
+
 _NON_REAL = [  # (keyword arguments, the message's start)
     (dict(A=_A0.astype(object)), r"A must be a real numeric matrix, got object entries"),
     (dict(A=_complex_symmetric(_A0).astype(object)),
@@ -280,11 +291,7 @@ def test_a_non_real_argument_is_a_one_line_value_error_naming_it(kwargs, match, 
     _refuse_to_iterate(monkeypatch)
     kwargs = dict(kwargs)
     A, b = kwargs.pop("A", _A0), kwargs.pop("b", _B0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(ValueError, match="^" + match) as err:
-            solve_bqp(A, b, **kwargs)
-    assert "\n" not in str(err.value)
+    _one_line_value_error("^" + match, A, b, **kwargs)
 
 
 def test_integer_and_boolean_arrays_are_numbers_but_digit_strings_are_not():
@@ -307,11 +314,7 @@ def test_integer_and_boolean_arrays_are_numbers_but_digit_strings_are_not():
 def test_seed_must_be_none_or_a_non_negative_integer(seed, monkeypatch):
     _refuse_to_iterate(monkeypatch)
     A, b = _indefinite(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(ValueError, match=r"^seed must be None or an integer >= 0, got ") as err:
-            solve_bqp(A, b, seed=seed)
-    assert "\n" not in str(err.value)
+    _one_line_value_error(r"^seed must be None or an integer >= 0, got ", A, b, seed=seed)
 
 
 def test_numpy_integer_seeds_are_seeds_but_bools_are_not():
@@ -328,8 +331,4 @@ def test_numpy_integer_seeds_are_seeds_but_bools_are_not():
 def test_callback_must_be_none_or_callable(callback, monkeypatch):
     _refuse_to_iterate(monkeypatch)
     A, b = _indefinite(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(ValueError, match=r"^callback must be None or callable, got ") as err:
-            solve_bqp(A, b, callback=callback)
-    assert "\n" not in str(err.value)
+    _one_line_value_error(r"^callback must be None or callable, got ", A, b, callback=callback)

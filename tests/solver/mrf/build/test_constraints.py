@@ -52,6 +52,15 @@ def _tiny(shape, k, seed, constraints, hard_fraction=0.0):
     raise AssertionError("no random draw met the constraints")
 
 
+def _traced_run(p, start, movable, seed):
+    """A copy of ``start`` to move, its Labelling and _Incremental, and the rng of the changes."""
+    from solver.mrf.polish.constrained import _Incremental, level_state
+
+    x = start.copy()
+    args = Labelling(potts_of(p), x, movable, level_state(p, x))
+    return x, args, _Incremental(args), np.random.default_rng(seed + 100)
+
+
 # ---------------------------------------------------------------------------- the checks
 @pytest.mark.parametrize("constraints, message", [
     (Constraints(area=(AreaBound(4, 0.1, 0.2),)), "label must be 1..3"),
@@ -428,7 +437,7 @@ def test_constrained_icm_from_the_changed_pixels_is_icm_from_every_pixel(seed):
     a grid with apart pairs and area bounds (also on a labelling forked from another). A
     change left unmarked or a pixel wrongly let go would show as a different labelling."""
     from solver.mrf.polish import constrained_kernels as ck
-    from solver.mrf.polish.constrained import MAX_SWEEPS, _Incremental, level_state, repair
+    from solver.mrf.polish.constrained import MAX_SWEEPS, level_state, repair
 
     rng = np.random.default_rng(seed)
     k = 3
@@ -439,10 +448,8 @@ def test_constrained_icm_from_the_changed_pixels_is_icm_from_every_pixel(seed):
     lab = np.asarray(repair(p, rng.integers(1, k + 1, p.shape))).ravel().astype(np.int64) - 1
     runs = []
     for incremental in (False, True):
-        x = lab.copy()
-        args = Labelling(potts_of(p), x, movable, level_state(p, x))
-        since, trace = _Incremental(args), []
-        r = np.random.default_rng(seed + 100)
+        x, args, since, r = _traced_run(p, lab, movable, seed)
+        trace = []
         for step in range(8):
             if incremental:
                 trace.append(since.icm(args))
@@ -475,8 +482,7 @@ def test_fusion_rounds_from_the_changes_are_fusion_rounds_from_every_pixel(seed)
     the regions that rounds from every pixel take, round after round, with other changes in
     between, on snapshots that propose many regions; a change left unmarked, or a region
     beside one taken earlier in the round left out, shows as a different labelling."""
-    from solver.mrf.polish.constrained import (_Incremental, _level_set_fusions, level_state,
-                                               repair)
+    from solver.mrf.polish.constrained import _level_set_fusions, repair
 
     rng = np.random.default_rng(seed)
     truth = np.ones((16, 18), int)
@@ -498,10 +504,8 @@ def test_fusion_rounds_from_the_changes_are_fusion_rounds_from_every_pixel(seed)
     movable = np.ones(p.n, bool)
     runs = []
     for incremental in (False, True):
-        lab = start.copy()
-        args = Labelling(potts_of(p), lab, movable, level_state(p, lab))
-        since, trace = _Incremental(args), []
-        r = np.random.default_rng(seed + 100)
+        lab, args, since, r = _traced_run(p, start, movable, seed)
+        trace = []
         for _ in range(5):
             starts = since.fusion_starts(p, args) if incremental else None
             trace.append(_level_set_fusions(p, lab, movable, args.areas, snaps, (0.2, 0.5, 0.8),
