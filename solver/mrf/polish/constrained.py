@@ -43,6 +43,7 @@ from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import margin_kernels as mk
 from solver.mrf.polish.fusion import Snapshot
 from solver.mrf.polish.layered import layered_proposals
+from solver.mrf.polish.moves import documented
 from solver.mrf.polish.swap import swap_repair
 from solver.mrf.polish.tv import expansion_snapshot, grid_terms, tv_relaxation_area
 
@@ -82,16 +83,14 @@ def level_state(problem: MRFProblem, lab: np.ndarray) -> ck.Areas:
     return ck.Areas(w, counts, lo, hi, np.ascontiguousarray(c.apart))
 
 
+@documented
 def repair(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
     """A feasible labelling near ``labels``: conflicts between apart labels removed, then each
     area brought within its bounds, by the cheapest single-pixel moves (hard pixels stay).
 
     Parameters
     ----------
-    problem : MRFProblem
-        With constraints.
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(constrained_labels)s
 
     Returns
     -------
@@ -192,16 +191,14 @@ def _recount(problem: MRFProblem, args: Labelling) -> None:
     args.areas.counts[:] = np.bincount(args.lab, weights=args.areas.w, minlength=problem.k)
 
 
+@documented
 def settle_feasible(problem: MRFProblem, labels: np.ndarray) -> np.ndarray:
     """:func:`repair`, then ICM with feasible moves only: a constrained level's warm start from
     the coarser answer (the counterpart of plain ICM there).
 
     Parameters
     ----------
-    problem : MRFProblem
-        With constraints.
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(constrained_labels)s
 
     Returns
     -------
@@ -520,6 +517,7 @@ def _polish_from(problem: MRFProblem, args: Labelling, start: np.ndarray, snapsh
                           snapshots, options, since.fork())
 
 
+@documented
 def constrained_polish(problem: MRFProblem, labels: np.ndarray,
                        snapshots: Sequence = (), options: PolishOptions = _DEFAULT,
                        tv: bool = True) -> np.ndarray:
@@ -528,10 +526,7 @@ def constrained_polish(problem: MRFProblem, labels: np.ndarray,
 
     Parameters
     ----------
-    problem : MRFProblem
-        With constraints.
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(constrained_labels)s
     snapshots : sequence
         ADMM's continuous iterates (:class:`solver.mrf.polish.fusion.Snapshot` or ``(n, K)``
         label weights): their level sets are fused region by region.

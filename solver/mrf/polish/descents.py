@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from solver.mrf.build.problem import MRFProblem
-from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.fusion import (
     THRESHOLDS,
     Snapshot,
@@ -16,10 +15,12 @@ from solver.mrf.polish.fusion import (
     descent_fuser,
     snapshot_arrays,
 )
+from solver.mrf.polish.moves import documented, on_copy
 
 log = logging.getLogger(__name__)
 
 
+@documented
 def fuse_descents(problem: MRFProblem, labels: np.ndarray,
                   snapshots: Sequence[Snapshot | np.ndarray],
                   thresholds: Sequence[float] = THRESHOLDS,
@@ -38,17 +39,13 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
 
     Parameters
     ----------
-    problem : MRFProblem
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(problem_labels)s
     snapshots : sequence of Snapshot or numpy.ndarray
         ADMM's continuous iterates, as for :func:`solver.mrf.polish.polish_labels`.
     thresholds : sequence of float
         Level-set thresholds.
-    max_pixels : int, optional
-        Proposals relabelling more pixels are skipped (None: no limit).
-    workspace : Workspace, optional
-        Work arrays shared with the other steps of a polish (default: new ones).
+    %(max_pixels)s
+    %(workspace)s
 
     Returns
     -------
@@ -57,9 +54,8 @@ def fuse_descents(problem: MRFProblem, labels: np.ndarray,
     moved : int
         Regions taken.
     """
-    lab = kernels.zero_based(labels)
-    moved = fuse_descents_into(problem, lab, snapshots, thresholds, max_pixels, workspace)
-    return lab + 1, moved
+    return on_copy(fuse_descents_into, problem, labels, snapshots, thresholds, max_pixels,
+                   workspace)
 
 
 def fuse_descents_into(problem: MRFProblem, lab: np.ndarray,

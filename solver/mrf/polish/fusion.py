@@ -25,6 +25,7 @@ from solver.mrf.options import PolishOptions
 from solver.mrf.polish import descent_kernels, region_kernels
 from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.morphology import square_morphology
+from solver.mrf.polish.moves import documented, on_copy
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +241,7 @@ def fuse(problem: MRFProblem, labels: np.ndarray, candidate: np.ndarray) -> tupl
     return lab + 1, moved
 
 
+@documented
 def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
                     snapshots: Iterable[Snapshot | np.ndarray],
                     thresholds: Iterable[float] = THRESHOLDS,
@@ -251,27 +253,19 @@ def fuse_level_sets(problem: MRFProblem, labels: np.ndarray,
 
     Parameters
     ----------
-    problem : MRFProblem
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(problem_labels)s
     snapshots : iterable of Snapshot or numpy.ndarray
         Continuous iterates: :class:`Snapshot` or ``(n, K)`` label weights.
     thresholds : iterable of float
-    max_pixels : int, optional
-        Proposals relabelling more pixels are skipped (None: no limit).
-    workspace : Workspace, optional
-        Work arrays shared with the other steps of a polish (default: new ones).
+    %(max_pixels)s
+    %(workspace)s
 
     Returns
     -------
-    labels : numpy.ndarray
-        ``(n,)`` int64 labels, energy no higher than the input's.
-    moved : int
-        Number of regions taken.
+    %(labels_moved)s
     """
-    lab = kernels.zero_based(labels)
-    moved = fuse_level_sets_into(problem, lab, snapshots, thresholds, max_pixels, workspace)
-    return lab + 1, moved
+    return on_copy(fuse_level_sets_into, problem, labels, snapshots, thresholds, max_pixels,
+                   workspace)
 
 
 def fuse_level_sets_into(problem: MRFProblem, lab: np.ndarray,
@@ -304,6 +298,7 @@ def fuse_level_sets_into(problem: MRFProblem, lab: np.ndarray,
 CLOSING_RADIUS = 2
 
 
+@documented
 def fuse_closings(problem: MRFProblem, labels: np.ndarray, radius: int = CLOSING_RADIUS,
                   workspace: Workspace | None = None) -> tuple[np.ndarray, int]:
     """Fill in each label's concavities: fuse with "label ``c`` on the closing of
@@ -317,24 +312,16 @@ def fuse_closings(problem: MRFProblem, labels: np.ndarray, radius: int = CLOSING
 
     Parameters
     ----------
-    problem : MRFProblem
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(problem_labels)s
     radius : int
         Half-width of the closing's square.
-    workspace : Workspace, optional
-        Work arrays shared with the other steps of a polish (default: new ones).
+    %(workspace)s
 
     Returns
     -------
-    labels : numpy.ndarray
-        ``(n,)`` int64 labels, energy no higher than the input's.
-    moved : int
-        Number of regions taken.
+    %(labels_moved)s
     """
-    lab = kernels.zero_based(labels)
-    moved = fuse_closings_into(problem, lab, radius, workspace)
-    return lab + 1, moved
+    return on_copy(fuse_closings_into, problem, labels, radius, workspace)
 
 
 def fuse_closings_into(problem: MRFProblem, lab: np.ndarray, radius: int = CLOSING_RADIUS,
@@ -354,6 +341,7 @@ def fuse_closings_into(problem: MRFProblem, lab: np.ndarray, radius: int = CLOSI
     return moved
 
 
+@documented
 def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
                max_fraction: float = 0.25,
                workspace: Workspace | None = None) -> tuple[np.ndarray, int]:
@@ -367,13 +355,10 @@ def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
 
     Parameters
     ----------
-    problem : MRFProblem
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(problem_labels)s
     min_size : int
     max_fraction : float
-    workspace : Workspace, optional
-        Work arrays shared with the other steps of a polish (default: new ones).
+    %(workspace)s
 
     Returns
     -------
@@ -382,9 +367,7 @@ def fuse_boxes(problem: MRFProblem, labels: np.ndarray, min_size: int = 16,
     moved : int
         Number of pieces taken.
     """
-    lab = kernels.zero_based(labels)
-    moved = fuse_boxes_into(problem, lab, min_size, max_fraction, workspace)
-    return lab + 1, moved
+    return on_copy(fuse_boxes_into, problem, labels, min_size, max_fraction, workspace)
 
 
 def fuse_boxes_into(problem: MRFProblem, lab: np.ndarray, min_size: int = 16,

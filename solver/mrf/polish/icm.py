@@ -14,10 +14,12 @@ from solver.backend.threads import threaded
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.build.stencil import Potts, graph_arrays, potts_of
 from solver.mrf.polish import icm_kernels as kernels
+from solver.mrf.polish.moves import documented
 
 log = logging.getLogger(__name__)
 
 
+@documented
 def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
         since: np.ndarray | None = None) -> np.ndarray:
     """Improve a labelling by colour-parallel ICM; hard-constrained pixels never change.
@@ -29,9 +31,7 @@ def icm(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 30,
 
     Parameters
     ----------
-    problem : MRFProblem
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(problem_labels)s
     max_sweeps : int
         Limit on full sweeps over the four colour classes.
     since : numpy.ndarray, optional
@@ -66,6 +66,7 @@ def icm_into(problem: MRFProblem, lab: np.ndarray, max_sweeps: int = 30,
     log.debug("ICM: %d moves", moves)
 
 
+@documented
 def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10, *,
                icm_optimal: bool = False) -> np.ndarray:
     """Move two neighbouring pixels of one label together, then ICM again if any moved.
@@ -76,9 +77,7 @@ def pair_moves(problem: MRFProblem, labels: np.ndarray, max_sweeps: int = 10, *,
 
     Parameters
     ----------
-    problem : MRFProblem
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(problem_labels)s
     max_sweeps : int
         Limit on sweeps over the pixels.
     icm_optimal : bool

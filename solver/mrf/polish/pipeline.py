@@ -30,6 +30,7 @@ from solver.mrf.polish.fusion import (
 )
 from solver.mrf.polish.icm import icm_into, pair_moves_into
 from solver.mrf.polish.local import fuse_local_expansions_into
+from solver.mrf.polish.moves import documented
 from solver.mrf.polish.regions import settle_regions_into, split_moves_into
 from solver.mrf.polish.stages import StageClock
 from solver.mrf.polish.tv import fuse_tv_expansions_into, fuse_tv_into
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 _DEFAULT = PolishOptions()
 
 
+@documented
 def polish_labels(problem: MRFProblem, labels: np.ndarray,
                   snapshots: Sequence[Snapshot | np.ndarray] = (),
                   max_rounds: int | None = None, split: bool = True,
@@ -60,9 +62,7 @@ def polish_labels(problem: MRFProblem, labels: np.ndarray,
 
     Parameters
     ----------
-    problem : MRFProblem
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(problem_labels)s
     snapshots : sequence of Snapshot or numpy.ndarray
         Continuous ADMM iterates (:class:`solver.mrf.polish.fusion.Snapshot`, or ``(n, K)``
         label weights), for the level-set fusions; empty: no level-set fusion.

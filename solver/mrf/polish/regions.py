@@ -18,6 +18,7 @@ from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish import region_kernels
 from solver.mrf.polish.fusion import Workspace
 from solver.mrf.polish.icm import icm_into
+from solver.mrf.polish.moves import documented
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ def component_flips(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 1
                           options=options)[0]
 
 
+@documented
 def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10, *,
                    icm_optimal: bool = False, since: np.ndarray | None = None,
                    workspace: Workspace | None = None,
@@ -80,9 +82,7 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
 
     Parameters
     ----------
-    problem : MRFProblem
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(problem_labels)s
     max_rounds : int
         Limit on rounds.
     icm_optimal : bool
@@ -92,8 +92,7 @@ def settle_regions(problem: MRFProblem, labels: np.ndarray, max_rounds: int = 10
         A labelling that this function returned as settled (``labels`` was made from it by
         other moves): only regions near the changes since are evaluated in the first round. The
         result is the same as without ``since``.
-    workspace : Workspace, optional
-        Work arrays shared with the other steps of a polish (default: new ones).
+    %(workspace)s
     options : PolishOptions
         The region cap (``region_cap``, ``region_cap_min``).
 

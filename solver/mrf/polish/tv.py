@@ -27,6 +27,7 @@ from solver.mrf.build.problem import MRFProblem
 from solver.mrf.build.stencil import box_forward_costs, forward_costs, grid_offsets, grid_view
 from solver.mrf.polish import tv_device, tv_kernels
 from solver.mrf.polish.fusion import Snapshot, Workspace, fuse_level_sets_into
+from solver.mrf.polish.moves import on_copy
 
 log = logging.getLogger(__name__)
 
@@ -368,17 +369,8 @@ def fuse_tv(problem: MRFProblem, labels: np.ndarray, iterations: int, step: floa
     moved : int
         Regions taken.
     """
-    return _one_based(fuse_tv_into, problem, labels, iterations, step, thresholds, None, None,
-                      gap, every)
-
-
-def _one_based(fuse_into, problem: MRFProblem, labels: np.ndarray, *args
-               ) -> tuple[np.ndarray, int]:
-    """``fuse_into(problem, lab, *args)`` on 0-based labels made from 1-based ``labels``; the
-    new 1-based labels and the regions taken."""
-    lab = np.subtract(np.asarray(labels).reshape(-1), 1, dtype=np.int64, casting="unsafe")
-    moved = fuse_into(problem, lab, *args)
-    return (lab + 1).astype(np.int32), moved
+    return on_copy(fuse_tv_into, problem, labels, iterations, step, thresholds, None, None, gap,
+                   every, dtype=np.int64)
 
 
 def tv_relaxation_area(problem: MRFProblem, lab: np.ndarray, area: tuple[float, float],
@@ -522,10 +514,12 @@ def movable_box(problem: MRFProblem) -> tuple[int, int, int, int] | None:
     Parameters
     ----------
     problem : MRFProblem
+        A problem on an 8-neighbour grid.
 
     Returns
     -------
-    tuple of int or None
+    box : tuple of int or None
+        ``(y0, y1, x0, x1)``, or None where the TV steps should run on the whole grid.
     """
     h, w = (int(v) for v in problem.shape)
     free = problem.movable.reshape(h, w)
@@ -848,5 +842,5 @@ def fuse_tv_expansions(problem: MRFProblem, labels: np.ndarray, iterations: int,
     moved : int
         Regions taken.
     """
-    return _one_based(fuse_tv_expansions_into, problem, labels, iterations, step, thresholds,
-                      None, None, gap)
+    return on_copy(fuse_tv_expansions_into, problem, labels, iterations, step, thresholds,
+                   None, None, gap, dtype=np.int64)

@@ -352,6 +352,20 @@ def step_threads(n: int) -> int | None:
     return 1 if n < SERIAL_BELOW else None
 
 
+#: Pixels a thread sums at a time in :func:`grid_primal_value` and :func:`grid_dual_value`: the
+#: blocks' sums are then added in order, so the value is the same on any number of threads.
+BLOCK = 4096
+
+
+@inline_jit
+def _in_order(part):  # pragma: no cover
+    """The sum of the blocks' sums ``part``, in order."""
+    total = 0.0
+    for blk in range(part.size):
+        total += part[blk]
+    return total
+
+
 @parallel_jit
 def grid_primal_value(cost, offsets, u, s):  # pragma: no cover
     """The TV relaxation's value at ``s``, ``u's + sum_q cost_q |s_i - s_{i + o_q}|``, each
@@ -360,11 +374,10 @@ def grid_primal_value(cost, offsets, u, s):  # pragma: no cover
     about 1e-4 of it on a 3 MP image, more than the gap tests' tolerance: docs/decisions.md,
     "The gap test's start value".)"""
     n = u.size
-    blocks = (n + 4095) // 4096
-    part = np.zeros(blocks)
-    for blk in numba.prange(blocks):
+    part = np.zeros((n + BLOCK - 1) // BLOCK)
+    for blk in numba.prange(part.size):
         value = 0.0
-        for i in range(blk * 4096, min(n, blk * 4096 + 4096)):
+        for i in range(blk * BLOCK, min(n, blk * BLOCK + BLOCK)):
             si = np.float64(s[i])
             value += np.float64(u[i]) * si
             for q in range(4):
@@ -372,37 +385,37 @@ def grid_primal_value(cost, offsets, u, s):  # pragma: no cover
                 if j < n:
                     value += np.float64(cost[q, i]) * abs(si - np.float64(s[j]))
         part[blk] = value
-    total = 0.0
-    for blk in range(blocks):
-        total += part[blk]
-    return total
+    return _in_order(part)
 
 
 @parallel_jit
-def grid_dual_value(offsets, u, free, s0, p):  # pragma: no cover
+def grid_dual_value(offsets, u, free, s0, p, nu=0.0, w=None):  # pragma: no cover
     """The TV relaxation's dual objective at the edge duals ``p`` (each within its clip), a
     lower bound on its minimum and so, the relaxation being tight, on the two-label energy's
     (less its constant): each free pixel's least linear term over the box, ``min(0, g_i)``
     with ``g = u + D'p``, and each fixed pixel's at its value ``s0_i``. Summed in fixed
     blocks of pixels in parallel, then the blocks in order (the same number on any number of
-    threads)."""
+    threads).
+
+    With an area row's weights ``w`` and its dual ``nu``, each pixel's gradient gains
+    ``nu w_i`` (as in :func:`tv_iterate_grid_area`'s steps); the area bounds' own term, the
+    support ``nu a_hi`` or ``nu a_lo``, is the caller's."""
     o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
     n = u.size
-    blocks = (n + 4095) // 4096
-    part = np.zeros(blocks)
-    for blk in numba.prange(blocks):
+    part = np.zeros((n + BLOCK - 1) // BLOCK)
+    for blk in numba.prange(part.size):
         value = 0.0
-        for i in range(blk * 4096, min(n, blk * 4096 + 4096)):
-            g = _gradient(i, u, p, np.float32(0.0), o0, o1, o2, o3)
+        for i in range(blk * BLOCK, min(n, blk * BLOCK + BLOCK)):
+            extra = np.float32(0.0)
+            if w is not None:
+                extra = np.float32(nu * w[i])
+            g = _gradient(i, u, p, extra, o0, o1, o2, o3)
             if free[i]:
                 value += min(g, 0.0)
             else:
                 value += g * s0[i]
         part[blk] = value
-    total = 0.0
-    for blk in range(blocks):
-        total += part[blk]
-    return total
+    return _in_order(part)
 
 
 @jit
@@ -496,30 +509,6 @@ def tv_iterate_grid(grid, s, sigma, iterations, tol, sparse_below, start_value=n
     return done, sparse
 
 
-@parallel_jit
-def grid_dual_value_area(offsets, u, free, s0, p, nu, w):  # pragma: no cover
-    """:func:`grid_dual_value` with an area row's dual ``nu``: each pixel's gradient gains
-    ``nu w_i`` (as in :func:`tv_iterate_grid_area`'s steps). The area bounds' own term, the
-    support ``nu a_hi`` or ``nu a_lo``, is the caller's."""
-    o0, o1, o2, o3 = offsets[4], offsets[5], offsets[6], offsets[7]
-    n = u.size
-    blocks = (n + 4095) // 4096
-    part = np.zeros(blocks)
-    for blk in numba.prange(blocks):
-        value = 0.0
-        for i in range(blk * 4096, min(n, blk * 4096 + 4096)):
-            g = _gradient(i, u, p, np.float32(nu * w[i]), o0, o1, o2, o3)
-            if free[i]:
-                value += min(g, 0.0)
-            else:
-                value += g * s0[i]
-        part[blk] = value
-    total = 0.0
-    for blk in range(blocks):
-        total += part[blk]
-    return total
-
-
 @jit
 def tv_iterate_grid_area(grid, s, sigma, w, bounds, sigma_area, iterations, start_value=np.inf,
                          gap_tol=-np.inf):  # pragma: no cover
@@ -528,10 +517,10 @@ def tv_iterate_grid_area(grid, s, sigma, w, bounds, sigma_area, iterations, star
     ``sigma_area``, the projection onto the interval through Moreau's identity; each pixel's
     gradient gains ``nu w_i`` (``tau`` must count the row: ``gamma / (deg_i + w_i)``). Every 25
     steps, where ``start_value`` (the relaxation's value at a labelling within the bounds) is
-    finite, the dual objective is taken (:func:`grid_dual_value_area` less the bounds' support,
-    a lower bound on every labelling within them): once the start is within ``gap_tol`` of it
-    the steps stop, no labelling being better by more. Returns the number of steps run, the
-    final ``nu`` and the last gap found (inf if none)."""
+    finite, the dual objective is taken (:func:`grid_dual_value` with ``nu`` and ``w``, less
+    the bounds' support, a lower bound on every labelling within them): once the start is
+    within ``gap_tol`` of it the steps stop, no labelling being better by more. Returns the
+    number of steps run, the final ``nu`` and the last gap found (inf if none)."""
     a_lo, a_hi = bounds
     _, offsets, u, free, _ = grid
     n = s.size
@@ -553,7 +542,7 @@ def tv_iterate_grid_area(grid, s, sigma, w, bounds, sigma_area, iterations, star
         done += 1
         if done % 25 == 0 and start_value < np.inf:
             support = nu * a_hi if nu > 0 else nu * a_lo
-            gap = start_value - (grid_dual_value_area(offsets, u, free, s, p, nu, w) - support)
+            gap = start_value - (grid_dual_value(offsets, u, free, s, p, nu, w) - support)
             if gap <= gap_tol:
                 break
     return done, nu, gap

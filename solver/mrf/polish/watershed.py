@@ -24,9 +24,9 @@ import numpy as np
 from solver.backend.jit import jit
 from solver.mrf.build.problem import MRFProblem
 from solver.mrf.build.stencil import degree, graph_arrays, link_at, place, row_length
-from solver.mrf.polish import icm_kernels as kernels
 from solver.mrf.polish.fusion import Workspace, descent_fuser
 from solver.mrf.polish.morphology import square_morphology
+from solver.mrf.polish.moves import documented, on_copy
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +173,7 @@ def edge_snapped(problem: MRFProblem, lab: np.ndarray, radius: int) -> tuple[np.
     return changed, out[changed]
 
 
+@documented
 def fuse_edge_snapped(problem: MRFProblem, labels: np.ndarray,
                       radii: Sequence[int] | None = None,
                       workspace: Workspace | None = None) -> tuple[np.ndarray, int]:
@@ -182,13 +183,10 @@ def fuse_edge_snapped(problem: MRFProblem, labels: np.ndarray,
 
     Parameters
     ----------
-    problem : MRFProblem
-    labels : numpy.ndarray
-        ``(H, W)`` or ``(n,)`` labels in 1..K.
+    %(problem_labels)s
     radii : sequence of int, optional
         Half-widths of the re-flooded zones (default :data:`RADII`, read at call time).
-    workspace : Workspace, optional
-        Work arrays shared with the other steps of a polish (default: new ones).
+    %(workspace)s
 
     Returns
     -------
@@ -197,9 +195,7 @@ def fuse_edge_snapped(problem: MRFProblem, labels: np.ndarray,
     moved : int
         Regions taken.
     """
-    lab = kernels.zero_based(labels)
-    moved = fuse_edge_snapped_into(problem, lab, radii, workspace)
-    return lab + 1, moved
+    return on_copy(fuse_edge_snapped_into, problem, labels, radii, workspace)
 
 
 def fuse_edge_snapped_into(problem: MRFProblem, lab: np.ndarray,

@@ -401,6 +401,26 @@ def test_the_dual_value_bounds_every_labelling_from_below(seed):
     assert steps < 20000
 
 
+def test_the_dual_value_with_an_area_row_adds_nu_w_to_each_gradient():
+    """One dual value serves the plain and the area relaxation: an area row with ``nu = 0`` is
+    the plain value bit for bit, and a row with ``nu`` is the plain value of the unaries
+    ``u + nu w`` (the gradient's only change)."""
+    from solver.mrf.polish import tv_kernels
+
+    problem = random_problem((9, 13), k=2, seed=3, hard_fraction=0.1)
+    cost, offsets, u, free, _, s, _ = _grid_args(problem, np.zeros(problem.n, np.int64))
+    rng = np.random.default_rng(3)
+    p = (rng.uniform(-1, 1, cost.shape) * cost).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, problem.n)
+    plain = tv_kernels.grid_dual_value(offsets, u, free, s, p)
+    assert tv_kernels.grid_dual_value(offsets, u, free, s, p, 0.0, w) == plain
+    nu = 0.37
+    shifted = (u + (nu * w).astype(np.float32)).astype(u.dtype)
+    assert tv_kernels.grid_dual_value(offsets, u, free, s, p, nu, w) == pytest.approx(
+        tv_kernels.grid_dual_value(offsets, shifted, free, s, p), rel=1e-5, abs=1e-4)
+    assert tv_kernels.grid_dual_value(offsets, u, free, s, p, nu, w) != plain
+
+
 def test_the_gap_test_stops_the_steps_only_once_the_start_is_proved_near_optimal():
     """From the optimum the steps stop early; from a poor labelling, whose gap stays large,
     they run to the end."""
