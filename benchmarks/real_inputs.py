@@ -519,7 +519,23 @@ def run_case(case: Case, seed: int, native: dict[str, np.ndarray] | None = None,
         "edge_losses": edge_losses(res.problem, res.labels, res.reference_labels, whole),
         "energy_unpolished": res.energy_admm,
         "stages": [st.as_dict() for st in res.stages],
+        **gco_peer(res.problem, res.energy, res.time_s),
     }
+
+
+def gco_peer(problem: MRFProblem, energy_admm: float, admm_s: float) -> dict:
+    """gco-v3's α-expansion on a K > 2 problem, right after ADMM's solve of it: its energy, time,
+    ADMM's gap to it and ADMM's time over its (empty for K = 2, or where ``gco-wrapper`` is not
+    installed)."""
+    from solver.mrf import solve_mrf  # noqa: PLC0415
+    from solver.reference.gco import gco_available  # noqa: PLC0415
+
+    if problem.k == 2 or problem.constraints is not None or not gco_available():
+        return {}
+    peer = solve_mrf(problem, "gco")
+    return {"energy_gco": peer.energy, "gco_s": peer.time_s,
+            "gap_gco": (energy_admm - peer.energy) / abs(peer.energy),
+            "gco_ratio": admm_s / peer.time_s if peer.time_s > 0 else None}
 
 
 # -- report ---------------------------------------------------------------------------------------
@@ -528,12 +544,23 @@ def _target(k: int) -> float:
     return TARGET[2] if k == 2 else TARGET["multi"]
 
 
+def _peer_cells(rs: list[dict]) -> str:
+    """The summary's gco cells: median gap to gco-v3 and median time over its ("—" where none
+    of ``rs`` ran it)."""
+    peer = [r for r in rs if r.get("gco_ratio") is not None]
+    if not peer:
+        return "— | —"
+    return (f"{100 * np.median([r['gap_gco'] for r in peer]):+.3f}% | "
+            f"{np.median([r['gco_ratio'] for r in peer]):.2f}×")
+
+
 def summary(records: list[dict]) -> str:
     """Markdown: per split and kind (K = 2 and K > 2 apart), the cases, median and worst gap,
     cases over the issue's target, median time ratio; then a row per split over all kinds."""
     lines = ["| split | kind | K | cases | median gap | worst gap (case) | over target "
-             "| with block edges | the yardstick's better there | median time ratio |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| with block edges | the yardstick's better there | median time ratio "
+             "| median gap to gco | median time over gco |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def row(split: str, kind: str, kl: str, rs: list[dict]) -> None:
         if not rs:
@@ -546,7 +573,7 @@ def summary(records: list[dict]) -> str:
             f"{100 * gaps.max():+.3f}% ({worst['image']}, n={worst['n']}) | {over} | "
             f"{sum(r.get('block_edges', 0) > 0 for r in rs)} | "
             f"{sum(r.get('edge_losses', 0) > 0 for r in rs)} | "
-            f"{np.median([r['time_ratio'] for r in rs]):.1f}× |")
+            f"{np.median([r['time_ratio'] for r in rs]):.1f}× | {_peer_cells(rs)} |")
 
     for split in ("tuning", "heldout"):
         rs = [r for r in records if r["split"] == split and r["gap"] is not None]

@@ -42,13 +42,15 @@ def table(records: list[dict], k: int) -> str:
             (e, es), (t, ts) = stats(m, n, "energy"), stats(m, n, "time_s")
             cells += [f"{e:.6g}({es:.2g})", f"{t:.3g}({ts:.2g})"]
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    for m in (m for m in methods if m != ref):
-        cells = []
-        for n in sizes:  # ratios of medians, as the targets are stated
-            e, e0 = _median(records, m, n, "energy"), _median(records, ref, n, "energy")
-            t, t0 = _median(records, m, n, "time_s"), _median(records, ref, n, "time_s")
-            cells += [f"{100 * (e - e0) / abs(e0):+.2f}%", f"{t / t0:.1f}×"]
-        lines.append(f"| {m} / {ref} | " + " | ".join(cells) + " |")
+    # against the yardstick, and for K > 2 against gco-v3 too (the peer a user could pick)
+    for base in [ref] + (["gco"] if k > 2 and "gco" in methods else []):
+        for m in (m for m in methods if m != base):
+            cells = []
+            for n in sizes:  # ratios of medians, as the targets are stated
+                e, e0 = _median(records, m, n, "energy"), _median(records, base, n, "energy")
+                t, t0 = _median(records, m, n, "time_s"), _median(records, base, n, "time_s")
+                cells += [f"{100 * (e - e0) / abs(e0):+.3f}%", f"{t / t0:.2f}×"]
+            lines.append(f"| {m} / {base} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

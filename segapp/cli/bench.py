@@ -18,7 +18,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-ALL_METHODS = ("mincut", "expansion", "lp", "admm-cpu", "admm-gpu")
+ALL_METHODS = ("mincut", "expansion", "gco", "lp", "admm-cpu", "admm-gpu")
 
 
 def _sizes(text: str) -> list[int]:
@@ -43,7 +43,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", required=True, help="where to write the records")
     p.add_argument("--k", type=int, default=2, choices=[2, 3, 4], help="number of labels")
     p.add_argument("--methods", help=f"comma-separated subset of {','.join(ALL_METHODS)} "
-                   "(default: the yardstick, lp, admm-cpu, and admm-gpu when a GPU is present)")
+                   "(default: the yardstick, gco for --k 3 or 4 where gco-wrapper is installed, "
+                   "lp, admm-cpu, and admm-gpu when a GPU is present)")
     p.add_argument("--image", help="photo to use instead of the bundled cameraman "
                    "(needs --strokes)")
     p.add_argument("--strokes", help="stroke PNG for --image")
@@ -74,10 +75,14 @@ def sample(n: int, k: int, image_path: str | None = None, strokes_path: str | No
 
 
 def default_methods(k: int) -> list[str]:
-    """The yardstick, LP, ADMM on the CPU, and ADMM on the GPU when one is usable."""
+    """The yardstick, gco-v3's α-expansion for K > 2 where ``gco-wrapper`` is installed (the
+    peer a user could pick instead), LP, ADMM on the CPU, and ADMM on the GPU when one is
+    usable."""
     from solver import gpu_available  # noqa: PLC0415
+    from solver.reference.gco import gco_available  # noqa: PLC0415
 
-    methods = ["mincut" if k == 2 else "expansion", "lp", "admm-cpu"]
+    peer = ["gco"] if k > 2 and gco_available() else []
+    methods = ["mincut" if k == 2 else "expansion", *peer, "lp", "admm-cpu"]
     return methods + (["admm-gpu"] if gpu_available() else [])
 
 

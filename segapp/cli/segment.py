@@ -108,7 +108,8 @@ def add_parser(sub: Any) -> None:
                    help="labels A and B must not touch (8-neighbours); repeatable")
     p.add_argument("--solver", default="admm", choices=METHODS,
                    help="admm (default); mincut, expansion and lp are the yardsticks (under "
-                        "--area/--apart: parametric or layered min-cut, Lagrangian swap, LP)")
+                        "--area/--apart: parametric or layered min-cut, Lagrangian swap, LP); "
+                        "gco is gco-v3's α-expansion (needs gco-wrapper; no --area/--apart)")
     p.add_argument("--backend", default="cpu", choices=BACKENDS)
     p.add_argument("--lam", type=_finite, help=f"smoothness weight λ (default {DEFAULT_LAMBDA:g})")
     p.add_argument("--beta", type=_finite, help="contrast β (default: from the image)")

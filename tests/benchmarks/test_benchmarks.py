@@ -26,7 +26,32 @@ def test_table_gives_mean_std_and_ratios():
     ]
     md = table1.table(recs, 2)
     assert "| admm-cpu | -98(1) | 0.03(0.01) |" in md
-    assert "| admm-cpu / mincut | +2.00% | 3.0× |" in md
+    assert "| admm-cpu / mincut | +2.000% | 3.00× |" in md
+
+
+def test_table_for_k3_states_admm_against_gco_as_well_as_the_yardstick():
+    """K > 2's claims are made against gco-v3 too: a row per method over gco, beside the rows
+    over segapp's own α-expansion."""
+    def recs(method, e, t):
+        return [{"method": method, "n": 100, "k": 3, "run": r, "energy": e, "time_s": t,
+                 "iterations": 0} for r in range(2)]
+
+    md = table1.table(recs("expansion", -100.0, 0.4) + recs("gco", -100.0, 0.1)
+                      + recs("admm-cpu", -100.1, 0.2), 3)
+    assert "| admm-cpu / expansion | -0.100% | 0.50× |" in md
+    assert "| admm-cpu / gco | -0.100% | 2.00× |" in md
+    assert "| expansion / gco | +0.000% | 4.00× |" in md
+    assert "gco / expansion" in md and "| gco / gco" not in md
+
+
+def test_bench_puts_gco_beside_the_k3_yardstick_where_it_is_installed(monkeypatch):
+    from segapp.cli import bench
+    from solver.reference import gco as peer
+
+    assert bench.default_methods(3)[:2] == ["expansion", "gco"]
+    assert "gco" not in bench.default_methods(2)
+    monkeypatch.setattr(peer, "gco_available", lambda: False)
+    assert "gco" not in bench.default_methods(3)
 
 
 @pytest.mark.slow

@@ -73,7 +73,13 @@ def test_script_runs_a_tiny_setting(tmp_path):
         # the polish stage by stage: its gains add up to what it took off ADMM's labels
         assert r["stages"] and sum(st["gain"] for st in r["stages"]) == pytest.approx(
             r["energy_unpolished"] - r["energy_admm"], rel=1e-9, abs=1e-6)
+    # K > 2 beside gco-v3, the peer a user could pick, on the same problem right after ADMM
+    multi = [r for r in recs if r["k"] > 2]
+    assert multi and all(r["gco_ratio"] > 0 and r["gap_gco"] == pytest.approx(
+        (r["energy_admm"] - r["energy_gco"]) / abs(r["energy_gco"])) for r in multi)
+    assert not any("energy_gco" in r for r in recs if r["k"] == 2)
     md = (tmp_path / "real_inputs.md").read_text()
+    assert "median time over gco" in md
     assert "| tuning | all | 2 |" in md and "## Cases" in md
     assert "## The polish's stages" in md and "| tuning | 2 | icm |" in md
 

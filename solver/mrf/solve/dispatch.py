@@ -22,6 +22,7 @@ from solver.mrf.result import MRFResult
 from solver.mrf.solve.state import CallbackChannel, MRFIterationState
 from solver.names import METHODS
 from solver.reference import alpha_expansion, lp_relaxation, mincut
+from solver.reference.gco import gco_expansion
 from solver.reference.lagrangian import lagrangian_swap
 from solver.reference.lp import lp_with_area
 from solver.reference.nested import nested_mincut, nesting_roles
@@ -73,9 +74,10 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
     Parameters
     ----------
     problem : MRFProblem
-    method : {"admm", "mincut", "expansion", "lp"}
+    method : {"admm", "mincut", "expansion", "lp", "gco"}
         ``mincut`` needs K = 2 (global optimum); ``expansion`` is α-expansion; ``lp`` the
-        box-relaxed QP, rounded.
+        box-relaxed QP, rounded; ``gco`` gco-v3's α-expansion (:mod:`solver.reference.gco`,
+        where the optional ``gco-wrapper`` is installed; no constraints).
     backend : {"cpu", "gpu", "auto"}
         For ADMM only; ``"auto"`` is :func:`auto_backend`'s choice.
     seed : int, optional
@@ -178,6 +180,11 @@ def solve_mrf(problem: MRFProblem, method: str = "admm", *, backend: str = "cpu"
         labels = mincut(problem)
     elif method == "expansion":
         labels = alpha_expansion(problem)
+    elif method == "gco":
+        try:
+            labels = gco_expansion(problem)
+        except ImportError as exc:  # (an optional peer: one line saying what to install)
+            raise ValueError(str(exc)) from None
     else:
         labels = lp_relaxation(problem)[0]
     elapsed = time.perf_counter() - t0
