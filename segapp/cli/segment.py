@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from solver.mrf.options import DEFAULT_LAMBDA
 from solver.names import BACKENDS, COLOUR_MODELS, METHODS
@@ -204,22 +202,6 @@ def _check_cutout(args: argparse.Namespace) -> None:
                          f"are {span}")
 
 
-def _encode(path: Path, image) -> bytes:
-    """An image encoded in memory in the format ``path``'s extension names."""
-    import cv2  # noqa: PLC0415
-
-    from segapp.core.io import quiet_opencv  # noqa: PLC0415
-
-    try:
-        with quiet_opencv():
-            ok, buf = cv2.imencode(path.suffix.lower(), image)
-    except cv2.error:
-        ok = False
-    if not ok:  # (the format was checked up front)
-        raise ValueError(f"cannot write '{path}': OpenCV could not encode the image")
-    return buf.tobytes()
-
-
 def _model(args: argparse.Namespace) -> Any:
     """The :class:`solver.mrf.ModelOptions` that --one-shot-model and --soft-strokes ask for."""
     from solver.mrf import DEFAULT_MODEL, ONE_SHOT_MODEL  # noqa: PLC0415
@@ -239,17 +221,8 @@ def run(args: argparse.Namespace) -> int:
     (:func:`segapp.core.io.cutout` of ``--cutout-label``'s labels, ``--feather`` its soft
     edge) and the report.
     """
-    import cv2  # noqa: PLC0415
-
-    from segapp.core.io import (  # noqa: PLC0415
-        cutout,
-        encode_rgba,
-        load_image,
-        load_label_image,
-        overlay,
-        palette_png,
-        write_files_atomic,
-    )
+    from segapp.core.io import load_image, load_label_image, write_files_atomic  # noqa: PLC0415
+    from segapp.core.outputs import OutputPaths, render_outputs  # noqa: PLC0415
     from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
     from solver.backend.compile_notice import COMPILE_MESSAGE, first_compile_notice  # noqa: PLC0415
     from solver.mrf import Constraints  # noqa: PLC0415
@@ -287,21 +260,11 @@ def run(args: argparse.Namespace) -> int:
     report = {**out.as_dict(), "colour_model": args.colour_model, "seed": args.seed,
               "image": str(args.image)}
     # everything rendered in memory first, then written all together
-    labels = out.labels
-    if labels.size and (labels.min() < 0 or labels.max() > 255):
-        raise ValueError("labels must lie in 0..255 to be saved as an 8-bit image")
-    files = [(Path(args.out), palette_png(labels, args.k) if args.labels_palette
-              else _encode(Path(args.out), labels.astype(np.uint8)))]
-    if args.overlay:
-        bgr = cv2.cvtColor(overlay(image, labels), cv2.COLOR_RGB2BGR)
-        files.append((Path(args.overlay), _encode(Path(args.overlay), bgr)))
-    if args.cutout:
-        rgba = cutout(image, labels, cutout_labels(args), args.feather or 0.0)
-        files.append((Path(args.cutout), encode_rgba(rgba, Path(args.cutout).suffix)))
-        del rgba
-    if args.report:
-        files.append((Path(args.report), (json.dumps(report, indent=2) + "\n").encode()))
-    write_files_atomic(files)
+    paths = OutputPaths(Path(args.out), *(Path(p) if p else None for p in
+                                          (args.overlay, args.cutout, args.report)),
+                        labels_palette=args.labels_palette,
+                        cutout_labels=tuple(cutout_labels(args)), feather=args.feather or 0.0)
+    write_files_atomic(render_outputs(image, out.labels, args.k, paths, report))
     if not args.quiet:
         gap = "" if out.gap is None else f", {100 * out.gap:+.3f}% vs {report['reference_method']}"
         print(f"{out.method} ({out.backend}): energy {out.energy:.6g}{gap}, "

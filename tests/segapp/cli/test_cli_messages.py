@@ -11,7 +11,6 @@ from PIL import Image
 
 import segapp.core.pipeline as pipeline
 from segapp.cli import main
-from segapp.cli.segment import _encode
 
 
 @pytest.fixture
@@ -106,22 +105,6 @@ def test_the_model_options_reach_the_pipeline(inputs, monkeypatch, flags, expect
             "one-shot": ONE_SHOT_MODEL}[expect]
     assert seen == [want]
     assert len({DEFAULT_MODEL, replace(DEFAULT_MODEL, fix_strokes=False), ONE_SHOT_MODEL}) == 3
-
-
-@pytest.mark.parametrize("fails", ["raises", "returns False"])
-def test_an_image_opencv_cannot_encode_is_one_sentence(tmp_path, monkeypatch, fails):
-    import cv2
-
-    def imencode(ext, image):
-        if fails == "raises":
-            raise cv2.error("too large")
-        return False, None
-
-    monkeypatch.setattr(cv2, "imencode", imencode)
-    path = tmp_path / "o.jpg"
-    with pytest.raises(ValueError) as err:
-        _encode(path, np.zeros((4, 4, 3), np.uint8))
-    assert str(err.value) == f"cannot write '{path}': OpenCV could not encode the image"
 
 
 def test_a_cut_out_without_feather_has_a_hard_edge(inputs):
