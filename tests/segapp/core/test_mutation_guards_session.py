@@ -65,7 +65,7 @@ BAD = [  # (field changed, its new value, the message)
      "\"rainbow\""),
     ("settings.solver", "magic",
      "session field 'settings.solver': expected one of 'admm', 'mincut', 'expansion', 'lp', "
-     "got \"magic\""),
+     "'gco', got \"magic\""),
     ("settings.backend", 3,
      "session field 'settings.backend': expected one of 'cpu', 'gpu', 'auto', got 3"),
     ("settings.seed", -1,
