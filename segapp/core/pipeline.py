@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -107,6 +107,38 @@ class SegmentParams:
         if not isinstance(self.options, SolveOptions):
             raise ValueError(f"options must be solver.mrf.SolveOptions, got "
                              f"{type(self.options).__name__}")
+
+    @classmethod
+    def from_settings(cls, k: int, settings: Any, solver: str | None = None) -> SegmentParams:
+        """The parameters a document's or a session's settings hold.
+
+        Parameters
+        ----------
+        k : int
+            The number of labels.
+        settings : segapp.model.document.SolverSettings
+            λ, β, the colour model, solver, backend, seed, ADMM parameters and the constraints
+            as the command line writes them.
+        solver : str, optional
+            The solver to take instead of the settings' (the app always runs ADMM).
+
+        Returns
+        -------
+        SegmentParams
+
+        Raises
+        ------
+        ValueError
+            One line, for a constraint text that does not parse or a bad setting.
+        """
+        from segapp.core.constraint_text import parse_apart, parse_area  # noqa: PLC0415
+
+        constraints = Constraints(area=tuple(parse_area(t) for t in settings.area),
+                                  apart=tuple(parse_apart(t) for t in settings.apart))
+        return cls(k=k, lam=settings.lam, beta=settings.beta,
+                   colour_model=settings.colour_model, solver=solver or settings.solver,
+                   backend=settings.backend, seed=settings.seed, admm=dict(settings.admm),
+                   constraints=constraints or None)
 
     def rounds_for(self, rect: object | None) -> int:
         """The re-estimation rounds a run makes: ``rounds`` where given, else the model's
@@ -311,6 +343,7 @@ def run_segmentation(
     cancelled: Callable[[], bool] | None = None,
     solved: Callable[[np.ndarray, float], None] | None = None,
     previous: np.ndarray | None = None,
+    models: Sequence[Any] | None = None,
 ) -> SegmentationResult:
     """Segment ``image`` from strokes / rectangle / hard constraints.
 
@@ -372,6 +405,10 @@ def run_segmentation(
         same photo, K, rectangle and constraints. The colour models are fitted once to it, the
         new strokes at their labels, and the solve starts from it, without rounds (ADMM; the
         other solvers take only the models). ``x0`` is then ignored.
+    models : sequence of colour models, optional
+        K colour models fitted on another photo (``problem.models`` of a run on it: a batch's
+        ``--model``), taken as they are: no fit and no rounds; the strokes, rectangle and hard
+        pixels, if any, still fix their pixels.
 
     Returns
     -------
@@ -484,7 +521,7 @@ def run_segmentation(
         lam=DEFAULT_LAMBDA if params.lam is None else params.lam, beta=params.beta,
         colour_model=params.colour_model, seed=params.seed, constraints=params.constraints,
         model=params.model, rounds=params.rounds_for(rect), method=params.solver,
-        previous=previous,
+        previous=previous, models=models,
         solve=lambda prob, prev: solve(prob, x0 if prev is None else prev.x_continuous,
                                        round_callback if callback is not None else None),
         callback=relay(None), step=step, options=params.options, admm=params.admm)

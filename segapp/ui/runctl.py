@@ -186,17 +186,10 @@ def scene_fingerprint(image: np.ndarray, k: int, rect, constraints) -> str:
 
 
 def build_params(k: int, settings):
-    """:class:`segapp.core.pipeline.SegmentParams` from the document's settings (ValueError
-    for a constraint text that does not parse)."""
-    from segapp.core.constraint_text import parse_apart, parse_area
+    """:class:`segapp.core.pipeline.SegmentParams` from the document's settings, with ADMM as
+    the solver (ValueError for a constraint text that does not parse)."""
     from segapp.core.pipeline import SegmentParams
-    from solver.mrf import Constraints
-    constraints = Constraints(area=tuple(parse_area(t) for t in settings.area),
-                              apart=tuple(parse_apart(t) for t in settings.apart))
-    return SegmentParams(k=k, lam=settings.lam, beta=settings.beta,
-                         colour_model=settings.colour_model, solver="admm",
-                         backend=settings.backend, seed=settings.seed, admm=dict(settings.admm),
-                         constraints=constraints or None)
+    return SegmentParams.from_settings(k, settings, solver="admm")
 
 
 class RunMixin:

@@ -56,9 +56,13 @@ def check_scalar(name: str, value: float, positive: bool = False,
     return v
 
 
-def seed_map(strokes: np.ndarray, hard: np.ndarray, k: int, rect_given: bool) -> np.ndarray:
-    """Combine strokes and hard labels (hard wins) and check every label has seeds."""
+def seed_map(strokes: np.ndarray, hard: np.ndarray, k: int, rect_given: bool,
+             required: bool = True) -> np.ndarray:
+    """Combine strokes and hard labels (hard wins) and, where the colour models are to be
+    fitted to them (``required``), check every label has seeds."""
     seeds = np.where(hard > 0, hard, strokes)
+    if not required:
+        return seeds
     present = np.bincount(seeds.ravel(), minlength=k + 1)
     stand_in = {RECT_OBJECT, RECT_BACKGROUND} if rect_given else set()
     for label in range(1, k + 1):

@@ -437,8 +437,9 @@ def build_problem(
         against the image, the strokes, the rectangle and the hard constraints.
     models : sequence of colour models, optional
         K fitted colour models to take instead of fitting them (e.g. those a GrabCut-style
-        re-estimation found on a reduced copy of the image: a model is a density of colour,
-        whatever the resolution); the seeds are still checked and recorded.
+        re-estimation found on a reduced copy of the image, or on another photo: a model is a
+        density of colour, whatever the resolution); the seeds are still checked and recorded,
+        but a label may have none.
     unlabelled : int, optional
         Without a rectangle, the label whose colour model also takes every pixel no stroke or
         hard pixel labels (:func:`solver.mrf.build.colour.fit_colour_models`); a re-estimation
@@ -476,7 +477,7 @@ def build_problem(
                              f"rectangle (at row {r}, column {c}), where every pixel is label "
                              f"{RECT_BACKGROUND}")
         hard_img = np.where(outside, RECT_BACKGROUND, hard_img).astype(np.int32)
-    seeds = seed_map(strokes_img, hard_img, k, rect is not None)
+    seeds = seed_map(strokes_img, hard_img, k, rect is not None, required=models is None)
     level = (constraints.validate(k, shape, seeds=seeds, hard=hard_img)
              if constraints else None)
 

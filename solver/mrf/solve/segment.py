@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -143,7 +143,8 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
             previous: np.ndarray | None = None,
             solve: Callable[[MRFProblem, MRFResult | None], MRFResult] | None = None,
             callback: Callable[[Any], bool | None] | None = None,
-            step: Callable[[str], None] | None = None, **params: Any) -> Prepared:
+            step: Callable[[str], None] | None = None,
+            models: Sequence[Any] | None = None, **params: Any) -> Prepared:
     """The final model of a drawing (:class:`solver.mrf.options.ModelOptions`).
 
     Stroke pixels become seeds (``model.fix_strokes``); the colour models are fitted (the
@@ -178,6 +179,9 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
         are the copy's, not the image's.
     step : callable, optional
         Called with a sentence as each round starts (a front end's progress text).
+    models : sequence of colour models, optional
+        K colour models fitted elsewhere (on another photo of the same kind: ``segapp batch
+        --model``), taken as they are: nothing is fitted and no rounds are solved.
     **params
         ADMM parameters of the rounds (and ``polish``, ``backend``).
 
@@ -219,6 +223,10 @@ def prepare(image: np.ndarray, strokes: np.ndarray | None = None, k: int = 2, *,
             return inner(prob, previous)
         return run
 
+    if models is not None:
+        problem = build_problem(image, strokes, k, rect=rect, hard=hard, constraints=constraints,
+                                models=models, **build)
+        return Prepared(problem, None, time_s=time.perf_counter() - t0)
     h, w = np.shape(image)[:2]
     if previous is not None and np.shape(previous) == (h, w):
         return _correction(image, strokes, k, rect, hard, constraints, np.asarray(previous),

@@ -274,3 +274,51 @@ def test_a_run_without_polish_reports_admm_own_answer():
                            rounds=0)
     out = run_segmentation(image, strokes, params, reference=False)
     assert out.stages == () and out.energy == pytest.approx(out.energy_admm)
+
+
+def test_models_fitted_on_one_photo_segment_another_without_seeds_or_rounds():
+    """A batch's --model: the colour models of a run on one photo, applied as they are to a
+    photo of the same kind that has no strokes at all."""
+    image, truth, strokes = shapes_image(seed=1, k=2, size=40)
+    params = SegmentParams(k=2, rounds=2)
+    trained = run_segmentation(image, strokes, params, reference=False)
+    other = np.ascontiguousarray(image[::-1])  # the same scene, upside down
+    out = run_segmentation(other, None, params, models=trained.problem.models,
+                           reference=False)
+    assert out.rounds == 0
+    assert out.problem.models == trained.problem.models
+    assert np.mean(out.labels == trained.labels[::-1]) > 0.97
+    assert np.mean(out.labels == truth[::-1]) > 0.95
+
+
+def test_models_of_the_wrong_count_are_refused_in_one_line():
+    image, _, strokes = shapes_image(seed=1, k=2, size=40)
+    trained = run_segmentation(image, strokes, SegmentParams(k=2, rounds=0), reference=False)
+    with pytest.raises(ValueError, match="^models: expected 3 colour models"):
+        run_segmentation(image, None, SegmentParams(k=3), models=trained.problem.models,
+                         reference=False)
+
+
+def test_without_models_a_label_with_no_seeds_is_still_refused():
+    image, _, strokes = shapes_image(seed=1, k=2, size=40)
+    with pytest.raises(ValueError, match="label 2"):
+        run_segmentation(image, np.where(strokes == 2, 0, strokes), SegmentParams(k=2),
+                         reference=False)
+
+
+def test_params_from_a_sessions_settings_keep_every_setting():
+    from segapp.model.document import SolverSettings
+
+    settings = SolverSettings(lam=3.5, beta=0.02, colour_model="histogram", solver="expansion",
+                              backend="auto", seed=4, admm={"max_iter": 40},
+                              area=["1:0.2-0.3"], apart=["1,3"])
+    p = SegmentParams.from_settings(3, settings)
+    assert (p.k, p.lam, p.beta, p.colour_model, p.solver, p.backend, p.seed) == (
+        3, 3.5, 0.02, "histogram", "expansion", "auto", 4)
+    assert p.admm.max_iter == 40
+    assert [(a.label, a.lo, a.hi) for a in p.constraints.area] == [(1, 0.2, 0.3)]
+    assert p.constraints.apart == ((1, 3),)
+    assert SegmentParams.from_settings(3, settings, solver="admm").solver == "admm"
+    assert SegmentParams.from_settings(2, SolverSettings()).constraints is None
+    with pytest.raises(ValueError, match="^area bound .1:abc.: expected LO-HI"):
+        SegmentParams.from_settings(2, SolverSettings(area=["1:abc"]))
