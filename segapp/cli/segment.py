@@ -88,17 +88,10 @@ def _feather(text: str) -> float:
     return v
 
 
-def add_parser(sub: Any) -> None:
-    """Register the ``segment`` sub-command."""
-    p = sub.add_parser("segment", help="segment an image headless",
-                       description="Segment IMAGE into K labels from strokes (and a rectangle / "
-                                   "hard constraints) and write the label PNG.")
-    p.add_argument("image", help="photo to segment (PNG, JPEG, TIFF, ...)")
-    p.add_argument("--strokes", help="single-channel PNG: 0 = none, k = label k (1..K)")
-    p.add_argument("--k", type=int, default=2, help="number of labels K (default 2)")
-    p.add_argument("--rect", type=_rect, help="GrabCut-style rectangle X,Y,W,H: outside is "
-                   "label 2, label 1 takes the inside (labels 3..K compete there from strokes)")
-    p.add_argument("--hard", help="single-channel PNG of hard constraints: k = fixed to label k")
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the model and its solve that ``segment`` and ``batch`` share: the
+    constraints, the solver and its parameters, the colour model (:func:`segment_params`
+    reads them)."""
     p.add_argument("--area", type=_area, action="append", default=[], metavar="K:LO-HI",
                    help="bound label K's area: fractions of the image (1:0.2-0.3) or pixels "
                         "(2:5000px-9000px); repeatable")
@@ -128,6 +121,20 @@ def add_parser(sub: Any) -> None:
                    help="the MRF as build_problem makes it: colour models fitted once, each to "
                         "its own strokes, which only train them (to study the solver on a "
                         "fixed model)")
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``segment`` sub-command."""
+    p = sub.add_parser("segment", help="segment an image headless",
+                       description="Segment IMAGE into K labels from strokes (and a rectangle / "
+                                   "hard constraints) and write the label PNG.")
+    p.add_argument("image", help="photo to segment (PNG, JPEG, TIFF, ...)")
+    p.add_argument("--strokes", help="single-channel PNG: 0 = none, k = label k (1..K)")
+    p.add_argument("--k", type=int, default=2, help="number of labels K (default 2)")
+    p.add_argument("--rect", type=_rect, help="GrabCut-style rectangle X,Y,W,H: outside is "
+                   "label 2, label 1 takes the inside (labels 3..K compete there from strokes)")
+    p.add_argument("--hard", help="single-channel PNG of hard constraints: k = fixed to label k")
+    add_model_arguments(p)
     p.add_argument("--out", required=True,
                    help="label image to write, .png, .tif or .tiff (values 1..K)")
     p.add_argument("--labels-palette", action="store_true",
@@ -202,6 +209,23 @@ def _check_cutout(args: argparse.Namespace) -> None:
                          f"are {span}")
 
 
+def segment_params(args: argparse.Namespace, k: int) -> Any:
+    """The :class:`segapp.core.pipeline.SegmentParams` of :func:`add_model_arguments`'
+    options, for ``k`` labels."""
+    from segapp.core.pipeline import SegmentParams  # noqa: PLC0415
+    from solver.mrf import Constraints  # noqa: PLC0415
+    from solver.mrf.options import DEFAULT_OPTIONS  # noqa: PLC0415
+
+    admm = {name: v for name, v in (("max_iter", args.max_iter), ("rho0", args.rho0),
+                                    ("rho_growth", args.rho_growth)) if v is not None}
+    return SegmentParams(k=k, lam=args.lam, beta=args.beta, colour_model=args.colour_model,
+                         solver=args.solver, backend=args.backend, seed=args.seed, admm=admm,
+                         options=DEFAULT_OPTIONS.with_polish(not args.no_polish),
+                         rounds=args.rounds, model=_model(args),
+                         constraints=Constraints(area=tuple(args.area),
+                                                 apart=tuple(args.apart)) or None)
+
+
 def _model(args: argparse.Namespace) -> Any:
     """The :class:`solver.mrf.ModelOptions` that --one-shot-model and --soft-strokes ask for."""
     from solver.mrf import DEFAULT_MODEL, ONE_SHOT_MODEL  # noqa: PLC0415
@@ -223,26 +247,15 @@ def run(args: argparse.Namespace) -> int:
     """
     from segapp.core.io import load_image, load_label_image, write_files_atomic  # noqa: PLC0415
     from segapp.core.outputs import OutputPaths, render_outputs  # noqa: PLC0415
-    from segapp.core.pipeline import SegmentParams, run_segmentation  # noqa: PLC0415
+    from segapp.core.pipeline import run_segmentation  # noqa: PLC0415
     from solver.backend.compile_notice import COMPILE_MESSAGE, first_compile_notice  # noqa: PLC0415
-    from solver.mrf import Constraints  # noqa: PLC0415
-    from solver.mrf.options import DEFAULT_OPTIONS  # noqa: PLC0415
 
     _check_outputs(args)
     image = load_image(args.image)
     shape = image.shape[:2]
     strokes = load_label_image(args.strokes, shape, what="strokes") if args.strokes else None
     hard = load_label_image(args.hard, shape, what="hard constraints") if args.hard else None
-    admm = {k: v for k, v in (("max_iter", args.max_iter), ("rho0", args.rho0),
-                              ("rho_growth", args.rho_growth)) if v is not None}
-    params = SegmentParams(k=args.k, lam=args.lam, beta=args.beta,
-                           colour_model=args.colour_model, solver=args.solver,
-                           backend=args.backend, seed=args.seed, admm=admm,
-                           options=DEFAULT_OPTIONS.with_polish(not args.no_polish),
-                           rounds=args.rounds,
-                           model=_model(args),
-                           constraints=Constraints(area=tuple(args.area),
-                                                   apart=tuple(args.apart)) or None)
+    params = segment_params(args, args.k)
     def note() -> None:  # the first run on a machine compiles for about a minute
         if not args.quiet:
             print(f"segapp: note: {COMPILE_MESSAGE}", file=sys.stderr, flush=True)

@@ -16,9 +16,21 @@ from pathlib import Path
 Named = tuple[str, "str | os.PathLike[str]"]
 
 
-def _identity(path: str | os.PathLike[str]) -> tuple:
+def file_identity(path: str | os.PathLike[str]) -> tuple:
     """What makes two paths the same file: the device and inode of an existing file (so hard
-    links and symbolic links to it match), else the path with every link resolved."""
+    links and symbolic links to it match), else the path with every link resolved.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path; it need not exist.
+
+    Returns
+    -------
+    tuple
+        Equal for two paths exactly when they name one file (hashable: a set of inputs'
+        identities checks many outputs at once).
+    """
     try:
         st = os.stat(path)  # (follows symbolic links)
     except OSError:
@@ -38,7 +50,7 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     -------
     bool
     """
-    return _identity(a) == _identity(b)
+    return file_identity(a) == file_identity(b)
 
 
 def check_output_path(path: str | os.PathLike[str], option: str) -> Path:
