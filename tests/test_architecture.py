@@ -117,6 +117,15 @@ def test_model_and_core_import_no_qt_and_no_ui():
     assert offenders(edges, "segapp.core", QT + ("segapp.ui", "segapp.cli")) == []
 
 
+def test_the_batch_imports_no_qt_and_no_ui():
+    """segapp batch runs on cluster workers that have no display: the module imports neither Qt
+    nor the UI nor the command line (what it imports of segapp.core is held to the rule
+    above)."""
+    edges = graph()
+    assert "segapp.batch" in edges
+    assert offenders(edges, "segapp.batch", QT + ("segapp.ui", "segapp.cli")) == []
+
+
 def test_only_the_backend_imports_cupy():
     found = offenders(graph(), "solver", ("cupy", "cupyx"))
     assert all(line.startswith("solver.backend") for line in found), found

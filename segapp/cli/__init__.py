@@ -1,4 +1,5 @@
-"""Command line: ``segapp`` (the app), ``segapp segment`` and ``segapp bench`` (headless).
+"""Command line: ``segapp`` (the app), ``segapp segment``, ``segapp batch`` and ``segapp bench``
+(headless).
 
 Bad input exits with status 2 and one line ``segapp: error: ...``; nothing is written unless
 everything succeeded (outputs are rendered in memory first, then written atomically).
@@ -10,7 +11,7 @@ import argparse
 import logging
 import sys
 
-from segapp.cli import bench, segment
+from segapp.cli import batch, bench, segment
 
 log = logging.getLogger("segapp")
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log solver progress")
     sub = parser.add_subparsers(dest="command")
     segment.add_parser(sub)
+    batch.add_parser(sub)
     bench.add_parser(sub)
     return parser
 
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``segapp`` console script."""
     argv = sys.argv[1:] if argv is None else list(argv)
     # `segapp photo.jpg` opens the photo in the app
-    if argv and not argv[0].startswith("-") and argv[0] not in ("segment", "bench"):
+    if argv and not argv[0].startswith("-") and argv[0] not in ("segment", "batch", "bench"):
         return _app(argv[0])
     parser = build_parser()
     try:
@@ -64,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
             return demo_screenshot(args.demo_screenshot)
         if args.command == "segment":
             return segment.run(args)
+        if args.command == "batch":
+            return batch.run(args)
         if args.command == "bench":
             return bench.run(args)
     except (ValueError, OSError, RuntimeError) as exc:
