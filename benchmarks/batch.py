@@ -86,12 +86,10 @@ def child(mode: str, folder: Path, out: Path) -> dict:
     else:
         from distributed import Client  # noqa: PLC0415
 
-        cluster = batch._local_cluster(int(mode))
-        with Client(cluster) as client:
+        with batch.local_cluster(int(mode)) as cluster, Client(cluster) as client:
             client.wait_for_workers(int(mode), timeout=120)
             summary = batch.run(images, out, params, annotation=annotation, scheduler=client)
             peaks = sorted(client.run(_peak_rss_mb).values())
-        cluster.close()
         rows = summary.rows
     wall = time.perf_counter() - t0
     return {"mode": mode, "photos": len(images), "done": sum(r["status"] == "done" for r in rows),

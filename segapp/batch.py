@@ -17,6 +17,7 @@ Nothing here imports Qt; :func:`run` is the library's entry point and the comman
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import io
@@ -26,7 +27,7 @@ import math
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -493,25 +494,56 @@ def dask_setup(worker: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _local_cluster(workers: int) -> Any:
+@contextlib.contextmanager
+def local_cluster(workers: int) -> Iterator[Any]:
     """A local Dask cluster of ``workers`` single-threaded processes on the loopback interface,
     each with an equal share of the cores for its compiled kernels; a worker that dies has its
-    task tried once more (``allowed-failures`` 1)."""
+    task tried once more (``allowed-failures`` 1). Closed on leaving the block.
+
+    Dask's nanny sets its workers' environment (the thread counts, glibc's trim threshold) in
+    this process's ``os.environ`` before it spawns each one, and leaves it there; every
+    process this one started later (the app's reference child, say) would inherit
+    ``OMP_NUM_THREADS=1``. The environment is put back as it was when the cluster closes.
+    """
     import dask  # noqa: PLC0415
     from distributed import LocalCluster  # noqa: PLC0415
 
-    threads = max(1, _cores() // workers)
+    threads = str(max(1, _cores() // workers))
+    saved = dict(os.environ)
     # worker-saturation 1: a worker holds only the photo it segments (its memory, and a
-    # worker that dies takes no queued photo with it)
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1,
-                          "distributed.scheduler.worker-saturation": 1.0,
-                          "distributed.worker.daemon": False,
-                          "distributed.admin.system-monitor.gil.enabled": False}):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                            host="127.0.0.1", dashboard_address=None, memory_limit=0,
-                            silence_logs=logging.ERROR, preload=[__name__],
-                            env={"NUMBA_NUM_THREADS": str(threads),
-                                 "OMP_NUM_THREADS": str(threads)})
+    # worker that dies takes no queued photo with it). The thread counts go in before the
+    # spawn, as the libraries read them when they load.
+    spawn_env = {"MALLOC_TRIM_THRESHOLD_": "65536", "NUMBA_NUM_THREADS": threads,
+                 "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+                 "OPENBLAS_NUM_THREADS": threads}
+    try:
+        with dask.config.set({"distributed.scheduler.allowed-failures": 1,
+                              "distributed.scheduler.worker-saturation": 1.0,
+                              "distributed.worker.daemon": False,
+                              "distributed.nanny.pre-spawn-environ": spawn_env,
+                              "distributed.admin.system-monitor.gil.enabled": False}):
+            # (no dashboard; the scheduler's HTTP routes on a free loopback port, not 8787,
+            # which a second cluster would find taken)
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", memory_limit=0,
+                                   scheduler_kwargs={"dashboard": False,
+                                                     "dashboard_address": "127.0.0.1:0"},
+                                   silence_logs=logging.ERROR, preload=[__name__])
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+    finally:
+        _restore_environ(saved)
+
+
+def _restore_environ(saved: Mapping[str, str]) -> None:
+    """Put ``os.environ`` back to ``saved`` (what was added removed, what was changed reset)."""
+    for key in [k for k in os.environ if k not in saved]:
+        del os.environ[key]
+    for key, value in saved.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
 
 
 # -- the batch -------------------------------------------------------------------------------
@@ -665,25 +697,26 @@ def _run_tasks(tasks: Sequence[Task], todo: Sequence[int], rows: list, summary: 
     except ImportError:  # pragma: no cover - older distributed
         from distributed import KilledWorker  # noqa: PLC0415
 
-    cluster = None
+    stack = contextlib.ExitStack()
     own_client = not (scheduler is not None and isinstance(scheduler, Client))
     # Dask's own notices (workers starting, a worker lost) stay out of the user's terminal:
     # the rows and the progress say what happened
     dask_log = logging.getLogger("distributed")
     level = dask_log.level
     dask_log.setLevel(max(logging.CRITICAL, logging.getLogger().getEffectiveLevel()))
-    if scheduler is None:
-        n = plan_workers([tasks[i].image for i in todo], tasks[0].params.k, workers)
-        cluster = _local_cluster(n)
-        client = Client(cluster)
-    elif isinstance(scheduler, Client):
-        client = scheduler
-    else:
-        try:
-            client = Client(scheduler, timeout=10)
-        except (OSError, TimeoutError) as exc:
-            raise ValueError(f"cannot reach the Dask scheduler '{scheduler}': {exc}") from exc
+    client = None
     try:
+        if scheduler is None:
+            n = plan_workers([tasks[i].image for i in todo], tasks[0].params.k, workers)
+            client = Client(stack.enter_context(local_cluster(n)))
+        elif isinstance(scheduler, Client):
+            client = scheduler
+        else:
+            try:
+                client = Client(scheduler, timeout=10)
+            except (OSError, TimeoutError) as exc:
+                raise ValueError(f"cannot reach the Dask scheduler '{scheduler}': "
+                                 f"{exc}") from exc
         summary.workers = len(client.scheduler_info().get("workers", {}))
         finished = len(tasks) - len(todo)
         futures = {}
@@ -717,10 +750,9 @@ def _run_tasks(tasks: Sequence[Task], todo: Sequence[int], rows: list, summary: 
             client.cancel(list(futures))
             raise
     finally:
-        if own_client:
+        if own_client and client is not None:
             client.close()
-        if cluster is not None:
-            cluster.close()
+        stack.close()
         dask_log.setLevel(level)
 
 

@@ -46,12 +46,11 @@ def client():
     worker's photo tried once more) and a client of it, shared by this module's tests."""
     from distributed import Client
 
-    cluster = batch._local_cluster(2)
-    c = Client(cluster)
-    c.wait_for_workers(2, timeout=120)
-    yield c
-    c.close()
-    cluster.close()
+    with batch.local_cluster(2) as cluster:
+        c = Client(cluster)
+        c.wait_for_workers(2, timeout=120)
+        yield c
+        c.close()
 
 
 def photos(folder: Path, n: int, size: int = 60) -> dict[Path, np.ndarray]:
@@ -188,6 +187,19 @@ def test_a_resumed_batch_skips_complete_photos_and_keeps_their_rows(tmp_path, cl
     assert json.loads((out / "summary.json").read_text())["skipped"] == 2
     redone = batch.run(list(truth), out, annotation=RECT, scheduler=client, overwrite=True)
     assert [r["status"] for r in redone.rows] == ["done"] * 3
+
+
+@pytest.mark.slow
+def test_a_local_batch_leaves_this_processs_environment_as_it_was(tmp_path):
+    """Dask's nanny writes its workers' settings (OMP_NUM_THREADS=1, glibc's trim threshold)
+    into the parent's environment; left there, every process started afterwards (the app's
+    reference child) would run single-threaded, its freed memory trimmed differently."""
+    before = dict(os.environ)
+    truth = photos(tmp_path / "in", 1)
+    summary = batch.run(list(truth), tmp_path / "out", annotation=RECT, workers=1)
+    assert [r["status"] for r in summary.rows] == ["done"]
+    assert summary.workers == 1
+    assert dict(os.environ) == before
 
 
 @pytest.mark.slow
