@@ -95,6 +95,7 @@ def child(mode: str, folder: Path, out: Path) -> dict:
     return {"mode": mode, "photos": len(images), "done": sum(r["status"] == "done" for r in rows),
             "wall_s": wall, "photos_per_s": len(images) / wall,
             "pixels": sum(int(r["width"] or 0) * int(r["height"] or 0) for r in rows),
+            "work_s": sum(float(r["time_s"] or 0) for r in rows),
             "peak_rss_mb": peaks}
 
 
@@ -128,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(fig)
                 print(f"round {r} {'loop' if mode == 'loop' else 'workers=' + mode:>9}: "
                       f"{fig['wall_s']:7.1f} s, {fig['photos_per_s']:.3f} photos/s, "
-                      f"{fig['done']}/{fig['photos']} done, peak RSS "
+                      f"{fig['done']}/{fig['photos']} done, {fig['work_s']:.1f} s in the photos, "
+                      f"peak RSS "
                       f"{', '.join(f'{m:.0f}' for m in fig['peak_rss_mb'])} MB", flush=True)
         for mode in ("1", "2"):
             ratios = [b["wall_s"] / a["wall_s"] for a in runs if a["mode"] == "loop"

@@ -512,8 +512,10 @@ def local_cluster(workers: int) -> Iterator[Any]:
     saved = dict(os.environ)
     # worker-saturation 1: a worker holds only the photo it segments (its memory, and a
     # worker that dies takes no queued photo with it). The thread counts go in before the
-    # spawn, as the libraries read them when they load.
-    spawn_env = {"MALLOC_TRIM_THRESHOLD_": "65536", "NUMBA_NUM_THREADS": threads,
+    # spawn, as the libraries read them when they load; Dask's default MALLOC_TRIM_THRESHOLD_
+    # does not (it fixes glibc's mmap threshold, so each of a solve's large arrays is mapped
+    # and faulted afresh: a photo took 1.4-1.6x its time in one process, 2026-12-04)
+    spawn_env = {"NUMBA_NUM_THREADS": threads,
                  "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
                  "OPENBLAS_NUM_THREADS": threads}
     try:
