@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from segapp.cli.segment import (_feather, _finite, _int_at_least, _labels_list, _rect,
-                                add_model_arguments, cutout_labels, segment_params)
+from segapp.cli.segment import (_finite, _int_at_least, _rect, add_cutout_shape_arguments,
+                                add_model_arguments, check_cutout_shape, cutout_labels,
+                                segment_params)
 
 
 def _fractions(text: str) -> tuple[float, float, float, float]:
@@ -67,11 +68,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cutout", action="store_true",
                    help="also write <stem>_cutout.png: the photo on the kept labels, "
                         "transparent elsewhere")
-    p.add_argument("--cutout-label", type=_labels_list, action="append", default=[],
-                   metavar="K", help="label the cut-out keeps (default 1); repeatable or a "
-                                     "comma list")
-    p.add_argument("--feather", type=_feather, metavar="PX",
-                   help="with --cutout: a soft edge PX pixels wide (default 0)")
+    add_cutout_shape_arguments(p)
     p.add_argument("--report", action="store_true",
                    help="also write <stem>_report.json (with the yardstick's energy and gap)")
     p.add_argument("--labels-palette", action="store_true",
@@ -129,21 +126,6 @@ def _model_options_given(args: argparse.Namespace) -> list[str]:
     return [opt for opt, name, default in _SESSION_OPTIONS if getattr(args, name) != default]
 
 
-def _check_cutout_options(args: argparse.Namespace, labels: list[int], k: int) -> None:
-    """``--cutout-label`` and ``--feather`` only with ``--cutout``, and labels within K."""
-    if not args.cutout:
-        given = [opt for opt, used in (("--cutout-label", args.cutout_label),
-                                       ("--feather", args.feather is not None)) if used]
-        if given:
-            raise ValueError(f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} "
-                             "the cut-outs, and --cutout was not given")
-        return
-    bad = [v for v in labels if v > k]
-    if bad:
-        raise ValueError(f"cannot keep --cutout-label {bad[0]}: with K = {k} the labels are "
-                         f"{'1 and 2' if k == 2 else f'1 to {k}'}")
-
-
 def _progress(quiet: bool):
     """The progress callback: one rewritten line on a terminal, a line a photo otherwise."""
     from segapp.batch import format_progress  # noqa: PLC0415
@@ -181,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"'{missing}' has no row in --annotations '{args.annotations}'")
     params, models = _k_and_params(args)
     labels = cutout_labels(args)
-    _check_cutout_options(args, labels, params.k)
+    check_cutout_shape(args, params.k)
     outputs = batch.BatchOutputs(overlay=args.overlay, cutout=args.cutout, report=args.report,
                                  labels_palette=args.labels_palette,
                                  cutout_labels=tuple(labels), feather=args.feather or 0.0)

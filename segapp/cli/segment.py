@@ -144,12 +144,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cutout", metavar="OUT.png",
                    help="cut-out to write: the photo's pixels on the kept labels, transparent "
                         "elsewhere (.png, .tif, .tiff or .webp: formats with transparency)")
-    p.add_argument("--cutout-label", type=_labels_list, action="append", default=[],
-                   metavar="K", help="label the cut-out keeps (default 1, the object); "
-                                     "repeatable or a comma list (1,3)")
-    p.add_argument("--feather", type=_feather, metavar="PX",
-                   help="with --cutout: a soft edge PX pixels wide across the labels' boundary "
-                        "(default 0, a hard edge)")
+    add_cutout_shape_arguments(p)
     p.add_argument("--report", help="JSON report to write")
     p.add_argument("--allow-infeasible", action="store_true",
                    help="write the labels even when they break a constraint (by default such "
@@ -187,26 +182,43 @@ def cutout_labels(args: argparse.Namespace) -> list[int]:
     return list(dict.fromkeys(chosen)) or [1]
 
 
-def _check_cutout(args: argparse.Namespace) -> None:
-    """``--cutout``'s format, and ``--cutout-label`` / ``--feather`` only with it and within
-    K, refused in one sentence before any work."""
-    from segapp.core.formats import check_cutout_path  # noqa: PLC0415
+def add_cutout_shape_arguments(p: argparse.ArgumentParser) -> None:
+    """``--cutout-label`` and ``--feather``: which labels a cut-out keeps and how soft its edge
+    is (for every command that writes cut-outs; :func:`check_cutout_shape` checks them)."""
+    p.add_argument("--cutout-label", type=_labels_list, action="append", default=[],
+                   metavar="K", help="label the cut-out keeps (default 1, the object); "
+                                     "repeatable or a comma list (1,3)")
+    p.add_argument("--feather", type=_feather, metavar="PX",
+                   help="with --cutout: a soft edge PX pixels wide across the labels' boundary "
+                        "(default 0, a hard edge)")
 
+
+def check_cutout_shape(args: argparse.Namespace, k: int, cutout: str = "--cutout") -> None:
+    """``--cutout-label`` and ``--feather`` only with a cut-out (``cutout``: how the option
+    that asks for one reads) and the labels within K, refused in one sentence."""
     if not args.cutout:
         given = [opt for opt, used in (("--cutout-label", args.cutout_label),
                                        ("--feather", args.feather is not None)) if used]
         if given:
             one = len(given) == 1
-            raise ValueError(f"{' and '.join(given)} {'needs' if one else 'need'} --cutout "
-                             f"OUT.png: {'it shapes' if one else 'they shape'} a cut-out, and "
-                             "none was asked for")
+            raise ValueError(f"{' and '.join(given)} {'needs' if one else 'need'} {cutout}: "
+                             f"{'it shapes' if one else 'they shape'} a cut-out, and none "
+                             "was asked for")
         return
-    check_cutout_path(args.cutout, "--cutout")
-    bad = [v for v in cutout_labels(args) if v > args.k]
+    bad = [v for v in cutout_labels(args) if v > k]
     if bad:
-        span = "1 and 2" if args.k == 2 else f"1 to {args.k}"
-        raise ValueError(f"cannot keep --cutout-label {bad[0]}: with K = {args.k} the labels "
+        span = "1 and 2" if k == 2 else f"1 to {k}"
+        raise ValueError(f"cannot keep --cutout-label {bad[0]}: with K = {k} the labels "
                          f"are {span}")
+
+
+def _check_cutout(args: argparse.Namespace) -> None:
+    """``--cutout``'s format and :func:`check_cutout_shape`, before any work."""
+    from segapp.core.formats import check_cutout_path  # noqa: PLC0415
+
+    if args.cutout:
+        check_cutout_path(args.cutout, "--cutout")
+    check_cutout_shape(args, args.k, "--cutout OUT.png")
 
 
 def segment_params(args: argparse.Namespace, k: int) -> Any:

@@ -46,7 +46,7 @@ def folder(tmp_path):
      "--lam comes from the session with --model"),
     (["in", "--out", "o", "--model", "missing.json"], "cannot read session missing.json"),
     (["in", "--out", "o", "--rect", "1,1,5,5", "--feather", "2"],
-     "--feather shapes the cut-outs, and --cutout was not given"),
+     "--feather needs --cutout: it shapes a cut-out, and none was asked for"),
     (["in", "--out", "o", "--rect", "1,1,5,5", "--cutout", "--cutout-label", "3"],
      "cannot keep --cutout-label 3: with K = 2 the labels are 1 and 2"),
     (["in", "--out", "in/p0.png", "--rect", "1,1,5,5"], "it is a file, not a folder"),
