@@ -8,7 +8,7 @@ import json
 import os
 import signal
 import subprocess
-import time
+import threading
 from pathlib import Path
 
 import cv2
@@ -134,11 +134,25 @@ def test_ctrl_c_stops_cleanly_keeps_finished_photos_and_resume_goes_on(tmp_path)
             "--workers", "2"]
     p = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 240
-    while not list((tmp_path / "out").glob("*_labels.png")) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # Ctrl-C once the batch has said a photo is done (its progress line, printed after the
+    # row is kept): a file on disk alone may be a photo whose answer is still on its way
+    err_lines: list[str] = []
+    first_done = threading.Event()
+
+    def read_stderr() -> None:
+        for line in p.stderr:
+            err_lines.append(line)
+            if line.startswith("[") and line.rstrip().endswith(": done"):
+                first_done.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    assert first_done.wait(240), "".join(err_lines)
     os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
-    out, err = p.communicate(timeout=120)
+    p.stdout.read()  # (drained, so the batch never blocks on a full pipe)
+    p.wait(timeout=120)
+    reader.join(timeout=30)
+    err = "".join(err_lines)
     assert p.returncode == 130, err
     lines = err.strip().splitlines()
     assert lines[-1].startswith("segapp: interrupted: ") and "--resume goes on" in lines[-1]
