@@ -500,10 +500,11 @@ def local_cluster(workers: int) -> Iterator[Any]:
     each with an equal share of the cores for its compiled kernels; a worker that dies has its
     task tried once more (``allowed-failures`` 1). Closed on leaving the block.
 
-    Dask's nanny sets its workers' environment (the thread counts, glibc's trim threshold) in
-    this process's ``os.environ`` before it spawns each one, and leaves it there; every
-    process this one started later (the app's reference child, say) would inherit
-    ``OMP_NUM_THREADS=1``. The environment is put back as it was when the cluster closes.
+    Dask's nanny sets its workers' environment (here the thread counts, and its own
+    ``PYTHONHASHSEED``) in this process's ``os.environ`` before it spawns each one, and leaves
+    it there; every process this one started later (the app's reference child, say) would
+    inherit it. The environment is put back as it was when the cluster closes (a worker
+    restarted mid-batch sets it again until then).
     """
     import dask  # noqa: PLC0415
     from distributed import LocalCluster  # noqa: PLC0415
